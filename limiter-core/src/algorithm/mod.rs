@@ -1,0 +1,66 @@
+//! The four counting algorithms, as pure state machines: `(state, now, policy) → decision`.
+//!
+//! Every store — the in-memory one, the Redis scripts, the reference models in the tests —
+//! follows these definitions. Terms: `now` is the clock reading in milliseconds, `T` the
+//! window, `N` the policy's `max`, `B` the token bucket's `burst`.
+//!
+//! | algorithm | admits a request at `now` iff | `Retry-After` | state per key | error |
+//! | --- | --- | --- | --- | --- |
+//! | [`sliding_window`] | fewer than `N` admitted instants `t` with `now − t < T` | `oldest counted t + T − now` | one 32-bit instant per admitted request still in the window | none |
+//! | [`fixed_window`] | the window `[s, s + T)` opened by the key's first request holds fewer than `N` | `s + T − now` | 8 bytes | up to `2N` in an interval of length `T`, across an edge |
+//! | [`sliding_window_counter`] | `previous × (T − elapsed)/T + current < N`, windows aligned to multiples of `T` | exact time until the estimate drops below `N` | 8 bytes | exact for evenly spread traffic; fewer than `2N` per interval of length `T` in the worst case |
+//! | [`token_bucket`] | the bucket (capacity `B`, refilled at `N` per `T`, GCRA) holds a token | time until one token is back | 8 bytes | none: it is a different contract (bursts of `B`) |
+//!
+//! The fixed window's defect, concretely: with 5 per minute, 5 requests at 0:59.5 and 5 at
+//! 1:00.0 are all admitted when a window opened at 0:00 — 10 in half a second. The sliding
+//! window admits 5 of those 10.
+//!
+//! Memory of the exact sliding window, in figures: the in-memory store keeps a 16-byte table
+//! entry per key (key fingerprint and the first instant inline) and, once a key has two
+//! instants in the window, `4 × N` bytes of log. With `N = 5` that is about 36 bytes for a
+//! client seen once and about 70 for one at its limit; with `N = 1000` a client at its limit
+//! costs 4 KB. For large `N` and many clients use [`sliding_window_counter`] or
+//! [`token_bucket`]: 8 bytes of state whatever `N` is.
+
+use std::time::Duration;
+
+pub mod fixed_window;
+pub mod sliding_window;
+pub mod sliding_window_counter;
+pub mod token_bucket;
+
+/// A millisecond instant kept in 32 bits: the compact form stores keep per request.
+///
+/// Ages are computed with wrapping arithmetic, which is exact while the instant is less than
+/// 2³² ms (49 days) old. Stores guarantee that: they drop state a few windows after its last
+/// use, and windows are at most [`Policy::MAX_WINDOW`](crate::Policy::MAX_WINDOW) long.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stamp(u32);
+
+impl Stamp {
+    /// The stamp of the clock reading `now_ms`.
+    #[inline]
+    pub const fn at(now_ms: u64) -> Stamp {
+        Stamp(now_ms as u32)
+    }
+
+    /// Milliseconds from this stamp to `now_ms` (which must not be earlier).
+    #[inline]
+    pub const fn age(self, now_ms: u64) -> u64 {
+        (now_ms as u32).wrapping_sub(self.0) as u64
+    }
+
+    /// The raw 32 bits, for stores that pack stamps themselves.
+    pub const fn to_bits(self) -> u32 {
+        self.0
+    }
+
+    /// A stamp from raw bits written by [`Stamp::to_bits`].
+    pub const fn from_bits(bits: u32) -> Stamp {
+        Stamp(bits)
+    }
+}
+
+pub(crate) const fn ms(millis: u64) -> Duration {
+    Duration::from_millis(millis)
+}

@@ -1,0 +1,86 @@
+//! Sliding window (exact log): a request at `now` is admitted iff fewer than `N` admitted
+//! requests of its key have instants `t` with `now − t < T`. Rejected requests are not
+//! recorded. `Retry-After = oldest counted t + T − now`.
+//!
+//! The log is a queue of instants in arrival order: expired instants leave from the front,
+//! an admitted one joins at the back, so a check costs O(1) amortized and never copies the
+//! log. Memory: one 32-bit instant per admitted request still in the window, at most `N`.
+
+use super::{ms, Stamp};
+use crate::{Decision, Policy};
+use std::collections::VecDeque;
+
+/// The instants of one key's admitted requests, oldest first. Stores implement it over their
+/// own layout; [`VecDeque`] implements it for reference and tests.
+pub trait InstantLog {
+    /// How many instants the log holds.
+    fn len(&self) -> usize;
+    /// Whether the log is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The oldest instant, if any.
+    fn oldest(&self) -> Option<Stamp>;
+    /// Drops the oldest instant.
+    fn pop_oldest(&mut self);
+    /// Appends an instant, never earlier than those already held. Called only while
+    /// `len() < N`.
+    fn push(&mut self, stamp: Stamp);
+}
+
+/// Counts a request at `now_ms` against `log`.
+///
+/// ```
+/// use std::collections::VecDeque;
+/// use std::time::Duration;
+/// use limiter_core::{algorithm::sliding_window, Policy};
+/// let policy = Policy::new(2, Duration::from_secs(60))?;
+/// let mut log = VecDeque::new();
+/// assert!(sliding_window::check(&mut log, 0, &policy).allowed);
+/// assert!(sliding_window::check(&mut log, 30_000, &policy).allowed);
+/// let third = sliding_window::check(&mut log, 59_999, &policy);
+/// assert_eq!(third.retry_after, Some(Duration::from_millis(1)));
+/// assert!(sliding_window::check(&mut log, 60_000, &policy).allowed); // 0 left the window
+/// # Ok::<(), limiter_core::PolicyError>(())
+/// ```
+pub fn check<L: InstantLog + ?Sized>(log: &mut L, now_ms: u64, policy: &Policy) -> Decision {
+    let window = policy.window_ms();
+    let max = policy.max().get();
+    while let Some(oldest) = log.oldest() {
+        if oldest.age(now_ms) < window {
+            break;
+        }
+        log.pop_oldest();
+    }
+    if log.len() < max as usize {
+        log.push(Stamp::at(now_ms));
+        let next_back = match log.oldest() {
+            Some(oldest) => window - oldest.age(now_ms),
+            None => window,
+        };
+        Decision::allow(max, max - log.len() as u32, ms(next_back))
+    } else {
+        let oldest = log.oldest().map_or(0, |t| t.age(now_ms));
+        Decision::reject(max, ms(window - oldest))
+    }
+}
+
+/// Whether a log whose newest instant is `newest` holds nothing that counts at `now_ms`.
+pub fn is_expired(newest: Stamp, now_ms: u64, policy: &Policy) -> bool {
+    newest.age(now_ms) >= policy.window_ms()
+}
+
+impl InstantLog for VecDeque<Stamp> {
+    fn len(&self) -> usize {
+        VecDeque::len(self)
+    }
+    fn oldest(&self) -> Option<Stamp> {
+        self.front().copied()
+    }
+    fn pop_oldest(&mut self) {
+        self.pop_front();
+    }
+    fn push(&mut self, stamp: Stamp) {
+        self.push_back(stamp);
+    }
+}

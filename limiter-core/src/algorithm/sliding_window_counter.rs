@@ -1,0 +1,116 @@
+//! Sliding window counter: windows aligned to multiples of `T`, and the estimate
+//! `previous × (T − elapsed)/T + current`, where `elapsed` is the time since the current
+//! window began. A request is admitted iff the estimate is below `N`; then `current` grows.
+//!
+//! Memory: 8 bytes per key (a 16-bit window number and two 24-bit counts), whatever `N`.
+//! Error: the estimate assumes the previous window's requests were spread evenly. For such
+//! traffic it is exact; if they were bunched at its end, an interval of length `T` can hold
+//! up to (but fewer than) `2N` admitted requests. The property tests measure both.
+
+use super::ms;
+use crate::{Decision, Policy};
+
+const COUNT_BITS: u32 = 24;
+const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
+
+/// One key's two counts and the (wrapped) number of the window they belong to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SlidingWindowCounter {
+    packed: u64,
+}
+
+impl SlidingWindowCounter {
+    fn unpack(self) -> (u16, u64, u64) {
+        let p = self.packed;
+        (
+            (p >> (2 * COUNT_BITS)) as u16,
+            (p >> COUNT_BITS) & COUNT_MASK,
+            p & COUNT_MASK,
+        )
+    }
+
+    fn pack(window: u16, previous: u64, current: u64) -> SlidingWindowCounter {
+        SlidingWindowCounter {
+            packed: (u64::from(window) << (2 * COUNT_BITS)) | (previous << COUNT_BITS) | current,
+        }
+    }
+
+    /// The counts `(previous, current)` as they stand in the window containing `now_ms`.
+    fn counts_at(self, now_ms: u64, window_ms: u64) -> (u64, u64) {
+        let (window, previous, current) = self.unpack();
+        match ((now_ms / window_ms) as u16).wrapping_sub(window) {
+            0 => (previous, current),
+            1 => (current, 0),
+            _ => (0, 0),
+        }
+    }
+
+    /// Counts a request at `now_ms`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use limiter_core::{algorithm::sliding_window_counter::SlidingWindowCounter, Algorithm, Policy};
+    /// let policy = Policy::for_algorithm(Algorithm::SlidingWindowCounter, 4, Duration::from_secs(60))?;
+    /// let mut state = SlidingWindowCounter::default();
+    /// for t in [0, 1_000, 2_000, 3_000] {
+    ///     assert!(state.check(t, &policy).allowed);
+    /// }
+    /// // At 1:15 the estimate is 4 × 45/60 = 3: one more fits.
+    /// assert!(state.check(75_000, &policy).allowed);
+    /// // Now 3 + 1 = 4; it falls below 4 once the weight of the old window shrinks.
+    /// let rejected = state.check(75_000, &policy);
+    /// assert_eq!(rejected.retry_after, Some(Duration::from_millis(1)));
+    /// # Ok::<(), limiter_core::PolicyError>(())
+    /// ```
+    pub fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {
+        let t = policy.window_ms();
+        let max = u64::from(policy.max().get());
+        let elapsed = now_ms % t;
+        let (previous, current) = self.counts_at(now_ms, t);
+        // Everything is scaled by T to stay in integers: estimate × T.
+        let weighted = previous * (t - elapsed) + current * t;
+        if weighted >= max * t {
+            let wait = time_until_below(previous, current, elapsed, t, max);
+            return Decision::reject(max as u32, ms(wait));
+        }
+        let current = current + 1;
+        *self = SlidingWindowCounter::pack((now_ms / t) as u16, previous, current);
+        let room = max * t - (weighted + t);
+        let remaining = room.div_ceil(t);
+        let wait = time_until_below(previous, current, elapsed, t, max - remaining);
+        Decision::allow(max as u32, remaining as u32, ms(wait))
+    }
+
+    /// Whether the counts no longer weigh on any estimate at `now_ms`.
+    pub fn is_expired(&self, now_ms: u64, policy: &Policy) -> bool {
+        self.counts_at(now_ms, policy.window_ms()) == (0, 0)
+    }
+}
+
+/// The smallest wait `Δ` (ms) after which the estimate is below `target`, with no further
+/// requests admitted. `elapsed` is the time into the current window; `target ≥ 1`.
+fn time_until_below(previous: u64, current: u64, elapsed: u64, t: u64, target: u64) -> u64 {
+    let to_edge = t - elapsed;
+    // Still in this window, the estimate × T is previous × x + current × T with x the time
+    // left in the window: below target × T iff previous × x < (target − current) × T.
+    if current < target && previous > 0 {
+        let x_max = ((target - current) * t).div_ceil(previous) - 1;
+        if x_max >= to_edge {
+            return 0;
+        }
+        if x_max >= 1 {
+            return to_edge - x_max;
+        }
+    }
+    // In the next window `current` becomes the previous count, weighted by the time y left
+    // in that window: below target iff current × y < target × T.
+    if current == 0 {
+        return to_edge;
+    }
+    let y_max = (target * t).div_ceil(current) - 1;
+    if y_max >= t {
+        to_edge
+    } else {
+        to_edge + t - y_max
+    }
+}

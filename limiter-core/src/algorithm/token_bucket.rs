@@ -1,0 +1,60 @@
+//! Token bucket, as GCRA: a bucket of `B` tokens refilled continuously at `N` per `T`.
+//!
+//! The state is the theoretical arrival time (TAT): the instant the bucket would be full
+//! again. With `I = T / N` (the time per token, in nanoseconds, rounded up), a request at
+//! `now` finds `used = max(TAT, now) − now` of the bucket spent and is admitted iff
+//! `used + I ≤ B × I`; it then moves TAT by `I`. `Retry-After = used + I − B × I`, the time
+//! until one token is back. Memory: 8 bytes per key, whatever `N` and `B`.
+
+use crate::{Decision, Policy};
+use std::time::Duration;
+
+/// One key's bucket, as its theoretical arrival time in nanoseconds of the clock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TokenBucket {
+    tat_ns: u64,
+}
+
+impl TokenBucket {
+    /// Counts a request at `now_ms`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use limiter_core::{algorithm::token_bucket::TokenBucket, Algorithm, Policy};
+    /// // 1 token per second, bursts of 2.
+    /// let policy = Policy::for_algorithm(Algorithm::TokenBucket, 60, Duration::from_secs(60))?
+    ///     .with_burst(2)?;
+    /// let mut bucket = TokenBucket::default();
+    /// assert!(bucket.check(0, &policy).allowed);
+    /// assert!(bucket.check(0, &policy).allowed);
+    /// assert_eq!(bucket.check(250, &policy).retry_after, Some(Duration::from_millis(750)));
+    /// assert!(bucket.check(1_000, &policy).allowed);
+    /// # Ok::<(), limiter_core::PolicyError>(())
+    /// ```
+    pub fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {
+        let max = policy.max().get();
+        let interval = policy.emission_interval_ns();
+        // Policy bounds B × I to 100 years of nanoseconds, so this fits in u64.
+        let capacity = u64::from(policy.burst().get()) * interval;
+        let now = now_ms * 1_000_000;
+        let used = self.tat_ns.saturating_sub(now);
+        if used + interval > capacity {
+            return Decision::reject(max, Duration::from_nanos(used + interval - capacity));
+        }
+        let used = used + interval;
+        self.tat_ns = now + used;
+        let remaining = ((capacity - used) / interval).min(u64::from(u32::MAX)) as u32;
+        let next_back = (used - 1) % interval + 1;
+        Decision::allow(max, remaining, Duration::from_nanos(next_back))
+    }
+
+    /// Whether the bucket is full at `now_ms`: the state can be forgotten.
+    pub fn is_expired(&self, now_ms: u64) -> bool {
+        self.tat_ns <= now_ms * 1_000_000
+    }
+
+    /// The time until the bucket is full again.
+    pub fn full_in(&self, now_ms: u64) -> Duration {
+        Duration::from_nanos(self.tat_ns.saturating_sub(now_ms * 1_000_000))
+    }
+}

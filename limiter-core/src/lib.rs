@@ -1,0 +1,31 @@
+//! The runtime of [limiter](https://docs.rs/limiter): policies, the four counting
+//! algorithms, clocks and stores.
+//!
+//! Most users depend on the `limiter` crate and write `#[rate_limit(...)]`; this crate is
+//! what the attribute expands to, and what a custom store or a test talks to directly.
+//!
+//! ```
+//! use std::time::Duration;
+//! use limiter_core::{Limit, MemoryStore, Policy};
+//!
+//! let store = MemoryStore::new();
+//! let login = Limit::new("login", Policy::new(5, Duration::from_secs(60))?);
+//! let now = Duration::ZERO;
+//! let admitted = (0..7).filter(|_| store.check_at(&login, b"203.0.113.9", now).allowed).count();
+//! assert_eq!(admitted, 5);
+//! # Ok::<(), limiter_core::PolicyError>(())
+//! ```
+#![deny(missing_docs)]
+
+pub mod algorithm;
+pub mod clock;
+mod decision;
+mod limiter;
+mod policy;
+pub mod store;
+
+pub use clock::{Clock, ManualClock, PreciseClock, SystemClock};
+pub use decision::Decision;
+pub use limiter::{Limiter, LimiterBuilder};
+pub use policy::{Algorithm, Policy, PolicyError};
+pub use store::{Check, Limit, MemoryStore, Store, StoreError};

@@ -1,0 +1,341 @@
+//! What a limit allows: how many requests, over which window, counted by which algorithm.
+
+use std::fmt;
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+/// How requests are counted. See the [`algorithm`](crate::algorithm) module for the exact rules,
+/// the memory each one costs and the error each one makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Algorithm {
+    /// An exact log of the admitted instants: no boundary to exploit. The default.
+    #[default]
+    SlidingWindow,
+    /// A window opened by a key's first request; allows a burst of `2 × max` across its edge.
+    FixedWindow,
+    /// Aligned windows and a weighted estimate: constant memory, approximate.
+    SlidingWindowCounter,
+    /// A bucket of `burst` tokens refilled continuously at `max` per window (GCRA).
+    TokenBucket,
+}
+
+impl Algorithm {
+    /// Every algorithm, in the order the documentation lists them.
+    pub const ALL: [Algorithm; 4] = [
+        Algorithm::SlidingWindow,
+        Algorithm::FixedWindow,
+        Algorithm::SlidingWindowCounter,
+        Algorithm::TokenBucket,
+    ];
+
+    /// The name used in `#[rate_limit(algorithm = "...")]`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Algorithm::SlidingWindow => "sliding_window",
+            Algorithm::FixedWindow => "fixed_window",
+            Algorithm::SlidingWindowCounter => "sliding_window_counter",
+            Algorithm::TokenBucket => "token_bucket",
+        }
+    }
+
+    /// The algorithm with that attribute name, if there is one.
+    ///
+    /// ```
+    /// use limiter_core::Algorithm;
+    /// assert_eq!(Algorithm::from_name("token_bucket"), Some(Algorithm::TokenBucket));
+    /// assert_eq!(Algorithm::from_name("leaky"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<Algorithm> {
+        Algorithm::ALL.into_iter().find(|a| a.name() == name)
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A limit: at most `max` requests per `window`, counted by `algorithm`.
+///
+/// Built with checked constructors, so a `Policy` always holds values every store can
+/// represent exactly (see [`Policy::MAX_WINDOW`] and [`Policy::max_limit`]).
+///
+/// ```
+/// use std::time::Duration;
+/// use limiter_core::{Algorithm, Policy};
+///
+/// let login = Policy::new(5, Duration::from_secs(60))?;
+/// assert_eq!(login.max().get(), 5);
+/// assert_eq!(login.algorithm(), Algorithm::SlidingWindow);
+///
+/// let api = Policy::new(100, Duration::from_secs(1))?
+///     .with_algorithm(Algorithm::TokenBucket)?
+///     .with_burst(20)?;
+/// assert_eq!(api.burst().get(), 20);
+/// # Ok::<(), limiter_core::PolicyError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Policy {
+    max: NonZeroU32,
+    window_ms: u64,
+    algorithm: Algorithm,
+    burst: Option<NonZeroU32>,
+}
+
+/// Why a [`Policy`] could not be built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PolicyError {
+    /// `max` was 0: a limit that admits nothing is a closed route, not a rate limit.
+    ZeroMax,
+    /// `max` exceeds what the algorithm can count exactly.
+    MaxTooLarge {
+        /// The value given.
+        max: u32,
+        /// The largest value the algorithm accepts.
+        limit: u32,
+        /// The algorithm.
+        algorithm: Algorithm,
+    },
+    /// The window is shorter than one millisecond, the clock's resolution.
+    WindowTooShort(Duration),
+    /// The window is longer than [`Policy::MAX_WINDOW`].
+    WindowTooLong(Duration),
+    /// The window is not a whole number of milliseconds.
+    WindowNotWholeMillis(Duration),
+    /// `burst` was 0.
+    ZeroBurst,
+    /// `burst` was given for an algorithm other than `token_bucket`.
+    BurstWithoutTokenBucket(Algorithm),
+    /// Refilling an empty bucket of `burst` tokens at `max` per window would take more than
+    /// [`Policy::MAX_REFILL`].
+    BurstTooLarge {
+        /// The burst given.
+        burst: u32,
+    },
+}
+
+impl fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PolicyError::ZeroMax => f.write_str("the maximum must be at least 1"),
+            PolicyError::MaxTooLarge {
+                max,
+                limit,
+                algorithm,
+            } => write!(
+                f,
+                "{algorithm} counts at most {limit} requests per window, got {max}; \
+                 use a shorter window or another algorithm"
+            ),
+            PolicyError::WindowTooShort(w) => {
+                write!(f, "the window must be at least 1ms, got {w:?}")
+            }
+            PolicyError::WindowTooLong(w) => write!(
+                f,
+                "the window must be at most {} days, got {w:?}",
+                Policy::MAX_WINDOW.as_secs() / 86_400
+            ),
+            PolicyError::WindowNotWholeMillis(w) => {
+                write!(f, "the window must be a whole number of milliseconds, got {w:?}")
+            }
+            PolicyError::ZeroBurst => f.write_str("the burst must be at least 1"),
+            PolicyError::BurstTooLarge { burst } => write!(
+                f,
+                "a burst of {burst} takes more than 100 years to refill at this rate"
+            ),
+            PolicyError::BurstWithoutTokenBucket(a) => write!(
+                f,
+                "burst only applies to token_bucket, but the algorithm is {a}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for PolicyError {}
+
+impl Policy {
+    /// The longest window: 7 days. Stores keep instants as 32-bit millisecond stamps, which
+    /// stay unambiguous for a few windows of that length; a longer "rate" is a quota.
+    pub const MAX_WINDOW: Duration = Duration::from_secs(7 * 86_400);
+
+    /// The longest time a token bucket may take to refill completely: 100 years, so that
+    /// its arithmetic in nanoseconds never overflows.
+    pub const MAX_REFILL: Duration = Duration::from_secs(100 * 365 * 86_400);
+
+    /// At most `max` requests per `window`, counted by the default sliding window.
+    pub fn new(max: u32, window: Duration) -> Result<Policy, PolicyError> {
+        Policy::for_algorithm(Algorithm::SlidingWindow, max, window)
+    }
+
+    /// At most `max` requests per `window`, counted by `algorithm`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use limiter_core::{Algorithm, Policy};
+    /// let global = Policy::for_algorithm(Algorithm::FixedWindow, 1_000_000, Duration::from_secs(3600))?;
+    /// assert_eq!(global.window(), Duration::from_secs(3600));
+    /// # Ok::<(), limiter_core::PolicyError>(())
+    /// ```
+    pub fn for_algorithm(
+        algorithm: Algorithm,
+        max: u32,
+        window: Duration,
+    ) -> Result<Policy, PolicyError> {
+        let max = NonZeroU32::new(max).ok_or(PolicyError::ZeroMax)?;
+        if window < Duration::from_millis(1) {
+            return Err(PolicyError::WindowTooShort(window));
+        }
+        if window > Policy::MAX_WINDOW {
+            return Err(PolicyError::WindowTooLong(window));
+        }
+        if window.subsec_nanos() % 1_000_000 != 0 {
+            return Err(PolicyError::WindowNotWholeMillis(window));
+        }
+        let policy = Policy {
+            max,
+            window_ms: window.as_millis() as u64,
+            algorithm,
+            burst: None,
+        };
+        policy.validate()
+    }
+
+    /// The same limit counted by `algorithm`.
+    ///
+    /// Refused when `max` is beyond what that algorithm counts exactly, or when a burst was
+    /// set and the algorithm is not `token_bucket`.
+    pub fn with_algorithm(self, algorithm: Algorithm) -> Result<Policy, PolicyError> {
+        Policy { algorithm, ..self }.validate()
+    }
+
+    fn validate(self) -> Result<Policy, PolicyError> {
+        self.check_max()?;
+        if self.burst.is_some() && self.algorithm != Algorithm::TokenBucket {
+            return Err(PolicyError::BurstWithoutTokenBucket(self.algorithm));
+        }
+        let refill = u128::from(self.burst().get()) * u128::from(self.emission_interval_ns());
+        if refill > Policy::MAX_REFILL.as_nanos() {
+            return Err(PolicyError::BurstTooLarge {
+                burst: self.burst().get(),
+            });
+        }
+        Ok(self)
+    }
+
+    /// The bucket capacity for `token_bucket` (default: `max`).
+    pub fn with_burst(self, burst: u32) -> Result<Policy, PolicyError> {
+        let burst = NonZeroU32::new(burst).ok_or(PolicyError::ZeroBurst)?;
+        Policy {
+            burst: Some(burst),
+            ..self
+        }
+        .validate()
+    }
+
+    /// The largest `max` that `algorithm` counts exactly: the sliding log indexes its ring
+    /// with 16 bits, the counter packs both windows' counts into 24 bits each.
+    pub const fn max_limit(algorithm: Algorithm) -> u32 {
+        match algorithm {
+            Algorithm::SlidingWindow => u16::MAX as u32,
+            Algorithm::SlidingWindowCounter => (1 << 24) - 1,
+            Algorithm::FixedWindow | Algorithm::TokenBucket => u32::MAX,
+        }
+    }
+
+    fn check_max(&self) -> Result<(), PolicyError> {
+        let limit = Policy::max_limit(self.algorithm);
+        if self.max.get() > limit {
+            return Err(PolicyError::MaxTooLarge {
+                max: self.max.get(),
+                limit,
+                algorithm: self.algorithm,
+            });
+        }
+        Ok(())
+    }
+
+    /// Requests admitted per window.
+    pub const fn max(&self) -> NonZeroU32 {
+        self.max
+    }
+
+    /// The window.
+    pub const fn window(&self) -> Duration {
+        Duration::from_millis(self.window_ms)
+    }
+
+    /// The window in milliseconds.
+    pub const fn window_ms(&self) -> u64 {
+        self.window_ms
+    }
+
+    /// The counting algorithm.
+    pub const fn algorithm(&self) -> Algorithm {
+        self.algorithm
+    }
+
+    /// The token bucket's time per token, `window / max` in nanoseconds, rounded up so that
+    /// rounding can never admit more than `max` per window.
+    pub fn emission_interval_ns(&self) -> u64 {
+        (self.window_ms * 1_000_000).div_ceil(u64::from(self.max.get()))
+    }
+
+    /// The token bucket's capacity: the configured burst, else `max`.
+    pub fn burst(&self) -> NonZeroU32 {
+        self.burst.unwrap_or(self.max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_zero_and_absurd_values() {
+        let minute = Duration::from_secs(60);
+        assert_eq!(Policy::new(0, minute), Err(PolicyError::ZeroMax));
+        assert!(matches!(
+            Policy::new(1, Duration::ZERO),
+            Err(PolicyError::WindowTooShort(_))
+        ));
+        assert!(matches!(
+            Policy::new(1, Duration::from_micros(1500)),
+            Err(PolicyError::WindowNotWholeMillis(_))
+        ));
+        assert!(matches!(
+            Policy::new(1, Duration::from_secs(8 * 86_400)),
+            Err(PolicyError::WindowTooLong(_))
+        ));
+        assert!(matches!(
+            Policy::new(70_000, minute),
+            Err(PolicyError::MaxTooLarge { limit: 65_535, .. })
+        ));
+        assert!(Policy::for_algorithm(Algorithm::TokenBucket, 70_000, minute).is_ok());
+        assert!(matches!(
+            Policy::for_algorithm(Algorithm::SlidingWindowCounter, 1 << 24, minute),
+            Err(PolicyError::MaxTooLarge { .. })
+        ));
+        assert_eq!(
+            Policy::new(1, minute).unwrap().with_burst(3),
+            Err(PolicyError::BurstWithoutTokenBucket(Algorithm::SlidingWindow))
+        );
+        let bucket = Policy::for_algorithm(Algorithm::TokenBucket, 1, minute).unwrap();
+        assert!(matches!(
+            bucket.with_burst(2).unwrap().with_algorithm(Algorithm::FixedWindow),
+            Err(PolicyError::BurstWithoutTokenBucket(_))
+        ));
+        assert_eq!(bucket.with_burst(0), Err(PolicyError::ZeroBurst));
+        assert_eq!(bucket.with_burst(3).unwrap().burst().get(), 3);
+        assert_eq!(bucket.burst().get(), 1);
+    }
+
+    #[test]
+    fn errors_read_as_sentences() {
+        let err = Policy::new(1, Duration::from_secs(30 * 86_400)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the window must be at most 7 days, got 2592000s"
+        );
+    }
+}
