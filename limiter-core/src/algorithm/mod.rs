@@ -7,13 +7,16 @@
 //! | algorithm | admits a request at `now` iff | `Retry-After` | state per key | error |
 //! | --- | --- | --- | --- | --- |
 //! | [`sliding_window`] | fewer than `N` admitted instants `t` with `now − t < T` | `oldest counted t + T − now` | one 32-bit instant per admitted request still in the window | none |
-//! | [`fixed_window`] | the window `[s, s + T)` opened by the key's first request holds fewer than `N` | `s + T − now` | 8 bytes | up to `2N` in an interval of length `T`, across an edge |
-//! | [`sliding_window_counter`] | `previous × (T − elapsed)/T + current < N`, windows aligned to multiples of `T` | exact time until the estimate drops below `N` | 8 bytes | exact for evenly spread traffic; fewer than `2N` per interval of length `T` in the worst case |
+//! | [`fixed_window`] | the window `[s, s + T)` opened by the key's first request holds fewer than `N` | `s + T − now` | 8 bytes | `2N − 1` within an instant across an edge, `2N` within `[s, s + T]` |
+//! | [`sliding_window_counter`] | `previous × (T − elapsed)/T + current < N`, windows aligned to multiples of `T` | exact time until the estimate drops below `N` | 8 bytes | within 1% of the exact window's total on random traffic; `2N` per interval of length `T` in the worst case |
 //! | [`token_bucket`] | the bucket (capacity `B`, refilled at `N` per `T`, GCRA) holds a token | time until one token is back | 8 bytes | none: it is a different contract (bursts of `B`) |
 //!
-//! The fixed window's defect, concretely: with 5 per minute, 5 requests at 0:59.5 and 5 at
-//! 1:00.0 are all admitted when a window opened at 0:00 — 10 in half a second. The sliding
-//! window admits 5 of those 10.
+//! The fixed window's defect, concretely: with 5 per minute, a client whose window opened
+//! at 0:00 with one request sends 5 at 0:59.5 and 5 at 1:00.0. Fixed window admits 9 of
+//! them (4 + 5) within half a second, 10 within the minute; the sliding window admits 5
+//! (4 + 1). Because a window opens at the key's first request, which sits at its start,
+//! `2N − 1` is the most a fixed window lets through in an interval shorter than `T`; with
+//! windows aligned to the clock it would be `2N`.
 //!
 //! Memory of the exact sliding window, in figures: the in-memory store keeps a 16-byte table
 //! entry per key (key fingerprint and the first instant inline) and, once a key has two

@@ -3,9 +3,12 @@
 //! window began. A request is admitted iff the estimate is below `N`; then `current` grows.
 //!
 //! Memory: 8 bytes per key (a 16-bit window number and two 24-bit counts), whatever `N`.
-//! Error: the estimate assumes the previous window's requests were spread evenly. For such
-//! traffic it is exact; if they were bunched at its end, an interval of length `T` can hold
-//! up to (but fewer than) `2N` admitted requests. The property tests measure both.
+//! Error: the estimate assumes the previous window's requests were spread evenly. On random
+//! traffic at 0.5 to 4 times the limit it admits within 1% of the exact window's total and
+//! its densest interval of length `T` holds at most 1.03 N (measured by the reference
+//! tests, which hold it to 2% and 1.05 N). In the worst case — the previous window's
+//! requests bunched at its end — an interval of length `T` can hold `2N`, as with a fixed
+//! window; the property tests check that bound.
 
 use super::ms;
 use crate::{Decision, Policy};
@@ -75,7 +78,7 @@ impl SlidingWindowCounter {
         }
         let current = current + 1;
         *self = SlidingWindowCounter::pack((now_ms / t) as u16, previous, current);
-        let room = max * t - (weighted + t);
+        let room = (max * t).saturating_sub(weighted + t);
         let remaining = room.div_ceil(t);
         let wait = time_until_below(previous, current, elapsed, t, max - remaining);
         Decision::allow(max as u32, remaining as u32, ms(wait))

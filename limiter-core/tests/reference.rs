@@ -1,0 +1,404 @@
+//! Random schedules through the in-memory store against small, obviously correct models
+//! written from the definitions in DESIGN.md, and the guarantees each algorithm makes.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use limiter_core::{Algorithm, Clock, Decision, Limit, Limiter, ManualClock, Policy};
+use proptest::prelude::*;
+
+/// Decides like the algorithm's definition, with no cleverness: full 64-bit times, every
+/// instant kept, brute force where a formula would need thought.
+trait Model {
+    fn check(&mut self, key: u8, now: u64) -> Decision;
+}
+
+fn ms(v: u64) -> Duration {
+    Duration::from_millis(v)
+}
+
+struct SlidingLog {
+    max: u64,
+    window: u64,
+    admitted: HashMap<u8, Vec<u64>>,
+}
+
+impl Model for SlidingLog {
+    fn check(&mut self, key: u8, now: u64) -> Decision {
+        let times = self.admitted.entry(key).or_default();
+        let mut counted: Vec<u64> = times
+            .iter()
+            .copied()
+            .filter(|&t| now - t < self.window)
+            .collect();
+        if (counted.len() as u64) < self.max {
+            times.push(now);
+            counted.push(now);
+            let oldest = counted.iter().min().unwrap();
+            let remaining = self.max - counted.len() as u64;
+            Decision::allow(self.max as u32, remaining as u32, ms(oldest + self.window - now))
+        } else {
+            let oldest = counted.iter().min().unwrap();
+            Decision::reject(self.max as u32, ms(oldest + self.window - now))
+        }
+    }
+}
+
+struct Fixed {
+    max: u64,
+    window: u64,
+    windows: HashMap<u8, (u64, u64)>,
+}
+
+impl Model for Fixed {
+    fn check(&mut self, key: u8, now: u64) -> Decision {
+        let (start, count) = self.windows.entry(key).or_insert((now, 0));
+        if now >= *start + self.window {
+            (*start, *count) = (now, 0);
+        }
+        let ends_in = ms(*start + self.window - now);
+        if *count < self.max {
+            *count += 1;
+            Decision::allow(self.max as u32, (self.max - *count) as u32, ends_in)
+        } else {
+            Decision::reject(self.max as u32, ends_in)
+        }
+    }
+}
+
+/// The token bucket as a bucket: its content (in nanoseconds of refill) grows by one per
+/// nanosecond up to the capacity, and a request takes one token's worth.
+struct Bucket {
+    max: u64,
+    interval: u64,
+    capacity: u64,
+    buckets: HashMap<u8, (u64, u64)>,
+}
+
+impl Model for Bucket {
+    fn check(&mut self, key: u8, now: u64) -> Decision {
+        let now = now * 1_000_000;
+        let (content, last) = self.buckets.entry(key).or_insert((self.capacity, now));
+        *content = (*content + (now - *last)).min(self.capacity);
+        *last = now;
+        if *content >= self.interval {
+            *content -= self.interval;
+            let missing = self.capacity - *content;
+            let next_token = (missing - 1) % self.interval + 1;
+            Decision::allow(
+                self.max as u32,
+                (*content / self.interval) as u32,
+                Duration::from_nanos(next_token),
+            )
+        } else {
+            Decision::reject(
+                self.max as u32,
+                Duration::from_nanos(self.interval - *content),
+            )
+        }
+    }
+}
+
+struct Counter {
+    max: u64,
+    window: u64,
+    counts: HashMap<(u8, u64), u64>,
+}
+
+impl Counter {
+    /// The estimate at `at`, times T.
+    fn weighted(&self, key: u8, at: u64) -> u64 {
+        let index = at / self.window;
+        let elapsed = at % self.window;
+        let count = |i: u64| self.counts.get(&(key, i)).copied().unwrap_or(0);
+        let previous = if index == 0 { 0 } else { count(index - 1) };
+        previous * (self.window - elapsed) + count(index) * self.window
+    }
+
+    fn admits(&self, key: u8, at: u64) -> bool {
+        self.weighted(key, at) < self.max * self.window
+    }
+
+    /// Requests that would be admitted at `at`, one after the other.
+    fn remaining(&self, key: u8, at: u64) -> u64 {
+        let mut copy = Counter {
+            max: self.max,
+            window: self.window,
+            counts: self.counts.clone(),
+        };
+        let mut n = 0;
+        while copy.admits(key, at) {
+            *copy.counts.entry((key, at / self.window)).or_default() += 1;
+            n += 1;
+        }
+        n
+    }
+
+    /// The first instant after `now` at which `condition` holds, searching ms by ms.
+    fn wait_until(&self, now: u64, condition: impl Fn(u64) -> bool) -> u64 {
+        (1..=3 * self.window + 1)
+            .find(|&d| condition(now + d))
+            .expect("the counts vanish within two windows")
+    }
+}
+
+impl Model for Counter {
+    fn check(&mut self, key: u8, now: u64) -> Decision {
+        if !self.admits(key, now) {
+            let wait = self.wait_until(now, |at| self.admits(key, at));
+            return Decision::reject(self.max as u32, ms(wait));
+        }
+        *self.counts.entry((key, now / self.window)).or_default() += 1;
+        let remaining = self.remaining(key, now);
+        let wait = self.wait_until(now, |at| self.remaining(key, at) > remaining);
+        Decision::allow(self.max as u32, remaining as u32, ms(wait))
+    }
+}
+
+fn model_for(policy: &Policy) -> Box<dyn Model> {
+    let max = u64::from(policy.max().get());
+    let window = policy.window_ms();
+    match policy.algorithm() {
+        Algorithm::SlidingWindow => Box::new(SlidingLog {
+            max,
+            window,
+            admitted: HashMap::new(),
+        }),
+        Algorithm::FixedWindow => Box::new(Fixed {
+            max,
+            window,
+            windows: HashMap::new(),
+        }),
+        Algorithm::TokenBucket => Box::new(Bucket {
+            max,
+            interval: policy.emission_interval_ns(),
+            capacity: u64::from(policy.burst().get()) * policy.emission_interval_ns(),
+            buckets: HashMap::new(),
+        }),
+        Algorithm::SlidingWindowCounter => Box::new(Counter {
+            max,
+            window,
+            counts: HashMap::new(),
+        }),
+    }
+}
+
+/// How far the clock moves before a request: aimed at the edges of the window.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    Same,
+    OneMs,
+    WindowMinusOne,
+    Window,
+    WindowPlusOne,
+    Random(u64),
+}
+
+impl Step {
+    fn millis(self, window: u64) -> u64 {
+        match self {
+            Step::Same => 0,
+            Step::OneMs => 1,
+            Step::WindowMinusOne => window - 1,
+            Step::Window => window,
+            Step::WindowPlusOne => window + 1,
+            Step::Random(r) => r % (2 * window),
+        }
+    }
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        3 => Just(Step::Same),
+        2 => Just(Step::OneMs),
+        1 => Just(Step::WindowMinusOne),
+        1 => Just(Step::Window),
+        1 => Just(Step::WindowPlusOne),
+        4 => any::<u64>().prop_map(Step::Random),
+    ]
+}
+
+fn policy(algorithm: Algorithm) -> impl Strategy<Value = Policy> {
+    (1..=6u32, 1..=250u64, 1..=8u32).prop_map(move |(max, window, burst)| {
+        let policy = Policy::for_algorithm(algorithm, max, ms(window)).unwrap();
+        if algorithm == Algorithm::TokenBucket {
+            policy.with_burst(burst).unwrap()
+        } else {
+            policy
+        }
+    })
+}
+
+/// Where the clock starts: at zero, just before the 32-bit stamps wrap, or anywhere.
+fn start() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        Just(0u64),
+        (0..2_000u64).prop_map(|d| u64::from(u32::MAX) - d),
+        0..(1u64 << 40),
+    ]
+}
+
+type Schedule = Vec<(u8, Step)>;
+
+fn schedule() -> impl Strategy<Value = Schedule> {
+    prop::collection::vec((0..3u8, step()), 1..150)
+}
+
+/// Runs `schedule` through a real limiter and returns each request's instant, key and
+/// decision.
+fn run(policy: Policy, start: u64, schedule: &Schedule) -> Vec<(u64, u8, Decision)> {
+    let clock = ManualClock::starting_at(ms(start));
+    let limiter = Limiter::builder().clock(clock.clone()).build();
+    let limit = Limit::new("reference", policy);
+    schedule
+        .iter()
+        .map(|&(key, step)| {
+            clock.advance(ms(step.millis(policy.window_ms())));
+            let decision = limiter
+                .check(&limit, &[key])
+                .now_or_never()
+                .unwrap()
+                .unwrap();
+            (clock.now().as_millis() as u64, key, decision)
+        })
+        .collect()
+}
+
+fn agrees_with_model(policy: Policy, start: u64, schedule: &Schedule) -> Result<(), TestCaseError> {
+    let mut model = model_for(&policy);
+    for (i, (now, key, decision)) in run(policy, start, schedule).into_iter().enumerate() {
+        let expected = model.check(key, now);
+        prop_assert_eq!(decision, expected, "request {} (key {}) at {}", i, key, now);
+    }
+    Ok(())
+}
+
+/// The most admitted requests of one key in any interval `[t, t + T)`.
+fn densest_window(decisions: &[(u64, u8, Decision)], window: u64) -> usize {
+    let mut by_key: HashMap<u8, Vec<u64>> = HashMap::new();
+    for &(now, key, d) in decisions {
+        if d.allowed {
+            by_key.entry(key).or_default().push(now);
+        }
+    }
+    by_key
+        .values()
+        .flat_map(|times| {
+            times
+                .iter()
+                .map(move |&t| times.iter().filter(|&&u| u >= t && u - t < window).count())
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn sliding_window_matches_its_model(
+        policy in policy(Algorithm::SlidingWindow), start in start(), schedule in schedule()
+    ) {
+        agrees_with_model(policy, start, &schedule)?;
+    }
+
+    #[test]
+    fn fixed_window_matches_its_model(
+        policy in policy(Algorithm::FixedWindow), start in start(), schedule in schedule()
+    ) {
+        agrees_with_model(policy, start, &schedule)?;
+    }
+
+    #[test]
+    fn token_bucket_matches_its_model(
+        policy in policy(Algorithm::TokenBucket), start in start(), schedule in schedule()
+    ) {
+        agrees_with_model(policy, start, &schedule)?;
+    }
+
+    #[test]
+    fn sliding_window_counter_matches_its_model(
+        policy in policy(Algorithm::SlidingWindowCounter), start in start(), schedule in schedule()
+    ) {
+        agrees_with_model(policy, start, &schedule)?;
+    }
+
+    #[test]
+    fn sliding_window_never_holds_more_than_n_in_any_window(
+        policy in policy(Algorithm::SlidingWindow), start in start(), schedule in schedule()
+    ) {
+        let decisions = run(policy, start, &schedule);
+        let densest = densest_window(&decisions, policy.window_ms());
+        prop_assert!(densest <= policy.max().get() as usize);
+    }
+
+    #[test]
+    fn sliding_window_counter_holds_at_most_2n_in_any_window(
+        policy in policy(Algorithm::SlidingWindowCounter), start in start(), schedule in schedule()
+    ) {
+        let decisions = run(policy, start, &schedule);
+        let densest = densest_window(&decisions, policy.window_ms());
+        prop_assert!(densest <= 2 * policy.max().get() as usize);
+    }
+}
+
+/// A small deterministic generator, so the measurement below is the same on every run.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+}
+
+/// Measures the counter against the exact window on random traffic (arrivals uniformly
+/// spread, at 0.5 to 4 times the limit), and holds it to the figures its documentation
+/// states: it admits within 2% of what the exact window admits in total, and no interval of
+/// length T holds more than 1.05 N. (Which requests get in differs more: under overload the
+/// two let different ones through; that share is printed, not bounded.)
+#[test]
+fn sliding_window_counter_error_on_random_traffic_is_small() {
+    let window = 60_000u64;
+    let max = 100u32;
+    let mut report = Vec::new();
+    for load in [0.5f64, 1.0, 1.5, 2.0, 4.0] {
+        let mut rng = Lcg(load.to_bits());
+        let requests = (load * f64::from(max) * 20.0) as usize;
+        let mean_gap = window as f64 / (load * f64::from(max));
+        let schedule: Schedule = (0..requests)
+            .map(|_| (0u8, Step::Random(rng.next() % (2 * mean_gap as u64 + 1))))
+            .collect();
+        let exact = run(
+            Policy::for_algorithm(Algorithm::SlidingWindow, max, ms(window)).unwrap(),
+            0,
+            &schedule,
+        );
+        let approx = run(
+            Policy::for_algorithm(Algorithm::SlidingWindowCounter, max, ms(window)).unwrap(),
+            0,
+            &schedule,
+        );
+        // Steps are drawn modulo 2T; these gaps are far smaller, so both runs see one clock.
+        let differ = exact
+            .iter()
+            .zip(&approx)
+            .filter(|(e, a)| e.2.allowed != a.2.allowed)
+            .count();
+        let share = differ as f64 / requests as f64;
+        let densest = densest_window(&approx, window) as f64 / f64::from(max);
+        report.push(format!(
+            "load {load:>3}x: {:.2}% of decisions differ, densest window {densest:.2} N",
+            share * 100.0
+        ));
+        let admitted = |run: &[(u64, u8, Decision)]| run.iter().filter(|d| d.2.allowed).count();
+        let total = admitted(&approx) as f64 / admitted(&exact) as f64;
+        let exact_densest = densest_window(&exact, window) as f64 / f64::from(max);
+        report.push(format!(
+            "          admitted {total:.4}x the exact window's total; exact densest {exact_densest:.2} N"
+        ));
+        assert!((0.98..=1.02).contains(&total), "load {load}: {total}");
+        assert!(densest <= 1.05, "load {load}: {densest}");
+    }
+    println!("{}", report.join("\n"));
+}
