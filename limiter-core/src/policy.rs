@@ -137,7 +137,10 @@ impl fmt::Display for PolicyError {
                 Policy::MAX_WINDOW.as_secs() / 86_400
             ),
             PolicyError::WindowNotWholeMillis(w) => {
-                write!(f, "the window must be a whole number of milliseconds, got {w:?}")
+                write!(
+                    f,
+                    "the window must be a whole number of milliseconds, got {w:?}"
+                )
             }
             PolicyError::ZeroBurst => f.write_str("the burst must be at least 1"),
             PolicyError::BurstTooLarge { burst } => write!(
@@ -318,11 +321,16 @@ mod tests {
         ));
         assert_eq!(
             Policy::new(1, minute).unwrap().with_burst(3),
-            Err(PolicyError::BurstWithoutTokenBucket(Algorithm::SlidingWindow))
+            Err(PolicyError::BurstWithoutTokenBucket(
+                Algorithm::SlidingWindow
+            ))
         );
         let bucket = Policy::for_algorithm(Algorithm::TokenBucket, 1, minute).unwrap();
         assert!(matches!(
-            bucket.with_burst(2).unwrap().with_algorithm(Algorithm::FixedWindow),
+            bucket
+                .with_burst(2)
+                .unwrap()
+                .with_algorithm(Algorithm::FixedWindow),
             Err(PolicyError::BurstWithoutTokenBucket(_))
         ));
         assert_eq!(bucket.with_burst(0), Err(PolicyError::ZeroBurst));

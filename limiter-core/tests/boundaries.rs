@@ -102,7 +102,10 @@ fn token_bucket_refills_one_token_per_interval() {
     let h = Harness::with_policy(policy);
     // A full bucket: 3 at once, then one every 10 s.
     let first = h.hit();
-    assert_eq!((first.remaining, first.reset_after), (2, Duration::from_secs(10)));
+    assert_eq!(
+        (first.remaining, first.reset_after),
+        (2, Duration::from_secs(10))
+    );
     assert_eq!(h.admitted(2), 2);
     let rejected = h.hit();
     assert_eq!(rejected.retry_after, Some(Duration::from_secs(10)));
@@ -171,7 +174,12 @@ fn keys_and_scopes_have_separate_budgets() {
     assert!(h.hit_as("b").allowed);
     assert!(!h.hit_as("a").allowed);
     let other = Limit::new("other", *h.limit.policy());
-    let d = h.limiter.check(&other, b"a").now_or_never().unwrap().unwrap();
+    let d = h
+        .limiter
+        .check(&other, b"a")
+        .now_or_never()
+        .unwrap()
+        .unwrap();
     assert!(d.allowed);
 }
 

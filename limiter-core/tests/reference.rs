@@ -36,7 +36,11 @@ impl Model for SlidingLog {
             counted.push(now);
             let oldest = counted.iter().min().unwrap();
             let remaining = self.max - counted.len() as u64;
-            Decision::allow(self.max as u32, remaining as u32, ms(oldest + self.window - now))
+            Decision::allow(
+                self.max as u32,
+                remaining as u32,
+                ms(oldest + self.window - now),
+            )
         } else {
             let oldest = counted.iter().min().unwrap();
             Decision::reject(self.max as u32, ms(oldest + self.window - now))
@@ -347,7 +351,10 @@ struct Lcg(u64);
 
 impl Lcg {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         self.0 >> 33
     }
 }

@@ -33,7 +33,8 @@ const HOUSEKEEPING_TICK_MS: u64 = 10;
 ///   fingerprints collide: about one chance in 2⁶⁴ per pair, unpredictable to clients since
 ///   the secret never leaves the process.
 /// - **Self-cleaning**: state that no longer counts is dropped as time passes, without any
-///   call from you. A table is swept when a check finds its last sweep a window old, and
+///   call from you: a window after a key's last request (two for the counter, whose
+///   estimate weighs the previous window; for the token bucket, once it is full again). A table is swept when a check finds its last sweep a window old, and
 ///   every ten milliseconds of clock time one request also visits the next shard, so each
 ///   shard is looked at while traffic flows even if its own keys went quiet. A silent
 ///   process does no work, and holds only what it held.
@@ -120,7 +121,10 @@ impl MemoryStore {
     pub fn with_max_keys(max_keys: usize) -> MemoryStore {
         let max_keys = max_keys.max(1);
         // Small stores get fewer shards, so that each shard still has room for many keys.
-        let shards = (max_keys / 256).clamp(1, MAX_SHARDS).next_power_of_two().min(MAX_SHARDS);
+        let shards = (max_keys / 256)
+            .clamp(1, MAX_SHARDS)
+            .next_power_of_two()
+            .min(MAX_SHARDS);
         MemoryStore {
             inner: Arc::new(Inner {
                 secret: RandomState::new(),
@@ -176,7 +180,10 @@ impl MemoryStore {
         {
             return;
         }
-        let cursor = self.inner.housekeeping_cursor.fetch_add(1, Ordering::Relaxed);
+        let cursor = self
+            .inner
+            .housekeeping_cursor
+            .fetch_add(1, Ordering::Relaxed);
         let shard = &self.inner.shards[cursor & self.inner.shard_mask].0;
         shard.lock().maintain(now_ms);
     }

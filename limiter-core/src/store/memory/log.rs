@@ -72,7 +72,10 @@ struct LogView<'a> {
 
 impl LogView<'_> {
     fn head_len(&self) -> (usize, usize) {
-        ((self.entry.meta >> 16) as usize, (self.entry.meta & 0xFFFF) as usize)
+        (
+            (self.entry.meta >> 16) as usize,
+            (self.entry.meta & 0xFFFF) as usize,
+        )
     }
 
     fn set_head_len(&mut self, head: usize, len: usize) {
@@ -234,7 +237,11 @@ impl LogTable {
         let capacity = self.slab.capacity;
         let mut stamps = Vec::with_capacity((rings - free) * capacity);
         let old = &self.slab.stamps;
-        for entry in self.map.values_mut().chain(std::iter::once(&mut self.overflow)) {
+        for entry in self
+            .map
+            .values_mut()
+            .chain(std::iter::once(&mut self.overflow))
+        {
             if entry.meta == EMPTY || entry.meta == INLINE {
                 continue;
             }

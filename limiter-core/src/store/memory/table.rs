@@ -96,7 +96,8 @@ impl<S: CompactState> CompactTable<S> {
 
     fn sweep(&mut self, now_ms: u64, policy: &Policy) -> usize {
         let before = self.map.len();
-        self.map.retain(|_, state| !state.is_expired(now_ms, policy));
+        self.map
+            .retain(|_, state| !state.is_expired(now_ms, policy));
         if self.overflow.is_expired(now_ms, policy) {
             self.overflow = S::default();
         }

@@ -1,0 +1,72 @@
+//! The memory a flood of one-off keys leaves behind, read from a counting allocator (this
+//! file holds a single test so that nothing else allocates meanwhile).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicIsize, Ordering};
+use std::time::Duration;
+
+use limiter_core::{Algorithm, Limit, Limiter, ManualClock, MemoryStore, Policy};
+
+struct Counting;
+
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+#[allow(unsafe_code)]
+// SAFETY: every call is forwarded to the system allocator unchanged; only sizes are added up.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(
+            new_size as isize - layout.size() as isize,
+            Ordering::Relaxed,
+        );
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+#[test]
+fn a_flood_of_one_off_keys_leaves_next_to_nothing_behind() {
+    let window = Duration::from_secs(60);
+    for algorithm in Algorithm::ALL {
+        let clock = ManualClock::starting_at(Duration::from_secs(1_000));
+        let store = MemoryStore::new();
+        let limiter = Limiter::builder()
+            .store(store.clone())
+            .clock(clock.clone())
+            .build();
+        let limit = Limit::new(
+            "flood",
+            Policy::for_algorithm(algorithm, 5, window).unwrap(),
+        );
+        let check = |key: &[u8]| {
+            limiter.check(&limit, key).now_or_never().unwrap().unwrap();
+        };
+        check(b"warm-up");
+        let baseline = LIVE.load(Ordering::Relaxed);
+        for i in 0..100_000u32 {
+            // Each address twice, so the sliding log's slab is in use too.
+            check(&i.to_be_bytes());
+            check(&i.to_be_bytes());
+        }
+        let flooded = LIVE.load(Ordering::Relaxed) - baseline;
+        clock.advance(2 * window);
+        for _ in 0..200 {
+            clock.advance(Duration::from_millis(10));
+            check(b"warm-up");
+        }
+        let left = LIVE.load(Ordering::Relaxed) - baseline;
+        println!("{algorithm}: {flooded} bytes for 100,000 keys, {left} bytes after");
+        assert!(flooded > 1_000_000, "{algorithm}: {flooded}");
+        assert!(left < 100_000, "{algorithm}: {left} bytes left");
+    }
+}
