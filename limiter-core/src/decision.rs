@@ -1,47 +1,80 @@
 //! The answer to one check: admitted or not, and the numbers the response headers carry.
 
+use std::fmt;
 use std::time::Duration;
 
 /// The outcome of counting one request against one limit.
 ///
-/// Everything a response needs: the status (`allowed`), `Retry-After` (`retry_after`), and
-/// the RateLimit fields `q` (`limit`), `r` (`remaining`) and `t` (`reset_after`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Everything a response needs: the status ([`allowed`](Decision::allowed)), `Retry-After`
+/// ([`retry_after`](Decision::retry_after)), and the RateLimit fields `q`
+/// ([`limit`](Decision::limit)), `r` ([`remaining`](Decision::remaining)) and `t`
+/// ([`reset_after`](Decision::reset_after)).
+///
+/// It is 16 bytes, so it travels in registers: on a rejection the time until one request
+/// would be admitted is also the time until used quota next comes back, so one field holds
+/// both, and the top bit of that field says whether the request was admitted.
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Decision {
-    /// Whether the request is admitted (and was counted).
-    pub allowed: bool,
-    /// The policy's maximum per window (the RateLimit `q`).
-    pub limit: u32,
-    /// Requests still admitted now, after this one was counted (the RateLimit `r`).
-    pub remaining: u32,
-    /// For a rejection, the exact time until one request would be admitted; `None` when allowed.
-    pub retry_after: Option<Duration>,
-    /// The time until used quota next comes back (the RateLimit `t`): equal to `retry_after`
-    /// on a rejection, zero when nothing is used.
-    pub reset_after: Duration,
+    /// Nanoseconds to wait (see above); the top bit is set when the request is admitted.
+    wait: u64,
+    limit: u32,
+    remaining: u32,
 }
 
+const ALLOWED: u64 = 1 << 63;
+
 impl Decision {
-    /// An admitted request.
-    pub const fn allow(limit: u32, remaining: u32, reset_after: Duration) -> Decision {
+    /// An admitted request: `remaining` more would be admitted now, and used quota next
+    /// comes back after `reset_after`.
+    #[inline]
+    pub fn allow(limit: u32, remaining: u32, reset_after: Duration) -> Decision {
         Decision {
-            allowed: true,
+            wait: nanos(reset_after) | ALLOWED,
             limit,
             remaining,
-            retry_after: None,
-            reset_after,
         }
     }
 
     /// A rejected request that could be admitted after `retry_after`.
-    pub const fn reject(limit: u32, retry_after: Duration) -> Decision {
+    #[inline]
+    pub fn reject(limit: u32, retry_after: Duration) -> Decision {
         Decision {
-            allowed: false,
+            wait: nanos(retry_after),
             limit,
             remaining: 0,
-            retry_after: Some(retry_after),
-            reset_after: retry_after,
         }
+    }
+
+    /// Whether the request is admitted (and was counted).
+    #[inline]
+    pub fn allowed(&self) -> bool {
+        self.wait & ALLOWED != 0
+    }
+
+    /// The policy's maximum per window (the RateLimit `q`).
+    #[inline]
+    pub fn limit(&self) -> u32 {
+        self.limit
+    }
+
+    /// Requests still admitted now, after this one was counted (the RateLimit `r`).
+    #[inline]
+    pub fn remaining(&self) -> u32 {
+        self.remaining
+    }
+
+    /// For a rejection, the exact time until one request would be admitted; `None` when
+    /// allowed.
+    #[inline]
+    pub fn retry_after(&self) -> Option<Duration> {
+        (!self.allowed()).then(|| Duration::from_nanos(self.wait))
+    }
+
+    /// The time until used quota next comes back (the RateLimit `t`): equal to
+    /// [`retry_after`](Decision::retry_after) on a rejection.
+    #[inline]
+    pub fn reset_after(&self) -> Duration {
+        Duration::from_nanos(self.wait & !ALLOWED)
     }
 
     /// `retry_after` in whole seconds as `Retry-After` carries it: rounded up and never 0,
@@ -56,18 +89,36 @@ impl Decision {
     /// assert_eq!(d.retry_after_secs(), Some(43));
     /// ```
     pub fn retry_after_secs(&self) -> Option<u64> {
-        self.retry_after.map(|d| ceil_secs(d).max(1))
+        self.retry_after().map(|d| ceil_secs(d).max(1))
     }
 
-    /// `reset_after` in whole seconds, rounded up (the RateLimit `t`).
+    /// `reset_after` in whole seconds, rounded up (the RateLimit `t`); at least 1 on a
+    /// rejection, like `Retry-After`.
     pub fn reset_after_secs(&self) -> u64 {
-        let secs = ceil_secs(self.reset_after);
-        if self.allowed {
+        let secs = ceil_secs(self.reset_after());
+        if self.allowed() {
             secs
         } else {
             secs.max(1)
         }
     }
+}
+
+impl fmt::Debug for Decision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Decision")
+            .field("allowed", &self.allowed())
+            .field("limit", &self.limit)
+            .field("remaining", &self.remaining)
+            .field("retry_after", &self.retry_after())
+            .field("reset_after", &self.reset_after())
+            .finish()
+    }
+}
+
+/// Nanoseconds below the flag bit: 292 years, far beyond any wait a policy allows.
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX) & !ALLOWED
 }
 
 fn ceil_secs(d: Duration) -> u64 {
@@ -91,5 +142,19 @@ mod tests {
         assert_eq!(tiny.reset_after_secs(), 1);
         let zero = Decision::reject(5, Duration::ZERO);
         assert_eq!(zero.retry_after_secs(), Some(1));
+    }
+
+    #[test]
+    fn fits_in_two_registers() {
+        assert_eq!(std::mem::size_of::<Decision>(), 16);
+        let d = Decision::allow(7, 3, Duration::from_millis(1500));
+        assert!(d.allowed());
+        assert_eq!((d.limit(), d.remaining()), (7, 3));
+        assert_eq!(d.retry_after(), None);
+        assert_eq!(d.reset_after(), Duration::from_millis(1500));
+        assert_eq!(
+            format!("{d:?}"),
+            "Decision { allowed: true, limit: 7, remaining: 3, retry_after: None, reset_after: 1.5s }"
+        );
     }
 }

@@ -11,7 +11,7 @@
 //! let store = MemoryStore::new();
 //! let login = Limit::new("login", Policy::new(5, Duration::from_secs(60))?);
 //! let now = Duration::ZERO;
-//! let admitted = (0..7).filter(|_| store.check_at(&login, b"203.0.113.9", now).allowed).count();
+//! let admitted = (0..7).filter(|_| store.check_at(&login, b"203.0.113.9", now).allowed()).count();
 //! assert_eq!(admitted, 5);
 //! # Ok::<(), limiter_core::PolicyError>(())
 //! ```

@@ -1,5 +1,6 @@
 //! The entry point: a store and a clock, asked "may this key pass this limit now?".
 
+use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
@@ -19,17 +20,34 @@ use crate::store::{Check, Limit, MemoryStore, Store};
 /// let limit = Limit::new("login", Policy::new(1, Duration::from_secs(60))?);
 ///
 /// let first = limiter.check(&limit, b"198.51.100.4").now_or_never().unwrap()?;
-/// assert!(first.allowed);
+/// assert!(first.allowed());
 /// let second = limiter.check(&limit, b"198.51.100.4").now_or_never().unwrap()?;
-/// assert_eq!(second.retry_after, Some(Duration::from_secs(60)));
+/// assert_eq!(second.retry_after(), Some(Duration::from_secs(60)));
 /// clock.advance(Duration::from_secs(60));
-/// assert!(limiter.check(&limit, b"198.51.100.4").now_or_never().unwrap()?.allowed);
+/// assert!(limiter.check(&limit, b"198.51.100.4").now_or_never().unwrap()?.allowed());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]
 pub struct Limiter {
-    store: Arc<dyn Store>,
+    store: Backend,
     clock: Arc<dyn Clock>,
+}
+
+/// The in-memory store is called directly, without a virtual call or a future: it is the
+/// hot path of most services.
+#[derive(Clone)]
+enum Backend {
+    Memory(MemoryStore),
+    Other(Arc<dyn Store>),
+}
+
+impl Backend {
+    fn of<S: Store>(store: S) -> Backend {
+        match (&store as &dyn Any).downcast_ref::<MemoryStore>() {
+            Some(memory) => Backend::Memory(memory.clone()),
+            None => Backend::Other(Arc::new(store)),
+        }
+    }
 }
 
 impl Limiter {
@@ -43,7 +61,7 @@ impl Limiter {
     pub fn global() -> &'static Limiter {
         static GLOBAL: OnceLock<Limiter> = OnceLock::new();
         GLOBAL.get_or_init(|| Limiter {
-            store: Arc::new(MemoryStore::global().clone()),
+            store: Backend::Memory(MemoryStore::global().clone()),
             clock: Arc::new(SystemClock),
         })
     }
@@ -51,7 +69,11 @@ impl Limiter {
     /// Counts a request of `key` against `limit` now, and decides it.
     #[inline]
     pub fn check<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> Check<'a> {
-        self.store.check(limit, key, self.clock.now())
+        let now = self.clock.now();
+        match &self.store {
+            Backend::Memory(memory) => Check::ready(Ok(memory.check_at(limit, key, now))),
+            Backend::Other(store) => store.check(limit, key, now),
+        }
     }
 
     /// The limiter's clock.
@@ -61,7 +83,10 @@ impl Limiter {
 
     /// The limiter's store.
     pub fn store(&self) -> &dyn Store {
-        &*self.store
+        match &self.store {
+            Backend::Memory(memory) => memory,
+            Backend::Other(store) => &**store,
+        }
     }
 }
 
@@ -74,7 +99,7 @@ impl fmt::Debug for Limiter {
 /// Settings for a [`Limiter`].
 #[derive(Default)]
 pub struct LimiterBuilder {
-    store: Option<Arc<dyn Store>>,
+    store: Option<Backend>,
     clock: Option<Arc<dyn Clock>>,
 }
 
@@ -82,7 +107,7 @@ impl LimiterBuilder {
     /// Where counts live (default: a fresh [`MemoryStore`] owned by this limiter and its
     /// clones). Pass `MemoryStore::global().clone()` to share the process-wide one.
     pub fn store(mut self, store: impl Store) -> LimiterBuilder {
-        self.store = Some(Arc::new(store));
+        self.store = Some(Backend::of(store));
         self
     }
 
@@ -96,7 +121,9 @@ impl LimiterBuilder {
     /// The limiter.
     pub fn build(self) -> Limiter {
         Limiter {
-            store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
+            store: self
+                .store
+                .unwrap_or_else(|| Backend::Memory(MemoryStore::new())),
             clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
         }
     }

@@ -1,5 +1,7 @@
 //! Each algorithm at the exact edges of its window, driven by the manual clock.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
+
 use std::time::Duration;
 
 use limiter_core::{Algorithm, Decision, Limit, Limiter, ManualClock, Policy};
@@ -43,7 +45,7 @@ impl Harness {
     }
 
     fn admitted(&self, n: usize) -> usize {
-        (0..n).filter(|_| self.hit().allowed).count()
+        (0..n).filter(|_| self.hit().allowed()).count()
     }
 
     fn advance(&self, by: Duration) {
@@ -56,25 +58,25 @@ fn sliding_window_frees_a_slot_exactly_t_after_it_was_taken() {
     let h = Harness::new(Algorithm::SlidingWindow, 5, MINUTE);
     for (i, remaining) in (0..5).rev().enumerate() {
         let d = h.hit();
-        assert!(d.allowed);
-        assert_eq!(d.remaining, remaining);
+        assert!(d.allowed());
+        assert_eq!(d.remaining(), remaining);
         // Used quota next comes back when the first instant leaves the window.
-        assert_eq!(d.reset_after, MINUTE - SECOND * i as u32);
+        assert_eq!(d.reset_after(), MINUTE - SECOND * i as u32);
         h.advance(SECOND);
     }
     // Now at t + 5s; the first instant (t) leaves the window at t + 60s.
     let rejected = h.hit();
-    assert_eq!(rejected.retry_after, Some(Duration::from_secs(55)));
-    assert_eq!(rejected.reset_after, Duration::from_secs(55));
+    assert_eq!(rejected.retry_after(), Some(Duration::from_secs(55)));
+    assert_eq!(rejected.reset_after(), Duration::from_secs(55));
     h.advance(Duration::from_secs(55) - MS); // t + T − 1ms
-    assert_eq!(h.hit().retry_after, Some(MS));
+    assert_eq!(h.hit().retry_after(), Some(MS));
     h.advance(MS); // t + T
     let d = h.hit();
-    assert!(d.allowed);
-    assert_eq!(d.remaining, 0);
+    assert!(d.allowed());
+    assert_eq!(d.remaining(), 0);
     // The oldest counted instant is now t + 1s.
-    assert_eq!(d.reset_after, SECOND);
-    assert_eq!(h.hit().retry_after, Some(SECOND));
+    assert_eq!(d.reset_after(), SECOND);
+    assert_eq!(h.hit().retry_after(), Some(SECOND));
 }
 
 #[test]
@@ -84,13 +86,13 @@ fn fixed_window_reopens_exactly_t_after_its_first_request() {
     assert_eq!(h.admitted(5), 5);
     h.advance(Duration::from_secs(20));
     let rejected = h.hit();
-    assert_eq!(rejected.retry_after, Some(Duration::from_secs(40)));
+    assert_eq!(rejected.retry_after(), Some(Duration::from_secs(40)));
     h.advance(Duration::from_secs(40) - MS);
-    assert_eq!(h.hit().retry_after, Some(MS));
+    assert_eq!(h.hit().retry_after(), Some(MS));
     h.advance(MS);
     let d = h.hit();
-    assert!(d.allowed);
-    assert_eq!((d.remaining, d.reset_after), (4, MINUTE));
+    assert!(d.allowed());
+    assert_eq!((d.remaining(), d.reset_after()), (4, MINUTE));
 }
 
 #[test]
@@ -103,18 +105,21 @@ fn token_bucket_refills_one_token_per_interval() {
     // A full bucket: 3 at once, then one every 10 s.
     let first = h.hit();
     assert_eq!(
-        (first.remaining, first.reset_after),
+        (first.remaining(), first.reset_after()),
         (2, Duration::from_secs(10))
     );
     assert_eq!(h.admitted(2), 2);
     let rejected = h.hit();
-    assert_eq!(rejected.retry_after, Some(Duration::from_secs(10)));
+    assert_eq!(rejected.retry_after(), Some(Duration::from_secs(10)));
     h.advance(Duration::from_secs(10) - MS);
-    assert_eq!(h.hit().retry_after, Some(MS));
+    assert_eq!(h.hit().retry_after(), Some(MS));
     h.advance(MS);
     let d = h.hit();
-    assert!(d.allowed);
-    assert_eq!((d.remaining, d.reset_after), (0, Duration::from_secs(10)));
+    assert!(d.allowed());
+    assert_eq!(
+        (d.remaining(), d.reset_after()),
+        (0, Duration::from_secs(10))
+    );
     // After 30 s idle the bucket is full again, and no fuller.
     h.advance(Duration::from_secs(30));
     assert_eq!(h.admitted(4), 3);
@@ -132,18 +137,18 @@ fn sliding_window_counter_weighs_the_previous_window() {
     assert_eq!(h.admitted(5), 3);
     // The estimate is exactly 1 + 3 = 4; a millisecond later the old window weighs less.
     let rejected = h.hit();
-    assert_eq!(rejected.retry_after, Some(MS));
+    assert_eq!(rejected.retry_after(), Some(MS));
     h.advance(MS);
-    assert!(h.hit().allowed);
+    assert!(h.hit().allowed());
     // Now 4 in this window: at its edge the estimate is still 4 × 60/60, a millisecond
     // later 4 × 59.999/60.
     let rejected = h.hit();
-    assert_eq!(rejected.retry_after, Some(Duration::from_secs(15)));
+    assert_eq!(rejected.retry_after(), Some(Duration::from_secs(15)));
     h.advance(Duration::from_secs(15) - MS);
-    assert_eq!(h.hit().retry_after, Some(MS));
+    assert_eq!(h.hit().retry_after(), Some(MS));
     h.advance(MS);
-    assert!(h.hit().allowed);
-    assert!(!h.hit().allowed);
+    assert!(h.hit().allowed());
+    assert!(!h.hit().allowed());
 }
 
 #[test]
@@ -152,7 +157,7 @@ fn fixed_window_admits_twice_the_limit_across_an_edge_and_sliding_window_does_no
     // client then sends 5 at t + 59.5s and 5 at t + 60s, when the window reopens.
     let attack = |algorithm| {
         let h = Harness::new(algorithm, 5, MINUTE);
-        assert!(h.hit().allowed);
+        assert!(h.hit().allowed());
         h.advance(Duration::from_millis(59_500));
         let before_edge = h.admitted(5);
         h.advance(Duration::from_millis(500));
@@ -170,9 +175,9 @@ fn fixed_window_admits_twice_the_limit_across_an_edge_and_sliding_window_does_no
 #[test]
 fn keys_and_scopes_have_separate_budgets() {
     let h = Harness::new(Algorithm::SlidingWindow, 1, MINUTE);
-    assert!(h.hit_as("a").allowed);
-    assert!(h.hit_as("b").allowed);
-    assert!(!h.hit_as("a").allowed);
+    assert!(h.hit_as("a").allowed());
+    assert!(h.hit_as("b").allowed());
+    assert!(!h.hit_as("a").allowed());
     let other = Limit::new("other", *h.limit.policy());
     let d = h
         .limiter
@@ -180,7 +185,7 @@ fn keys_and_scopes_have_separate_budgets() {
         .now_or_never()
         .unwrap()
         .unwrap();
-    assert!(d.allowed);
+    assert!(d.allowed());
 }
 
 trait NowMs {

@@ -1,5 +1,7 @@
 //! Many threads on one key: the store admits exactly N, for every algorithm.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Barrier;
 use std::time::Duration;
@@ -31,7 +33,7 @@ fn threads_hammering_one_key_admit_exactly_n() {
                             .now_or_never()
                             .unwrap()
                             .unwrap();
-                        if d.allowed {
+                        if d.allowed() {
                             admitted.fetch_add(1, Ordering::Relaxed);
                         }
                     }

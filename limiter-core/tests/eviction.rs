@@ -1,6 +1,8 @@
 //! Memory stays bounded: expired state is reclaimed as traffic flows, and a full store never
 //! hands anyone a fresh budget.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
+
 use std::time::Duration;
 
 use limiter_core::{Algorithm, Limit, Limiter, ManualClock, MemoryStore, Policy};
@@ -22,7 +24,7 @@ fn check(limiter: &Limiter, limit: &Limit, key: &[u8]) -> bool {
         .now_or_never()
         .unwrap()
         .unwrap()
-        .allowed
+        .allowed()
 }
 
 #[test]

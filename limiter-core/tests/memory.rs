@@ -1,6 +1,8 @@
 //! The memory a flood of one-off keys leaves behind, read from a counting allocator (this
 //! file holds a single test so that nothing else allocates meanwhile).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Duration;

@@ -1,1 +1,1 @@
-
+//! The `#[rate_limit]` attribute of `limiter`. Use it through the `limiter` crate.

@@ -22,11 +22,11 @@ impl FixedWindow {
     /// use std::time::Duration;
     /// let policy = Policy::new(2, Duration::from_secs(60))?;
     /// let mut state = FixedWindow::default();
-    /// assert!(state.check(1_000, &policy).allowed);
-    /// assert!(state.check(2_000, &policy).allowed);
+    /// assert!(state.check(1_000, &policy).allowed());
+    /// assert!(state.check(2_000, &policy).allowed());
     /// let third = state.check(3_000, &policy);
-    /// assert_eq!(third.retry_after, Some(Duration::from_millis(58_000)));
-    /// assert!(state.check(61_000, &policy).allowed); // the next window
+    /// assert_eq!(third.retry_after(), Some(Duration::from_millis(58_000)));
+    /// assert!(state.check(61_000, &policy).allowed()); // the next window
     /// # Ok::<(), limiter_core::PolicyError>(())
     /// ```
     pub fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {

@@ -36,11 +36,11 @@ pub trait InstantLog {
 /// use limiter_core::{algorithm::sliding_window, Policy};
 /// let policy = Policy::new(2, Duration::from_secs(60))?;
 /// let mut log = VecDeque::new();
-/// assert!(sliding_window::check(&mut log, 0, &policy).allowed);
-/// assert!(sliding_window::check(&mut log, 30_000, &policy).allowed);
+/// assert!(sliding_window::check(&mut log, 0, &policy).allowed());
+/// assert!(sliding_window::check(&mut log, 30_000, &policy).allowed());
 /// let third = sliding_window::check(&mut log, 59_999, &policy);
-/// assert_eq!(third.retry_after, Some(Duration::from_millis(1)));
-/// assert!(sliding_window::check(&mut log, 60_000, &policy).allowed); // 0 left the window
+/// assert_eq!(third.retry_after(), Some(Duration::from_millis(1)));
+/// assert!(sliding_window::check(&mut log, 60_000, &policy).allowed()); // 0 left the window
 /// # Ok::<(), limiter_core::PolicyError>(())
 /// ```
 pub fn check<L: InstantLog + ?Sized>(log: &mut L, now_ms: u64, policy: &Policy) -> Decision {

@@ -25,10 +25,10 @@ impl TokenBucket {
     /// let policy = Policy::for_algorithm(Algorithm::TokenBucket, 60, Duration::from_secs(60))?
     ///     .with_burst(2)?;
     /// let mut bucket = TokenBucket::default();
-    /// assert!(bucket.check(0, &policy).allowed);
-    /// assert!(bucket.check(0, &policy).allowed);
-    /// assert_eq!(bucket.check(250, &policy).retry_after, Some(Duration::from_millis(750)));
-    /// assert!(bucket.check(1_000, &policy).allowed);
+    /// assert!(bucket.check(0, &policy).allowed());
+    /// assert!(bucket.check(0, &policy).allowed());
+    /// assert_eq!(bucket.check(250, &policy).retry_after(), Some(Duration::from_millis(750)));
+    /// assert!(bucket.check(1_000, &policy).allowed());
     /// # Ok::<(), limiter_core::PolicyError>(())
     /// ```
     pub fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {

@@ -1,19 +1,19 @@
 //! The in-memory store: sharded, exact under concurrency, bounded, and self-cleaning.
 
 mod log;
+mod spin_lock;
 mod table;
 
 use std::collections::hash_map::RandomState;
 use std::fmt;
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use parking_lot::Mutex;
-
 use super::{Check, Limit, Store};
 use crate::Decision;
+use spin_lock::SpinMutex;
 use table::Table;
 
 /// The most shards a store splits its keys over.
@@ -55,10 +55,10 @@ const HOUSEKEEPING_TICK_MS: u64 = 10;
 /// let store = MemoryStore::new();
 /// let limit = Limit::new("login", Policy::new(2, Duration::from_secs(60))?);
 /// let now = Duration::from_secs(100);
-/// assert!(store.check_at(&limit, b"203.0.113.7", now).allowed);
-/// assert!(store.check_at(&limit, b"203.0.113.7", now).allowed);
+/// assert!(store.check_at(&limit, b"203.0.113.7", now).allowed());
+/// assert!(store.check_at(&limit, b"203.0.113.7", now).allowed());
 /// let third = store.check_at(&limit, b"203.0.113.7", now);
-/// assert_eq!(third.retry_after, Some(Duration::from_secs(60)));
+/// assert_eq!(third.retry_after(), Some(Duration::from_secs(60)));
 /// assert_eq!(store.len(), 1);
 /// # Ok::<(), limiter_core::PolicyError>(())
 /// ```
@@ -69,7 +69,7 @@ pub struct MemoryStore {
 
 struct Inner {
     secret: RandomState,
-    shards: Box<[Padded<Mutex<Shard>>]>,
+    shards: Box<[Padded<SpinMutex<Shard>>]>,
     shard_mask: usize,
     keys_per_shard: usize,
     max_keys: usize,
@@ -89,16 +89,18 @@ struct Shard {
 }
 
 impl Shard {
-    fn table(&mut self, limit: &Limit, now_ms: u64) -> &mut Table {
+    /// The table of `limit`, made on its first use in this shard.
+    #[inline]
+    fn table<'t>(tables: &'t mut Vec<Table>, limit: &Limit, now_ms: u64) -> &'t mut Table {
         let id = limit.id();
-        let position = match self.tables.iter().position(|t| t.limit_id() == id) {
+        let position = match tables.iter().position(|t| t.limit_id() == id) {
             Some(position) => position,
             None => {
-                self.tables.push(Table::new(limit, now_ms));
-                self.tables.len() - 1
+                tables.push(Table::new(limit, now_ms));
+                tables.len() - 1
             }
         };
-        &mut self.tables[position]
+        &mut tables[position]
     }
 
     fn maintain(&mut self, now_ms: u64) {
@@ -128,7 +130,7 @@ impl MemoryStore {
         MemoryStore {
             inner: Arc::new(Inner {
                 secret: RandomState::new(),
-                shards: (0..shards).map(|_| Padded(Mutex::default())).collect(),
+                shards: (0..shards).map(|_| Padded(SpinMutex::default())).collect(),
                 shard_mask: shards - 1,
                 keys_per_shard: max_keys.div_ceil(shards),
                 max_keys,
@@ -149,16 +151,18 @@ impl MemoryStore {
     /// All checks on one store must read the same clock.
     pub fn check_at(&self, limit: &Limit, key: &[u8], now: Duration) -> Decision {
         let now_ms = now.as_millis() as u64;
-        let fp = self.inner.secret.hash_one(key);
+        // The key's bytes alone: SipHash mixes in the length itself, so no prefix is needed.
+        let mut hasher = self.inner.secret.build_hasher();
+        hasher.write(key);
+        let fp = hasher.finish();
         // The shard comes from the middle bits: the map uses the low bits for its buckets
         // and the top seven for its tags, which must stay varied within a shard.
         let shard = &self.inner.shards[(fp >> 32) as usize & self.inner.shard_mask].0;
         let decision = {
-            let mut shard = shard.lock();
-            let room = shard.keys < self.inner.keys_per_shard;
-            let (decision, change) = shard.table(limit, now_ms).check(fp, now_ms, room);
-            shard.keys = shard.keys.wrapping_add_signed(change);
-            decision
+            let mut guard = shard.lock();
+            let shard = &mut *guard;
+            let table = Shard::table(&mut shard.tables, limit, now_ms);
+            table.check(fp, now_ms, &mut shard.keys, self.inner.keys_per_shard)
         };
         self.housekeep(now_ms);
         decision

@@ -126,14 +126,20 @@ impl<'a> Check<'a> {
     /// let store = MemoryStore::new();
     /// let limit = Limit::new("demo", Policy::new(1, Duration::from_secs(1))?);
     /// let decision = store.check(&limit, b"client", Duration::ZERO).now_or_never();
-    /// assert!(decision.unwrap().unwrap().allowed);
+    /// assert!(decision.unwrap().unwrap().allowed());
     /// # Ok::<(), limiter_core::PolicyError>(())
     /// ```
-    pub fn now_or_never(mut self) -> Option<Result<Decision, StoreError>> {
-        let mut cx = Context::from_waker(std::task::Waker::noop());
-        match Pin::new(&mut self).poll(&mut cx) {
-            Poll::Ready(result) => Some(result),
-            Poll::Pending => None,
+    #[inline]
+    pub fn now_or_never(self) -> Option<Result<Decision, StoreError>> {
+        match self.state {
+            CheckState::Ready(result) => result,
+            CheckState::Pending(mut future) => {
+                let mut cx = Context::from_waker(std::task::Waker::noop());
+                match future.as_mut().poll(&mut cx) {
+                    Poll::Ready(result) => Some(result),
+                    Poll::Pending => None,
+                }
+            }
         }
     }
 }
@@ -163,7 +169,11 @@ impl fmt::Debug for Check<'_> {
 
 /// A store could not decide: it is unreachable, timed out, or answered nonsense.
 #[derive(Debug)]
-pub struct StoreError {
+pub struct StoreError(Box<StoreErrorInner>);
+
+/// Boxed so that `Result<Decision, StoreError>` stays small on the success path.
+#[derive(Debug)]
+struct StoreErrorInner {
     message: String,
     source: Option<Box<dyn std::error::Error + Send + Sync>>,
 }
@@ -174,25 +184,25 @@ impl StoreError {
         message: impl Into<String>,
         source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
     ) -> StoreError {
-        StoreError {
+        StoreError(Box::new(StoreErrorInner {
             message: message.into(),
             source: Some(source.into()),
-        }
+        }))
     }
 
     /// An error described by `message` alone.
     pub fn msg(message: impl Into<String>) -> StoreError {
-        StoreError {
+        StoreError(Box::new(StoreErrorInner {
             message: message.into(),
             source: None,
-        }
+        }))
     }
 }
 
 impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)?;
-        if let Some(source) = &self.source {
+        f.write_str(&self.0.message)?;
+        if let Some(source) = &self.0.source {
             write!(f, ": {source}")?;
         }
         Ok(())
@@ -201,7 +211,8 @@ impl fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
+        self.0
+            .source
             .as_deref()
             .map(|e| e as &(dyn std::error::Error + 'static))
     }

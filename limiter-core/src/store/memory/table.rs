@@ -81,6 +81,7 @@ impl<S: CompactState> CompactTable<S> {
         }
     }
 
+    #[inline]
     fn check(&mut self, fp: u64, now_ms: u64, policy: &Policy, room: bool) -> (Decision, bool) {
         match self.map.entry(fp) {
             Entry::Occupied(mut held) => (held.get_mut().check(now_ms, policy), false),
@@ -159,11 +160,21 @@ impl Table {
         self.limit_id
     }
 
-    /// Decides a request of the key `fp`; `room` says whether a new key may be stored.
-    /// Returns the decision and how the number of stored keys changed.
-    pub(super) fn check(&mut self, fp: u64, now_ms: u64, room: bool) -> (Decision, isize) {
-        let removed = self.maintain(now_ms) as isize;
+    /// Decides a request of the key `fp`, keeping `keys` (the shard's count of stored keys)
+    /// up to date and below `max_keys`.
+    #[inline]
+    pub(super) fn check(
+        &mut self,
+        fp: u64,
+        now_ms: u64,
+        keys: &mut usize,
+        max_keys: usize,
+    ) -> Decision {
+        if now_ms.saturating_sub(self.swept_at) >= self.policy.window_ms() {
+            *keys -= self.maintain(now_ms);
+        }
         self.last_seen = now_ms;
+        let room = *keys < max_keys;
         let policy = &self.policy;
         let (decision, inserted) = match &mut self.counts {
             Counts::Fixed(t) => t.check(fp, now_ms, policy, room),
@@ -171,7 +182,8 @@ impl Table {
             Counts::Bucket(t) => t.check(fp, now_ms, policy, room),
             Counts::Log(t) => t.check(fp, now_ms, policy, room),
         };
-        (decision, isize::from(inserted) - removed)
+        *keys += usize::from(inserted);
+        decision
     }
 
     /// Reclaims expired state when a window has passed since the last sweep; returns how
@@ -180,6 +192,7 @@ impl Table {
     /// The 32-bit stamps stay unambiguous because no state outlives a few windows: a table
     /// left idle for a whole window (two for the counter, whose estimate reaches back one
     /// window) holds nothing that still counts and is cleared without reading any stamp.
+    #[cold]
     pub(super) fn maintain(&mut self, now_ms: u64) -> usize {
         let window = self.policy.window_ms();
         let idle = now_ms.saturating_sub(self.last_seen);
