@@ -38,10 +38,11 @@ impl SlidingWindowCounter {
         }
     }
 
-    /// The counts `(previous, current)` as they stand in the window containing `now_ms`.
-    fn counts_at(self, now_ms: u64, window_ms: u64) -> (u64, u64) {
+    /// The counts `(previous, current)` as they stand in the window numbered `index`.
+    #[inline]
+    fn counts_in(self, index: u64) -> (u64, u64) {
         let (window, previous, current) = self.unpack();
-        match ((now_ms / window_ms) as u16).wrapping_sub(window) {
+        match (index as u16).wrapping_sub(window) {
             0 => (previous, current),
             1 => (current, 0),
             _ => (0, 0),
@@ -68,8 +69,9 @@ impl SlidingWindowCounter {
     pub fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {
         let t = policy.window_ms();
         let max = u64::from(policy.max().get());
-        let elapsed = now_ms % t;
-        let (previous, current) = self.counts_at(now_ms, t);
+        let index = now_ms / t;
+        let elapsed = now_ms - index * t;
+        let (previous, current) = self.counts_in(index);
         // Everything is scaled by T to stay in integers: estimate × T.
         let weighted = previous * (t - elapsed) + current * t;
         if weighted >= max * t {
@@ -77,7 +79,7 @@ impl SlidingWindowCounter {
             return Decision::reject(max as u32, ms(wait));
         }
         let current = current + 1;
-        *self = SlidingWindowCounter::pack((now_ms / t) as u16, previous, current);
+        *self = SlidingWindowCounter::pack(index as u16, previous, current);
         let room = (max * t).saturating_sub(weighted + t);
         let remaining = room.div_ceil(t);
         let wait = time_until_below(previous, current, elapsed, t, max - remaining);
@@ -86,7 +88,7 @@ impl SlidingWindowCounter {
 
     /// Whether the counts no longer weigh on any estimate at `now_ms`.
     pub fn is_expired(&self, now_ms: u64, policy: &Policy) -> bool {
-        self.counts_at(now_ms, policy.window_ms()) == (0, 0)
+        self.counts_in(now_ms / policy.window_ms()) == (0, 0)
     }
 }
 

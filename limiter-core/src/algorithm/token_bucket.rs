@@ -43,8 +43,14 @@ impl TokenBucket {
         }
         let used = used + interval;
         self.tat_ns = now + used;
-        let remaining = ((capacity - used) / interval).min(u64::from(u32::MAX)) as u32;
-        let next_back = (used - 1) % interval + 1;
+        // One division gives both: the whole tokens left, and (as the capacity is a whole
+        // number of tokens) how far `used` is from its next whole token.
+        let left = capacity - used;
+        let remaining = (left / interval).min(u64::from(u32::MAX)) as u32;
+        let next_back = match left % interval {
+            0 => interval,
+            partial => interval - partial,
+        };
         Decision::allow(max, remaining, Duration::from_nanos(next_back))
     }
 
