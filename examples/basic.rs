@@ -18,10 +18,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .now_or_never()
             .ok_or("the memory store decides at once")??;
         match decision.retry_after_secs() {
-            None => println!(
-                "t={second}s  200  remaining {}",
-                decision.remaining()
-            ),
+            None => println!("t={second}s  200  remaining {}", decision.remaining()),
             Some(wait) => println!("t={second}s  429  Retry-After: {wait}"),
         }
         clock.advance(Duration::from_secs(1));
