@@ -1,7 +1,27 @@
 //! Declarative rate limiting for actix-web.
 //!
+//! ```no_run
+//! use actix_web::{post, web, App, HttpServer, Responder};
+//! use limiter::rate_limit;
+//!
+//! #[post("/login")]
+//! #[rate_limit(5, per = "1m", key = "ip")]
+//! async fn login(form: web::Form<std::collections::HashMap<String, String>>) -> impl Responder {
+//!     format!("hello {}", form.get("user").map_or("?", String::as_str))
+//! }
+//!
+//! #[actix_web::main]
+//! async fn main() -> std::io::Result<()> {
+//!     HttpServer::new(|| App::new().service(login))
+//!         .bind(("127.0.0.1", 8080))?
+//!         .run()
+//!         .await
+//! }
+//! ```
+//!
 //! This crate is the facade: it re-exports the runtime ([`limiter_core`]) and the
-//! `#[rate_limit]` attribute. See the README for the attribute reference.
+//! `#[rate_limit]` attribute. The README holds the attribute reference.
 #![deny(missing_docs)]
 
 pub use limiter_core::*;
+pub use limiter_macros::rate_limit;

@@ -20,12 +20,31 @@
 pub mod algorithm;
 pub mod clock;
 mod decision;
+mod handler;
+mod key;
 mod limiter;
 mod policy;
+mod response;
 pub mod store;
 
 pub use clock::{Clock, ManualClock, PreciseClock, SystemClock};
 pub use decision::Decision;
+pub use handler::{Guarded, HandlerLimits, LimitSpec};
+pub use key::{client_ip, KeySpec};
 pub use limiter::{Limiter, LimiterBuilder};
 pub use policy::{Algorithm, Policy, PolicyError};
+pub use response::Rejection;
 pub use store::{Check, Limit, MemoryStore, Store, StoreError};
+
+/// What `#[rate_limit]` expands to reaches everything through here, by absolute paths, so
+/// that a user's own `HttpResponse` or `Result` cannot capture it. Not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::handler::{handle, HandlerLimits, LimitSpec};
+    pub use crate::key::KeySpec;
+    pub use crate::Algorithm;
+    pub use actix_web::http::header::HeaderName;
+    pub use actix_web::web::Payload;
+    pub use actix_web::{HttpRequest, Responder};
+    pub use std::sync::LazyLock;
+}

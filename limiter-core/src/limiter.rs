@@ -1,15 +1,26 @@
-//! The entry point: a store and a clock, asked "may this key pass this limit now?".
+//! The entry point: a store, a clock and the settings of the responses, asked "may this key
+//! pass this limit now?".
 
 use std::any::Any;
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
+use actix_web::{HttpRequest, HttpResponse};
+
 use crate::clock::{Clock, SystemClock};
+use crate::response::{HeaderOptions, Rejection};
 use crate::store::{Check, Limit, MemoryStore, Store};
 
-/// Decides requests: reads its clock and asks its store.
+type UserKey = dyn Fn(&HttpRequest) -> Option<String> + Send + Sync;
+type RejectionResponse = dyn Fn(&Rejection<'_>) -> HttpResponse + Send + Sync;
+
+/// Decides requests: reads its clock, asks its store, and says how responses look.
 ///
-/// Build it once and clone it where needed: clones share the store and the clock.
+/// Build it once, outside `HttpServer::new`'s closure, and clone it into each worker's
+/// `App` with `.app_data(limiter.clone())`: clones share the store and the clock. A limiter
+/// built inside the closure would exist once per worker, and multiply the limit.
+/// Handlers that find no `Limiter` in their app data use [`Limiter::global`].
 ///
 /// ```
 /// use std::time::Duration;
@@ -29,8 +40,17 @@ use crate::store::{Check, Limit, MemoryStore, Store};
 /// ```
 #[derive(Clone)]
 pub struct Limiter {
+    inner: Arc<Settings>,
+}
+
+struct Settings {
     store: Backend,
     clock: Arc<dyn Clock>,
+    ipv6_prefix: u8,
+    user_key: Option<Arc<UserKey>>,
+    rejection_message: Cow<'static, str>,
+    rejection_response: Option<Arc<RejectionResponse>>,
+    headers: HeaderOptions,
 }
 
 /// The in-memory store is called directly, without a virtual call or a future: it is the
@@ -50,6 +70,10 @@ impl Backend {
     }
 }
 
+/// The default `detail` of a 429.
+const DEFAULT_MESSAGE: &str =
+    "Too many requests: wait as long as Retry-After says, then try again.";
+
 impl Limiter {
     /// A builder; with no settings it gives a limiter with a fresh in-memory store and the
     /// system clock.
@@ -57,20 +81,21 @@ impl Limiter {
         LimiterBuilder::default()
     }
 
-    /// The process-wide default: [`MemoryStore::global`] and [`SystemClock`].
+    /// The process-wide default: [`MemoryStore::global`], [`SystemClock`], default settings.
     pub fn global() -> &'static Limiter {
         static GLOBAL: OnceLock<Limiter> = OnceLock::new();
-        GLOBAL.get_or_init(|| Limiter {
-            store: Backend::Memory(MemoryStore::global().clone()),
-            clock: Arc::new(SystemClock),
+        GLOBAL.get_or_init(|| {
+            Limiter::builder()
+                .store(MemoryStore::global().clone())
+                .build()
         })
     }
 
     /// Counts a request of `key` against `limit` now, and decides it.
     #[inline]
     pub fn check<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> Check<'a> {
-        let now = self.clock.now();
-        match &self.store {
+        let now = self.inner.clock.now();
+        match &self.inner.store {
             Backend::Memory(memory) => Check::ready(Ok(memory.check_at(limit, key, now))),
             Backend::Other(store) => store.check(limit, key, now),
         }
@@ -78,29 +103,75 @@ impl Limiter {
 
     /// The limiter's clock.
     pub fn clock(&self) -> &dyn Clock {
-        &*self.clock
+        &*self.inner.clock
     }
 
     /// The limiter's store.
     pub fn store(&self) -> &dyn Store {
-        match &self.store {
+        match &self.inner.store {
             Backend::Memory(memory) => memory,
             Backend::Other(store) => &**store,
         }
+    }
+
+    /// The IPv6 prefix length clients are grouped by.
+    pub fn ipv6_prefix(&self) -> u8 {
+        self.inner.ipv6_prefix
+    }
+
+    pub(crate) fn user_key(&self) -> Option<&UserKey> {
+        self.inner.user_key.as_deref()
+    }
+
+    pub(crate) fn rejection_message(&self) -> &str {
+        &self.inner.rejection_message
+    }
+
+    pub(crate) fn rejection_response(&self) -> Option<&RejectionResponse> {
+        self.inner.rejection_response.as_deref()
+    }
+
+    pub(crate) fn header_options(&self) -> HeaderOptions {
+        self.inner.headers
     }
 }
 
 impl fmt::Debug for Limiter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Limiter").finish_non_exhaustive()
+        f.debug_struct("Limiter")
+            .field("ipv6_prefix", &self.inner.ipv6_prefix)
+            .field("user_key", &self.inner.user_key.is_some())
+            .field("headers", &self.inner.headers)
+            .finish_non_exhaustive()
     }
 }
 
 /// Settings for a [`Limiter`].
-#[derive(Default)]
 pub struct LimiterBuilder {
     store: Option<Backend>,
     clock: Option<Arc<dyn Clock>>,
+    ipv6_prefix: u8,
+    user_key: Option<Arc<UserKey>>,
+    rejection_message: Cow<'static, str>,
+    rejection_response: Option<Arc<RejectionResponse>>,
+    headers: HeaderOptions,
+}
+
+impl Default for LimiterBuilder {
+    fn default() -> LimiterBuilder {
+        LimiterBuilder {
+            store: None,
+            clock: None,
+            ipv6_prefix: 56,
+            user_key: None,
+            rejection_message: Cow::Borrowed(DEFAULT_MESSAGE),
+            rejection_response: None,
+            headers: HeaderOptions {
+                ietf: true,
+                legacy: false,
+            },
+        }
+    }
 }
 
 impl LimiterBuilder {
@@ -118,13 +189,69 @@ impl LimiterBuilder {
         self
     }
 
+    /// IPv6 clients are counted per network of this prefix length (default 56, capped at
+    /// 128): a home connection usually owns a /56 or more, so a per-address key would be
+    /// rotated at will.
+    pub fn ipv6_prefix(mut self, bits: u8) -> LimiterBuilder {
+        self.ipv6_prefix = bits.min(128);
+        self
+    }
+
+    /// Who the user is, for `key = "user"`: the id of the signed-in user, or `None` for an
+    /// anonymous request, which is then counted by address (in a namespace of its own, so a
+    /// user id never shares an address's budget).
+    pub fn user_key(
+        mut self,
+        resolve: impl Fn(&HttpRequest) -> Option<String> + Send + Sync + 'static,
+    ) -> LimiterBuilder {
+        self.user_key = Some(Arc::new(resolve));
+        self
+    }
+
+    /// The `detail` of the default 429 problem body.
+    pub fn rejection_message(mut self, message: impl Into<Cow<'static, str>>) -> LimiterBuilder {
+        self.rejection_message = message.into();
+        self
+    }
+
+    /// Builds the whole rejection response instead of the default problem body.
+    /// `Retry-After`, `Cache-Control: no-store` and the RateLimit fields are added unless
+    /// the response sets them itself.
+    pub fn rejection_response(
+        mut self,
+        build: impl Fn(&Rejection<'_>) -> HttpResponse + Send + Sync + 'static,
+    ) -> LimiterBuilder {
+        self.rejection_response = Some(Arc::new(build));
+        self
+    }
+
+    /// Whether responses carry `RateLimit-Policy` and `RateLimit` (default: yes).
+    pub fn ietf_headers(mut self, on: bool) -> LimiterBuilder {
+        self.headers.ietf = on;
+        self
+    }
+
+    /// Whether responses carry `X-RateLimit-Limit`, `X-RateLimit-Remaining` and
+    /// `X-RateLimit-Reset` (default: no), for the most restrictive limit of the handler.
+    pub fn legacy_headers(mut self, on: bool) -> LimiterBuilder {
+        self.headers.legacy = on;
+        self
+    }
+
     /// The limiter.
     pub fn build(self) -> Limiter {
         Limiter {
-            store: self
-                .store
-                .unwrap_or_else(|| Backend::Memory(MemoryStore::new())),
-            clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
+            inner: Arc::new(Settings {
+                store: self
+                    .store
+                    .unwrap_or_else(|| Backend::Memory(MemoryStore::new())),
+                clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
+                ipv6_prefix: self.ipv6_prefix,
+                user_key: self.user_key,
+                rejection_message: self.rejection_message,
+                rejection_response: self.rejection_response,
+                headers: self.headers,
+            }),
         }
     }
 }

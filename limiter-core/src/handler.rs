@@ -1,0 +1,223 @@
+//! What `#[rate_limit]` expands to at run time: decide every limit of a handler, in order,
+//! before its extractors run; then run it and put the rate limit fields on its response.
+
+use std::future::Future;
+use std::time::Duration;
+
+use actix_web::body::BoxBody;
+use actix_web::http::header::HeaderValue;
+use actix_web::http::StatusCode;
+use actix_web::web::Payload;
+use actix_web::{FromRequest, HttpRequest, HttpResponse, Responder};
+
+use crate::key::{KeySpec, NoClientAddress};
+use crate::response::{
+    self, complete_rejection, problem, HeaderOptions, RateLimitFields, Rejection,
+};
+use crate::{Algorithm, Limit, Limiter, Policy};
+
+/// One `#[rate_limit(...)]`: the limit, the name its header fields use, and its key.
+#[derive(Debug)]
+pub struct LimitSpec {
+    limit: Limit,
+    name: &'static str,
+    key: KeySpec,
+}
+
+impl LimitSpec {
+    /// A limit as the attribute declares it. The attribute has checked every value at
+    /// compile time, so the policy is valid.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        scope: &'static str,
+        name: &'static str,
+        max: u32,
+        window_ms: u64,
+        algorithm: Algorithm,
+        burst: Option<u32>,
+        key: KeySpec,
+    ) -> LimitSpec {
+        let policy = Policy::for_algorithm(algorithm, max, Duration::from_millis(window_ms))
+            .and_then(|policy| match burst {
+                Some(burst) => policy.with_burst(burst),
+                None => Ok(policy),
+            })
+            .unwrap_or_else(|error| panic!("#[rate_limit] on `{name}`: {error}"));
+        LimitSpec {
+            limit: Limit::new(scope, policy),
+            name,
+            key,
+        }
+    }
+
+    /// The limit (scope and policy).
+    pub fn limit(&self) -> &Limit {
+        &self.limit
+    }
+
+    /// The name in the RateLimit header fields.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+/// The limits of one handler, in the order they are checked, and their fixed
+/// `RateLimit-Policy` value.
+#[derive(Debug)]
+pub struct HandlerLimits {
+    limits: Vec<LimitSpec>,
+    policy: HeaderValue,
+}
+
+impl HandlerLimits {
+    /// The limits of a handler, first checked first.
+    pub fn new(limits: Vec<LimitSpec>) -> HandlerLimits {
+        let mut policy = String::new();
+        for spec in &limits {
+            let p = spec.limit.policy();
+            response::policy_member(&mut policy, spec.name, p.max().get(), p.window_ms());
+        }
+        HandlerLimits {
+            policy: HeaderValue::try_from(policy).unwrap_or(HeaderValue::from_static("")),
+            limits,
+        }
+    }
+
+    /// The limits, in order.
+    pub fn limits(&self) -> &[LimitSpec] {
+        &self.limits
+    }
+}
+
+/// Decides `req` against `limits`, then extracts `Args` and calls `handler`.
+///
+/// The limiter is the [`Limiter`] in the app data, else [`Limiter::global`]. A rejected
+/// request never reaches the extractors, so its body is neither read nor parsed.
+pub async fn handle<Args, F, Fut>(
+    limits: &'static HandlerLimits,
+    req: HttpRequest,
+    payload: Payload,
+    handler: F,
+) -> Guarded<Fut::Output>
+where
+    Args: FromRequest,
+    F: FnOnce(Args) -> Fut,
+    Fut: Future,
+    Fut::Output: Responder,
+{
+    let limiter = match req.app_data::<Limiter>() {
+        Some(limiter) => limiter,
+        None => Limiter::global(),
+    };
+    let fields = match decide(limiter, &req, limits).await {
+        Ok(fields) => fields,
+        Err(response) => return Guarded(Outcome::Refused(response)),
+    };
+    let headers = Fields {
+        fields,
+        policy: &limits.policy,
+        options: limiter.header_options(),
+    };
+    let mut payload = payload.into_inner();
+    match Args::from_request(&req, &mut payload).await {
+        Ok(args) => Guarded(Outcome::Admitted(handler(args).await, headers)),
+        Err(error) => Guarded(Outcome::ExtractorFailed(error.into(), headers)),
+    }
+}
+
+/// Checks each limit in order; the first rejection ends the run, so the limits after it
+/// consume nothing.
+async fn decide(
+    limiter: &Limiter,
+    req: &HttpRequest,
+    limits: &HandlerLimits,
+) -> Result<RateLimitFields, HttpResponse> {
+    let mut fields = RateLimitFields::new();
+    for spec in &limits.limits {
+        let key = match spec.key.key_of(req, limiter) {
+            Ok(key) => key,
+            Err(NoClientAddress) => return Err(no_client_address()),
+        };
+        let decision = match limiter.check(&spec.limit, key.as_bytes()).await {
+            Ok(decision) => decision,
+            Err(error) => {
+                return Err(problem(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "Rate Limit Store Unavailable",
+                    &format!("the rate limit store failed: {error}"),
+                ))
+            }
+        };
+        fields.add(spec.name, &decision);
+        if !decision.allowed() {
+            let rejection = Rejection::new(spec.name, decision, limiter.rejection_message());
+            let mut response = match limiter.rejection_response() {
+                Some(build) => build(&rejection),
+                None => rejection.problem_response(),
+            };
+            complete_rejection(&mut response, rejection.retry_after_secs());
+            fields.apply(
+                response.headers_mut(),
+                &limits.policy,
+                limiter.header_options(),
+            );
+            return Err(response);
+        }
+    }
+    Ok(fields)
+}
+
+/// The documented outcome for a request without a peer address (a Unix socket, or a test
+/// request built without `.peer_addr(...)`): it cannot be told apart from anyone, and
+/// counting it in a shared bucket would silently throttle or free everyone alike.
+fn no_client_address() -> HttpResponse {
+    problem(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "Client Address Unknown",
+        "the rate limiter keys this route by client address, and the request has no peer \
+         address (a Unix socket, or a test request without .peer_addr(...))",
+    )
+}
+
+/// The response of a rate-limited handler.
+pub struct Guarded<R>(Outcome<R>);
+
+enum Outcome<R> {
+    Admitted(R, Fields),
+    ExtractorFailed(actix_web::Error, Fields),
+    Refused(HttpResponse),
+}
+
+/// The header fields to add once the handler has answered.
+struct Fields {
+    fields: RateLimitFields,
+    policy: &'static HeaderValue,
+    options: HeaderOptions,
+}
+
+impl Fields {
+    fn apply(self, response: &mut HttpResponse) {
+        self.fields
+            .apply(response.headers_mut(), self.policy, self.options);
+    }
+}
+
+impl<R: Responder> Responder for Guarded<R> {
+    type Body = BoxBody;
+
+    fn respond_to(self, req: &HttpRequest) -> HttpResponse<BoxBody> {
+        match self.0 {
+            Outcome::Admitted(inner, fields) => {
+                let mut response = inner.respond_to(req).map_into_boxed_body();
+                fields.apply(&mut response);
+                response
+            }
+            Outcome::ExtractorFailed(error, fields) => {
+                let mut response = HttpResponse::from_error(error);
+                fields.apply(&mut response);
+                response
+            }
+            Outcome::Refused(response) => response,
+        }
+    }
+}

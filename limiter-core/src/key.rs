@@ -1,0 +1,163 @@
+//! Who is counted: the client key of a request, as bytes in a namespace of their own.
+//!
+//! Namespaces keep kinds apart: a user named `203.0.113.7` never shares the budget of the
+//! address 203.0.113.7, and an API key never shares a user's.
+
+use std::net::{IpAddr, Ipv6Addr};
+
+use actix_web::http::header::HeaderName;
+use actix_web::HttpRequest;
+
+use crate::Limiter;
+
+/// How a limit picks the client key (the `key = ...` of `#[rate_limit]`).
+#[derive(Clone, Debug)]
+pub enum KeySpec {
+    /// The client's address (the peer, IPv6 grouped per prefix).
+    Ip,
+    /// The id from the limiter's user resolver; anonymous requests fall back to the address.
+    User,
+    /// One budget for everyone.
+    Global,
+    /// A header's value (an API key, say); absent, the address.
+    Header(HeaderName),
+    /// A key the application computes; `None`, the address.
+    Function(fn(&HttpRequest) -> Option<String>),
+}
+
+/// A key's bytes: short ones (addresses, `global`) on the stack.
+pub(crate) enum ClientKey {
+    Inline { bytes: [u8; 18], len: u8 },
+    Owned(Vec<u8>),
+}
+
+impl ClientKey {
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        match self {
+            ClientKey::Inline { bytes, len } => &bytes[..usize::from(*len)],
+            ClientKey::Owned(bytes) => bytes,
+        }
+    }
+
+    fn tagged(tag: u8, value: &[u8]) -> ClientKey {
+        let mut bytes = Vec::with_capacity(value.len() + 1);
+        bytes.push(tag);
+        bytes.extend_from_slice(value);
+        ClientKey::Owned(bytes)
+    }
+}
+
+/// Namespace tags, the first byte of every key.
+mod tag {
+    pub(super) const IPV4: u8 = b'4';
+    pub(super) const IPV6: u8 = b'6';
+    pub(super) const GLOBAL: u8 = b'g';
+    pub(super) const USER: u8 = b'u';
+    pub(super) const HEADER: u8 = b'h';
+    pub(super) const FUNCTION: u8 = b'f';
+}
+
+/// The request carries no usable peer address, so no client can be told apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NoClientAddress;
+
+impl KeySpec {
+    /// The key of `req` under this spec.
+    pub(crate) fn key_of(
+        &self,
+        req: &HttpRequest,
+        limiter: &Limiter,
+    ) -> Result<ClientKey, NoClientAddress> {
+        let value = match self {
+            KeySpec::Ip => None,
+            KeySpec::Global => {
+                let mut bytes = [0; 18];
+                bytes[0] = tag::GLOBAL;
+                return Ok(ClientKey::Inline { bytes, len: 1 });
+            }
+            KeySpec::User => limiter
+                .user_key()
+                .and_then(|resolve| resolve(req))
+                .map(|id| ClientKey::tagged(tag::USER, id.as_bytes())),
+            KeySpec::Header(name) => req
+                .headers()
+                .get(name)
+                .map(|value| ClientKey::tagged(tag::HEADER, value.as_bytes())),
+            KeySpec::Function(compute) => {
+                compute(req).map(|key| ClientKey::tagged(tag::FUNCTION, key.as_bytes()))
+            }
+        };
+        match value {
+            Some(key) => Ok(key),
+            None => ip_key(req, limiter.ipv6_prefix()),
+        }
+    }
+}
+
+/// The peer's address as a key: IPv4-mapped IPv6 counted as IPv4, IPv6 cut to `prefix`
+/// bits, ports ignored.
+fn ip_key(req: &HttpRequest, ipv6_prefix: u8) -> Result<ClientKey, NoClientAddress> {
+    let peer = req.peer_addr().ok_or(NoClientAddress)?;
+    Ok(ip_key_of(peer.ip(), ipv6_prefix))
+}
+
+pub(crate) fn ip_key_of(ip: IpAddr, ipv6_prefix: u8) -> ClientKey {
+    let mut bytes = [0; 18];
+    match client_ip(ip, ipv6_prefix) {
+        IpAddr::V4(v4) => {
+            bytes[0] = tag::IPV4;
+            bytes[1..5].copy_from_slice(&v4.octets());
+            ClientKey::Inline { bytes, len: 5 }
+        }
+        IpAddr::V6(v6) => {
+            bytes[0] = tag::IPV6;
+            bytes[1] = ipv6_prefix;
+            bytes[2..18].copy_from_slice(&v6.octets());
+            ClientKey::Inline { bytes, len: 18 }
+        }
+    }
+}
+
+/// The address a client is counted as: mapped IPv4 unwrapped, IPv6 cut to its prefix.
+pub fn client_ip(ip: IpAddr, ipv6_prefix: u8) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let bits = u128::from(v6);
+                let prefix = u32::from(ipv6_prefix.min(128));
+                let mask = u128::MAX.checked_shl(128 - prefix).unwrap_or(0);
+                IpAddr::V6(Ipv6Addr::from(bits & mask))
+            }
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ipv6_is_grouped_by_prefix_and_mapped_ipv4_is_ipv4() {
+        let a: IpAddr = "2001:db8:1:2ff:1::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:200::9".parse().unwrap();
+        assert_eq!(client_ip(a, 56), client_ip(b, 56));
+        assert_ne!(client_ip(a, 64), client_ip(b, 64));
+        assert_eq!(
+            client_ip(a, 56),
+            "2001:db8:1:200::".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(client_ip(a, 128), a);
+        assert_eq!(client_ip(a, 0), "::".parse::<IpAddr>().unwrap());
+        let mapped: IpAddr = "::ffff:203.0.113.7".parse().unwrap();
+        assert_eq!(
+            client_ip(mapped, 56),
+            "203.0.113.7".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(
+            ip_key_of(mapped, 56).as_bytes(),
+            ip_key_of("203.0.113.7".parse().unwrap(), 56).as_bytes()
+        );
+    }
+}

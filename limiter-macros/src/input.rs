@@ -1,0 +1,60 @@
+//! Checks on the function under `#[rate_limit]`: an async, non-const, non-generic free
+//! function with at most 16 extractors, as actix handlers are.
+
+use syn::spanned::Spanned;
+use syn::{FnArg, ItemFn, Type};
+
+use crate::errors::Errors;
+
+/// actix-web extracts at most 16 arguments per handler.
+const MAX_EXTRACTORS: usize = 16;
+
+pub(crate) fn check(item: &ItemFn, errors: &mut Errors) {
+    let sig = &item.sig;
+    if let Some(constness) = &sig.constness {
+        errors.at(
+            constness,
+            "#[rate_limit] goes on an `async fn` handler, not a `const fn`",
+        );
+    }
+    if sig.asyncness.is_none() {
+        errors.at(
+            sig.fn_token,
+            "#[rate_limit] goes on an `async fn` handler: write `async fn`",
+        );
+    }
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        errors.at(
+            &sig.generics,
+            "a rate-limited handler cannot be generic: actix registers one concrete function per route; write a concrete handler that calls your generic code",
+        );
+    }
+    if let Some(variadic) = &sig.variadic {
+        errors.at(variadic, "a handler cannot be variadic");
+    }
+    for input in &sig.inputs {
+        match input {
+            FnArg::Receiver(receiver) => errors.at(
+                receiver,
+                "a rate-limited handler cannot take `self`: actix handlers are free functions; move it out of the `impl` block",
+            ),
+            FnArg::Typed(arg) => {
+                if let Type::ImplTrait(impl_trait) = &*arg.ty {
+                    errors.at(
+                        impl_trait,
+                        "a handler's arguments must be concrete extractor types, not `impl Trait`",
+                    );
+                }
+            }
+        }
+    }
+    if sig.inputs.len() > MAX_EXTRACTORS {
+        errors.at(
+            sig.inputs.span(),
+            format!(
+                "actix-web handlers take at most {MAX_EXTRACTORS} extractors, this one has {}: group some in a tuple or a struct",
+                sig.inputs.len()
+            ),
+        );
+    }
+}

@@ -1,0 +1,104 @@
+//! The `per = "..."` grammar: one or more `NUMBER UNIT` parts, units `ms`, `s`, `m`, `h`,
+//! `d`, each unit at most once and from the largest down: `"500ms"`, `"30s"`, `"1h30m"`.
+
+/// The longest window a store keeps exactly (`limiter_core::Policy::MAX_WINDOW`): 7 days.
+const MAX_WINDOW_MS: u64 = 7 * 86_400_000;
+
+const UNITS: [(&str, u64); 5] = [
+    ("d", 86_400_000),
+    ("h", 3_600_000),
+    ("m", 60_000),
+    ("s", 1_000),
+    ("ms", 1),
+];
+
+/// Parses a window into milliseconds, or says what is wrong and how to write it.
+pub(crate) fn parse(text: &str) -> Result<u64, String> {
+    const HINT: &str =
+        "write a number and a unit (ms, s, m, h, d), e.g. \"30s\", \"1m\" or \"1h30m\"";
+    if text.trim().is_empty() {
+        return Err(format!("the window is empty: {HINT}"));
+    }
+    let mut rest = text;
+    let mut total: u64 = 0;
+    let mut last_rank: Option<usize> = None;
+    while !rest.is_empty() {
+        let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        if digits == 0 {
+            return Err(format!(
+                "expected a number at `{rest}` in \"{text}\": {HINT}"
+            ));
+        }
+        let number: u64 = rest[..digits]
+            .parse()
+            .map_err(|_| format!("the number `{}` is too large", &rest[..digits]))?;
+        rest = &rest[digits..];
+        let unit_len = rest.len()
+            - rest
+                .trim_start_matches(|c: char| c.is_ascii_alphabetic())
+                .len();
+        let unit = &rest[..unit_len];
+        if unit.is_empty() {
+            return Err(format!(
+                "the number {number} in \"{text}\" has no unit: {HINT}"
+            ));
+        }
+        let Some(rank) = UNITS.iter().position(|(name, _)| *name == unit) else {
+            return Err(format!("unknown unit `{unit}` in \"{text}\": {HINT}"));
+        };
+        if last_rank.is_some_and(|last| rank <= last) {
+            return Err(format!(
+                "units in \"{text}\" must go from the largest to the smallest, each once, e.g. \"1h30m\""
+            ));
+        }
+        last_rank = Some(rank);
+        rest = &rest[unit_len..];
+        total = number
+            .checked_mul(UNITS[rank].1)
+            .and_then(|part| total.checked_add(part))
+            .ok_or_else(|| format!("the window \"{text}\" is too long: the longest is 7d"))?;
+    }
+    if total == 0 {
+        return Err(format!(
+            "the window \"{text}\" is zero: a limit needs a window of at least 1ms"
+        ));
+    }
+    if total > MAX_WINDOW_MS {
+        return Err(format!(
+            "the window \"{text}\" is too long: the longest is 7d (a longer \"rate\" is a quota)"
+        ));
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse;
+
+    #[test]
+    fn accepts_the_documented_forms() {
+        assert_eq!(parse("500ms"), Ok(500));
+        assert_eq!(parse("30s"), Ok(30_000));
+        assert_eq!(parse("1m"), Ok(60_000));
+        assert_eq!(parse("1h30m"), Ok(5_400_000));
+        assert_eq!(parse("1d"), Ok(86_400_000));
+        assert_eq!(parse("1m30s250ms"), Ok(90_250));
+        assert_eq!(parse("7d"), Ok(7 * 86_400_000));
+    }
+
+    #[test]
+    fn refuses_with_the_fix_in_words() {
+        let err = |text| parse(text).unwrap_err();
+        assert!(err("").contains("empty"));
+        assert!(err("1x").contains("unknown unit `x`"));
+        assert!(err("0s").contains("zero"));
+        assert!(err("m").contains("expected a number"));
+        assert!(err("10").contains("has no unit"));
+        assert!(err("30m1h").contains("largest to the smallest"));
+        assert!(err("1m1m").contains("largest to the smallest"));
+        assert!(err("99999999999999999999d").contains("too large"));
+        assert!(err("999999999999d").contains("too long"));
+        assert!(err("8d").contains("too long"));
+        assert!(err("1 m").contains("unknown unit") || err("1 m").contains("no unit"));
+    }
+}
