@@ -1,0 +1,59 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use actix_web::dev::ServiceResponse;
+use actix_web::http::header::HeaderMap;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+pub(crate) const CLIENT: &str = "203.0.113.7:40000";
+
+pub(crate) fn peer(addr: &str) -> SocketAddr {
+    addr.parse().unwrap()
+}
+
+pub(crate) fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).map(|v| v.to_str().unwrap())
+}
+
+/// Status, `Retry-After` and `RateLimit` of a response, for compact assertions.
+pub(crate) fn summary(res: &ServiceResponse) -> (u16, Option<String>, Option<String>) {
+    (
+        res.status().as_u16(),
+        header(res.headers(), "retry-after").map(str::to_owned),
+        header(res.headers(), "ratelimit").map(str::to_owned),
+    )
+}
+
+pub(crate) fn ms(v: u64) -> Duration {
+    Duration::from_millis(v)
+}
+
+/// A minimal HTTP/1.1 request over a fresh connection, bounded in time; returns the status
+/// and the raw response.
+pub(crate) async fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
+    let exchange = async {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let request = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).await.unwrap();
+        let text = String::from_utf8_lossy(&response).into_owned();
+        let status = text
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        (status, text)
+    };
+    tokio::time::timeout(Duration::from_secs(10), exchange)
+        .await
+        .expect("the server answered within 10 s")
+}
