@@ -1,27 +1,71 @@
-//! The core engine on its own: five requests per minute per client, with the manual clock
-//! standing in for time. (The `#[rate_limit]` attribute on actix handlers builds on this.)
+//! The README's main example: a login form limited to 5 attempts per minute per client
+//! address.
 //!
-//! `cargo run --example basic`
+//! ```sh
+//! cargo run --example basic            # http://127.0.0.1:8080 (PORT=9000 to change)
+//! for i in 1 2 3 4 5 6; do curl -si -X POST -d 'user=ann&password=x' http://127.0.0.1:8080/login | head -1; done
+//! ```
 
-use std::time::Duration;
+use actix_web::{get, post, web, App, HttpResponse, HttpServer, Responder};
+use limiter::{rate_limit, Limiter};
+use serde::Deserialize;
 
-use limiter::{Limit, Limiter, ManualClock, Policy};
+#[derive(Deserialize)]
+struct Login {
+    user: String,
+    #[allow(dead_code)] // a real handler would check it
+    password: String,
+}
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let clock = ManualClock::new();
-    let limiter = Limiter::builder().clock(clock.clone()).build();
-    let login = Limit::new("login", Policy::new(5, Duration::from_secs(60))?);
+/// The limit is decided before the form is read: a client over its limit gets a 429 and its
+/// body is never parsed.
+#[post("/login")]
+#[rate_limit(5, per = "1m", key = "ip")]
+async fn login(form: web::Form<Login>) -> impl Responder {
+    HttpResponse::Ok().body(format!("Checked the password of {}.\n", form.user))
+}
 
-    for second in 0..8 {
-        let decision = limiter
-            .check(&login, b"203.0.113.7")
-            .now_or_never()
-            .ok_or("the memory store decides at once")??;
-        match decision.retry_after_secs() {
-            None => println!("t={second}s  200  remaining {}", decision.remaining()),
-            Some(wait) => println!("t={second}s  429  Retry-After: {wait}"),
-        }
-        clock.advance(Duration::from_secs(1));
-    }
-    Ok(())
+#[get("/")]
+async fn index(port: web::Data<u16>) -> impl Responder {
+    let port = **port;
+    HttpResponse::Ok().content_type("text/html").body(format!(
+        r#"<!doctype html>
+<title>limiter: basic</title>
+<h1>Log in</h1>
+<p>Five attempts per minute per address; the sixth gets <code>429 Too Many Requests</code>.</p>
+<form method="post" action="/login">
+  <input name="user" placeholder="user"> <input name="password" type="password" placeholder="password">
+  <button>Log in</button>
+</form>
+<p>Or from a terminal:</p>
+<pre>for i in 1 2 3 4 5 6; do curl -si -X POST -d 'user=ann&amp;password=x' http://127.0.0.1:{port}/login | head -1; done</pre>
+"#
+    ))
+}
+
+#[actix_web::main]
+async fn main() -> std::io::Result<()> {
+    let port: u16 = match std::env::var("PORT") {
+        Ok(text) => text.parse().map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("PORT={text} is not a port number"),
+            )
+        })?,
+        Err(_) => 8080,
+    };
+    // Built once, outside the factory closure, and cloned into every worker: one budget per
+    // client for the whole server. Built inside, each worker would count on its own.
+    let limiter = Limiter::builder().build();
+    println!("listening on http://127.0.0.1:{port}");
+    HttpServer::new(move || {
+        App::new()
+            .app_data(limiter.clone())
+            .app_data(web::Data::new(port))
+            .service(index)
+            .service(login)
+    })
+    .bind(("127.0.0.1", port))?
+    .run()
+    .await
 }
