@@ -1,0 +1,8 @@
+use limiter::rate_limit;
+
+#[rate_limit(5, per = 60)]
+async fn handler() -> &'static str {
+    "ok"
+}
+
+fn main() {}
