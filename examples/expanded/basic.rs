@@ -22,8 +22,7 @@ struct Login {
 /// body is never parsed.
 #[post("/login")]
 async fn login(
-    __limiter_request: ::limiter::__private::HttpRequest,
-    __limiter_payload: ::limiter::__private::Payload,
+    __limiter_request: ::limiter::__private::RequestParts,
 ) -> impl ::limiter::__private::Responder {
     async fn login(form: web::Form<Login>) -> impl Responder {
         HttpResponse::Ok().body(format!("Checked the password of {}.\n", form.user))
@@ -41,7 +40,6 @@ async fn login(
     ::limiter::__private::handle(
             &*__LIMITER_LIMITS,
             __limiter_request,
-            __limiter_payload,
             move |(__limiter_arg0,): (web::Form<Login>,)| login(__limiter_arg0),
         )
         .await

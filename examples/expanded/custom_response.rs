@@ -19,8 +19,7 @@ struct Search {
 }
 #[get("/search")]
 async fn search(
-    __limiter_request: ::limiter::__private::HttpRequest,
-    __limiter_payload: ::limiter::__private::Payload,
+    __limiter_request: ::limiter::__private::RequestParts,
 ) -> impl ::limiter::__private::Responder {
     async fn search(query: web::Query<Search>) -> impl Responder {
         format!("results for {:?}\n", query.q)
@@ -38,7 +37,6 @@ async fn search(
     ::limiter::__private::handle(
             &*__LIMITER_LIMITS,
             __limiter_request,
-            __limiter_payload,
             move |(__limiter_arg0,): (web::Query<Search>,)| search(__limiter_arg0),
         )
         .await

@@ -14,8 +14,7 @@ use actix_web::{post, App, HttpServer};
 use limiter::{rate_limit, Limiter};
 #[post("/sign-in")]
 async fn sign_in(
-    __limiter_request: ::limiter::__private::HttpRequest,
-    __limiter_payload: ::limiter::__private::Payload,
+    __limiter_request: ::limiter::__private::RequestParts,
 ) -> impl ::limiter::__private::Responder {
     async fn sign_in() -> &'static str {
         "signed in\n"
@@ -32,15 +31,13 @@ async fn sign_in(
     ::limiter::__private::handle(
             &*__LIMITER_LIMITS,
             __limiter_request,
-            __limiter_payload,
             move |(): ()| sign_in(),
         )
         .await
 }
 #[post("/reset")]
 async fn reset_password(
-    __limiter_request: ::limiter::__private::HttpRequest,
-    __limiter_payload: ::limiter::__private::Payload,
+    __limiter_request: ::limiter::__private::RequestParts,
 ) -> impl ::limiter::__private::Responder {
     async fn reset_password() -> &'static str {
         "reset link sent\n"
@@ -57,7 +54,6 @@ async fn reset_password(
     ::limiter::__private::handle(
             &*__LIMITER_LIMITS,
             __limiter_request,
-            __limiter_payload,
             move |(): ()| reset_password(),
         )
         .await

@@ -21,8 +21,7 @@ struct Comment {
 }
 #[post("/comments")]
 async fn comment(
-    __limiter_request: ::limiter::__private::HttpRequest,
-    __limiter_payload: ::limiter::__private::Payload,
+    __limiter_request: ::limiter::__private::RequestParts,
 ) -> impl ::limiter::__private::Responder {
     async fn comment(form: web::Form<Comment>) -> impl Responder {
         HttpResponse::Created()
@@ -45,7 +44,6 @@ async fn comment(
     ::limiter::__private::handle(
             &*__LIMITER_LIMITS,
             __limiter_request,
-            __limiter_payload,
             move |(__limiter_arg0,): (web::Form<Comment>,)| comment(__limiter_arg0),
         )
         .await

@@ -7,14 +7,13 @@ use std::time::Duration;
 use actix_web::body::BoxBody;
 use actix_web::http::header::HeaderValue;
 use actix_web::http::StatusCode;
-use actix_web::web::Payload;
 use actix_web::{FromRequest, HttpRequest, HttpResponse, Responder};
 
 use crate::key::{KeySpec, NoClientAddress};
 use crate::response::{
     self, complete_rejection, problem, HeaderOptions, RateLimitFields, Rejection,
 };
-use crate::{Algorithm, Limit, Limiter, Policy};
+use crate::{Algorithm, Decision, Limit, Limiter, Policy, StoreError};
 
 /// One `#[rate_limit(...)]`: the limit, the name its header fields use, and its key.
 #[derive(Debug)]
@@ -67,18 +66,29 @@ impl LimitSpec {
 pub struct HandlerLimits {
     limits: Vec<LimitSpec>,
     policy: HeaderValue,
+    prefixes: Vec<Box<str>>,
 }
 
 impl HandlerLimits {
     /// The limits of a handler, first checked first.
+    ///
+    /// Handlers keep theirs in a `static` for the life of the process, so its fixed
+    /// `RateLimit-Policy` value is leaked once, to be sent without copying.
     pub fn new(limits: Vec<LimitSpec>) -> HandlerLimits {
         let mut policy = String::new();
         for spec in &limits {
             let p = spec.limit.policy();
             response::policy_member(&mut policy, spec.name, p.max().get(), p.window_ms());
         }
+        let policy: &'static str = Box::leak(policy.into_boxed_str());
         HandlerLimits {
-            policy: HeaderValue::try_from(policy).unwrap_or(HeaderValue::from_static("")),
+            policy: HeaderValue::from_str(policy)
+                .map(|_| HeaderValue::from_static(policy))
+                .unwrap_or(HeaderValue::from_static("")),
+            prefixes: limits
+                .iter()
+                .map(|s| response::member_prefix(s.name))
+                .collect(),
             limits,
         }
     }
@@ -89,14 +99,33 @@ impl HandlerLimits {
     }
 }
 
+/// The request and its body stream, taken in one extraction: the guarded handler's only
+/// argument, so that the user's extractors run only once the limits have been decided.
+pub struct RequestParts {
+    req: HttpRequest,
+    payload: actix_web::dev::Payload,
+}
+
+impl FromRequest for RequestParts {
+    type Error = actix_web::Error;
+    type Future = std::future::Ready<Result<RequestParts, actix_web::Error>>;
+
+    #[inline]
+    fn from_request(req: &HttpRequest, payload: &mut actix_web::dev::Payload) -> Self::Future {
+        std::future::ready(Ok(RequestParts {
+            req: req.clone(),
+            payload: payload.take(),
+        }))
+    }
+}
+
 /// Decides `req` against `limits`, then extracts `Args` and calls `handler`.
 ///
 /// The limiter is the [`Limiter`] in the app data, else [`Limiter::global`]. A rejected
 /// request never reaches the extractors, so its body is neither read nor parsed.
 pub async fn handle<Args, F, Fut>(
     limits: &'static HandlerLimits,
-    req: HttpRequest,
-    payload: Payload,
+    parts: RequestParts,
     handler: F,
 ) -> Guarded<Fut::Output>
 where
@@ -105,20 +134,24 @@ where
     Fut: Future,
     Fut::Output: Responder,
 {
+    let RequestParts { req, mut payload } = parts;
     let limiter = match req.app_data::<Limiter>() {
         Some(limiter) => limiter,
         None => Limiter::global(),
     };
-    let fields = match decide(limiter, &req, limits).await {
+    let decided = match limiter.decide_now(&req, limits) {
+        Some(decided) => decided,
+        None => decide(limiter, &req, limits).await,
+    };
+    let fields = match decided {
         Ok(fields) => fields,
-        Err(response) => return Guarded(Outcome::Refused(response)),
+        Err(response) => return Guarded(Outcome::Refused(*response)),
     };
     let headers = Fields {
         fields,
-        policy: &limits.policy,
+        limits,
         options: limiter.header_options(),
     };
-    let mut payload = payload.into_inner();
     match Args::from_request(&req, &mut payload).await {
         Ok(args) => Guarded(Outcome::Admitted(handler(args).await, headers)),
         Err(error) => Guarded(Outcome::ExtractorFailed(error.into(), headers)),
@@ -126,45 +159,88 @@ where
 }
 
 /// Checks each limit in order; the first rejection ends the run, so the limits after it
-/// consume nothing.
+/// consume nothing. This is the path of stores that answer later (Redis).
 async fn decide(
     limiter: &Limiter,
     req: &HttpRequest,
     limits: &HandlerLimits,
-) -> Result<RateLimitFields, HttpResponse> {
+) -> Result<RateLimitFields, Box<HttpResponse>> {
     let mut fields = RateLimitFields::new();
-    for spec in &limits.limits {
+    for (index, spec) in limits.limits.iter().enumerate() {
         let key = match spec.key.key_of(req, limiter) {
             Ok(key) => key,
-            Err(NoClientAddress) => return Err(no_client_address()),
+            Err(NoClientAddress) => return Err(Box::new(no_client_address())),
         };
         let decision = match limiter.check(&spec.limit, key.as_bytes()).await {
             Ok(decision) => decision,
-            Err(error) => {
-                return Err(problem(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "Rate Limit Store Unavailable",
-                    &format!("the rate limit store failed: {error}"),
-                ))
-            }
+            Err(error) => return Err(Box::new(store_failed(&error))),
         };
-        fields.add(spec.name, &decision);
-        if !decision.allowed() {
-            let rejection = Rejection::new(spec.name, decision, limiter.rejection_message());
-            let mut response = match limiter.rejection_response() {
-                Some(build) => build(&rejection),
-                None => rejection.problem_response(),
-            };
-            complete_rejection(&mut response, rejection.retry_after_secs());
-            fields.apply(
-                response.headers_mut(),
-                &limits.policy,
-                limiter.header_options(),
-            );
-            return Err(response);
-        }
+        record(limiter, limits, &mut fields, index, decision)?;
     }
     Ok(fields)
+}
+
+/// The same as [`decide`], for a store that answers at once (the in-memory one): no future
+/// to build, poll and carry inside the handler's.
+impl Limiter {
+    fn decide_now(
+        &self,
+        req: &HttpRequest,
+        limits: &HandlerLimits,
+    ) -> Option<Result<RateLimitFields, Box<HttpResponse>>> {
+        let memory = self.memory_store()?;
+        let now = self.clock().now();
+        let mut fields = RateLimitFields::new();
+        for (index, spec) in limits.limits.iter().enumerate() {
+            let key = match spec.key.key_of(req, self) {
+                Ok(key) => key,
+                Err(NoClientAddress) => return Some(Err(Box::new(no_client_address()))),
+            };
+            let decision = memory.check_at(&spec.limit, key.as_bytes(), now);
+            if let Err(response) = record(self, limits, &mut fields, index, decision) {
+                return Some(Err(response));
+            }
+        }
+        Some(Ok(fields))
+    }
+}
+
+/// Keeps a decision for the header fields; a rejection becomes the response.
+fn record(
+    limiter: &Limiter,
+    limits: &HandlerLimits,
+    fields: &mut RateLimitFields,
+    index: usize,
+    decision: Decision,
+) -> Result<(), Box<HttpResponse>> {
+    fields.add(decision);
+    if decision.allowed() {
+        return Ok(());
+    }
+    let name = limits.limits[index].name;
+    let rejection = Rejection::new(name, decision, limiter.rejection_message());
+    let custom = limiter.rejection_response().is_some();
+    let mut response = match limiter.rejection_response() {
+        Some(build) => build(&rejection),
+        None => rejection.problem_response(),
+    };
+    complete_rejection(&mut response, rejection.retry_after_secs());
+    fields.apply(
+        response.headers_mut(),
+        &limits.policy,
+        &limits.prefixes,
+        limiter.header_options(),
+        custom,
+    );
+    Err(Box::new(response))
+}
+
+fn store_failed(error: &StoreError) -> HttpResponse {
+    problem(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Rate Limit Store Unavailable",
+        &format!("the rate limit store failed: {error}"),
+    )
 }
 
 /// The documented outcome for a request without a peer address (a Unix socket, or a test
@@ -191,14 +267,19 @@ enum Outcome<R> {
 /// The header fields to add once the handler has answered.
 struct Fields {
     fields: RateLimitFields,
-    policy: &'static HeaderValue,
+    limits: &'static HandlerLimits,
     options: HeaderOptions,
 }
 
 impl Fields {
     fn apply(self, response: &mut HttpResponse) {
-        self.fields
-            .apply(response.headers_mut(), self.policy, self.options);
+        self.fields.apply(
+            response.headers_mut(),
+            &self.limits.policy,
+            &self.limits.prefixes,
+            self.options,
+            false,
+        );
     }
 }
 

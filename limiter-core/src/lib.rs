@@ -40,11 +40,10 @@ pub use store::{Check, Limit, MemoryStore, Store, StoreError};
 /// that a user's own `HttpResponse` or `Result` cannot capture it. Not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::handler::{handle, HandlerLimits, LimitSpec};
+    pub use crate::handler::{handle, HandlerLimits, LimitSpec, RequestParts};
     pub use crate::key::KeySpec;
     pub use crate::Algorithm;
     pub use actix_web::http::header::HeaderName;
-    pub use actix_web::web::Payload;
     pub use actix_web::{HttpRequest, Responder};
     pub use std::sync::LazyLock;
 }

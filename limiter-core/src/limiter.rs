@@ -114,6 +114,14 @@ impl Limiter {
         }
     }
 
+    /// The in-memory store, when that is the store: it decides without a future.
+    pub(crate) fn memory_store(&self) -> Option<&MemoryStore> {
+        match &self.inner.store {
+            Backend::Memory(memory) => Some(memory),
+            Backend::Other(_) => None,
+        }
+    }
+
     /// The IPv6 prefix length clients are grouped by.
     pub fn ipv6_prefix(&self) -> u8 {
         self.inner.ipv6_prefix

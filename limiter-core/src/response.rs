@@ -30,66 +30,98 @@ pub(crate) fn policy_member(out: &mut String, name: &str, quota: u32, window_ms:
     );
 }
 
-/// The header fields of the limits checked for one request, built as they are decided.
+/// The decisions taken for one request, in the order of the handler's limits; the header
+/// fields are written from them only when the response is built, and only if enabled.
 pub(crate) struct RateLimitFields {
-    /// The `RateLimit` value: one member per limit checked.
-    value: String,
-    /// The most restrictive decision so far, for the legacy fields.
-    tightest: Option<Decision>,
+    /// Most handlers have one limit: its decision needs no allocation.
+    first: Option<Decision>,
+    stacked: Vec<Decision>,
 }
 
 impl RateLimitFields {
     pub(crate) fn new() -> RateLimitFields {
         RateLimitFields {
-            value: String::new(),
-            tightest: None,
+            first: None,
+            stacked: Vec::new(),
         }
     }
 
-    /// Adds `"name";r=R;t=T` for a decision.
-    pub(crate) fn add(&mut self, name: &str, decision: &Decision) {
-        if !self.value.is_empty() {
-            self.value.push_str(", ");
-        }
-        let _ = write!(
-            self.value,
-            "\"{name}\";r={};t={}",
-            decision.remaining(),
-            decision.reset_after_secs()
-        );
-        let tighter = match &self.tightest {
-            None => true,
-            Some(t) => {
-                (
-                    decision.remaining(),
-                    std::cmp::Reverse(decision.reset_after()),
-                ) < (t.remaining(), std::cmp::Reverse(t.reset_after()))
-            }
-        };
-        if tighter {
-            self.tightest = Some(*decision);
+    /// Records the decision of the next limit.
+    #[inline]
+    pub(crate) fn add(&mut self, decision: Decision) {
+        match self.first {
+            None => self.first = Some(decision),
+            Some(_) => self.stacked.push(decision),
         }
     }
 
-    /// Writes the fields into a response's headers, leaving any the response set itself.
+    fn decisions(&self) -> impl Iterator<Item = &Decision> {
+        self.first.iter().chain(&self.stacked)
+    }
+
+    /// Writes the fields into a response's headers. With `keep_existing`, fields the
+    /// response set itself stay (a custom rejection response); otherwise they are replaced,
+    /// which saves a lookup per field on every response.
     pub(crate) fn apply(
-        self,
+        &self,
         headers: &mut HeaderMap,
         policy: &HeaderValue,
+        prefixes: &[Box<str>],
         options: HeaderOptions,
+        keep_existing: bool,
     ) {
+        let set = |headers: &mut HeaderMap, name: &HeaderName, value: HeaderValue| {
+            if !keep_existing || !headers.contains_key(name) {
+                headers.insert(name.clone(), value);
+            }
+        };
         if options.ietf {
-            set_if_absent(headers, &RATELIMIT_POLICY, policy.clone());
-            if let Ok(value) = HeaderValue::try_from(self.value) {
-                set_if_absent(headers, &RATELIMIT, value);
+            set(headers, &RATELIMIT_POLICY, policy.clone());
+            let mut value = Vec::with_capacity(64);
+            for (decision, prefix) in self.decisions().zip(prefixes) {
+                if !value.is_empty() {
+                    value.extend_from_slice(b", ");
+                }
+                value.extend_from_slice(prefix.as_bytes());
+                push_decimal(&mut value, u64::from(decision.remaining()));
+                value.extend_from_slice(b";t=");
+                push_decimal(&mut value, decision.reset_after_secs());
+            }
+            if let Ok(value) = HeaderValue::from_maybe_shared(bytes_of(value)) {
+                set(headers, &RATELIMIT, value);
             }
         }
-        if let (true, Some(d)) = (options.legacy, self.tightest) {
-            set_if_absent(headers, &X_LIMIT, HeaderValue::from(d.limit()));
-            set_if_absent(headers, &X_REMAINING, HeaderValue::from(d.remaining()));
-            set_if_absent(headers, &X_RESET, HeaderValue::from(d.reset_after_secs()));
+        if options.legacy {
+            // The most restrictive limit: the fewest remaining, then the longest wait.
+            let tightest = self
+                .decisions()
+                .min_by_key(|d| (d.remaining(), std::cmp::Reverse(d.reset_after())));
+            if let Some(d) = tightest {
+                set(headers, &X_LIMIT, HeaderValue::from(d.limit()));
+                set(headers, &X_REMAINING, HeaderValue::from(d.remaining()));
+                set(headers, &X_RESET, HeaderValue::from(d.reset_after_secs()));
+            }
         }
     }
+}
+
+fn bytes_of(value: Vec<u8>) -> actix_web::web::Bytes {
+    actix_web::web::Bytes::from(value)
+}
+
+/// Appends `n` in decimal, without the formatting machinery (this runs on every response).
+fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
 }
 
 /// Which rate limit header fields responses carry.
@@ -150,20 +182,26 @@ impl<'a> Rejection<'a> {
     /// `detail` and `retry_after`.
     pub fn problem_response(&self) -> HttpResponse {
         let retry_after = self.retry_after_secs();
-        let body = serde_json::json!({
-            "type": "about:blank",
-            "title": "Too Many Requests",
-            "status": 429,
-            "detail": self.message,
-            "retry_after": retry_after,
-        });
-        HttpResponse::TooManyRequests()
-            .insert_header((header::RETRY_AFTER, retry_after))
-            .insert_header((header::CACHE_CONTROL, "no-store"))
-            .content_type("application/problem+json")
-            .body(body.to_string())
+        let mut body = Vec::with_capacity(96 + self.message.len());
+        body.extend_from_slice(
+            br#"{"type":"about:blank","title":"Too Many Requests","status":429,"detail":"#,
+        );
+        match serde_json::to_writer(&mut body, self.message) {
+            Ok(()) => {}
+            Err(_) => body.extend_from_slice(b"\"\""),
+        }
+        body.extend_from_slice(br#","retry_after":"#);
+        push_decimal(&mut body, retry_after);
+        body.push(b'}');
+        let mut response = HttpResponse::TooManyRequests()
+            .content_type(PROBLEM_JSON.clone())
+            .body(body);
+        complete_rejection(&mut response, retry_after);
+        response
     }
 }
+
+static PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+json");
 
 /// Adds what every rejection carries, whoever built the response.
 pub(crate) fn complete_rejection(response: &mut HttpResponse, retry_after: u64) {
@@ -190,6 +228,25 @@ pub(crate) fn problem(status: StatusCode, title: &str, detail: &str) -> HttpResp
     });
     HttpResponse::build(status)
         .insert_header((header::CACHE_CONTROL, "no-store"))
-        .content_type("application/problem+json")
+        .content_type(PROBLEM_JSON.clone())
         .body(body.to_string())
+}
+
+/// The opening of a limit's `RateLimit` list member: `"login";r=`.
+pub(crate) fn member_prefix(name: &str) -> Box<str> {
+    format!("\"{name}\";r=").into_boxed_str()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::push_decimal;
+
+    #[test]
+    fn decimals() {
+        for n in [0, 7, 10, 42, 65_535, u64::MAX] {
+            let mut out = Vec::new();
+            push_decimal(&mut out, n);
+            assert_eq!(out, n.to_string().into_bytes());
+        }
+    }
 }

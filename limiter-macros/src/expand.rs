@@ -194,8 +194,7 @@ fn generate(function: ItemFn, limits: &[LimitArgs], names: &[Names]) -> TokenStr
     quote! {
         #(#attrs)*
         #vis async fn #ident(
-            __limiter_request: #private::HttpRequest,
-            __limiter_payload: #private::Payload,
+            __limiter_request: #private::RequestParts,
         ) -> impl #private::Responder {
             #(#lint_attrs)*
             #sig #block
@@ -207,7 +206,6 @@ fn generate(function: ItemFn, limits: &[LimitArgs], names: &[Names]) -> TokenStr
             #private::handle(
                 &*__LIMITER_LIMITS,
                 __limiter_request,
-                __limiter_payload,
                 move |(#(#arg_names,)*): (#(#arg_types,)*)| #ident(#(#arg_names),*),
             )
             .await

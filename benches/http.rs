@@ -1,0 +1,303 @@
+//! Hello-world over HTTP on loopback: bare actix, the same handler under `#[rate_limit]`
+//! (limit never reached), under actix-governor's middleware, and a flood of requests that
+//! `#[rate_limit]` rejects. One server process per variant, all pinned to CPU 0; the load
+//! generator pinned to CPU 1; several alternating rounds; medians and ratios printed, and
+//! the servers' CPU time per request, read from `/proc/PID/task/*/schedstat` (more stable
+//! than requests per second on a shared machine).
+//!
+//! `cargo bench --bench http` (about 40 s; `ROUNDS` and `ROUND_MS` change the plan)
+
+#![allow(missing_docs)]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark: a panic is a failure
+
+use std::net::{SocketAddr, TcpListener};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use actix_governor::{Governor, GovernorConfigBuilder};
+use actix_web::{web, App, HttpServer};
+use limiter::{rate_limit, Limiter};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const VARIANTS: [&str; 6] = [
+    "bare",
+    "limiter",
+    "governor",
+    "rejecting",
+    "quiet",
+    "headers",
+];
+const CONNECTIONS: usize = 32;
+/// Stops a round early, whatever the machine: every load here is bounded in count and time.
+const MAX_REQUESTS_PER_ROUND: u64 = 2_000_000;
+
+async fn hello() -> &'static str {
+    "Hello world!"
+}
+
+/// Bare, plus two header fields as long as the limiter's: what sending them costs alone.
+async fn hello_with_headers() -> actix_web::HttpResponse {
+    actix_web::HttpResponse::Ok()
+        .insert_header(("ratelimit-policy", "\"limited_hello\";q=65535;w=1"))
+        .insert_header(("ratelimit", format!("\"limited_hello\";r={};t=1", 65534)))
+        .content_type("text/plain; charset=utf-8")
+        .body("Hello world!")
+}
+
+/// A limit this benchmark never reaches: 65,535 per 100 ms from one address.
+#[rate_limit(65535, per = "100ms")]
+async fn limited_hello() -> &'static str {
+    "Hello world!"
+}
+
+/// Rejects every request but the first.
+#[rate_limit(1, per = "1h")]
+async fn rejecting_hello() -> &'static str {
+    "Hello world!"
+}
+
+#[allow(unsafe_code)]
+fn pin_to_cpu(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; the calls only read and write it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+fn serve(variant: &str, listener: TcpListener) -> std::io::Result<()> {
+    pin_to_cpu(0);
+    let variant = variant.to_string();
+    let limiter = Limiter::builder().ietf_headers(variant != "quiet").build();
+    let governor = GovernorConfigBuilder::default()
+        .nanoseconds_per_request(1)
+        .burst_size(u32::MAX)
+        .finish()
+        .expect("governor config");
+    actix_web::rt::System::new().block_on(async move {
+        if variant == "governor" {
+            return HttpServer::new(move || {
+                App::new()
+                    .wrap(Governor::new(&governor))
+                    .route("/", web::get().to(hello))
+            })
+            .workers(1)
+            .listen(listener)?
+            .run()
+            .await;
+        }
+        HttpServer::new(move || {
+            let app = App::new().app_data(limiter.clone());
+            match variant.as_str() {
+                "limiter" | "quiet" => app.route("/", web::get().to(limited_hello)),
+                "rejecting" => app.route("/", web::get().to(rejecting_hello)),
+                "headers" => app.route("/", web::get().to(hello_with_headers)),
+                _ => app.route("/", web::get().to(hello)),
+            }
+        })
+        .workers(1)
+        .listen(listener)?
+        .run()
+        .await
+    })
+}
+
+/// Nanoseconds the process has spent on a CPU, over all its threads.
+fn cpu_ns(pid: u32) -> u64 {
+    let mut total = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let stat =
+            std::fs::read_to_string(task.unwrap().path().join("schedstat")).unwrap_or_default();
+        total += stat
+            .split(' ')
+            .next()
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    total
+}
+
+/// Sends keep-alive GETs on one connection until `deadline`; returns (responses, 429s).
+async fn connection(addr: SocketAddr, deadline: Instant, budget: u64) -> (u64, u64) {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.set_nodelay(true).unwrap();
+    let request = b"GET / HTTP/1.1\r\nHost: bench\r\n\r\n";
+    let mut buf = vec![0u8; 8192];
+    let (mut done, mut rejected) = (0, 0);
+    while Instant::now() < deadline && done < budget {
+        stream.write_all(request).await.unwrap();
+        let mut filled = 0;
+        loop {
+            let n = stream.read(&mut buf[filled..]).await.unwrap();
+            assert!(n > 0, "the server closed the connection");
+            filled += n;
+            if let Some(end) = find(&buf[..filled], b"\r\n\r\n") {
+                let head = std::str::from_utf8(&buf[..end])
+                    .unwrap()
+                    .to_ascii_lowercase();
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length: "))
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(0);
+                if filled >= end + 4 + length {
+                    if head.starts_with("http/1.1 429") {
+                        rejected += 1;
+                    }
+                    break;
+                }
+            }
+        }
+        done += 1;
+    }
+    (done, rejected)
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+struct Round {
+    per_second: f64,
+    cpu_us_per_request: f64,
+    rejected: u64,
+}
+
+fn round(runtime: &tokio::runtime::Runtime, addr: SocketAddr, pid: u32, length: Duration) -> Round {
+    let cpu_before = cpu_ns(pid);
+    let start = Instant::now();
+    let deadline = start + length;
+    let budget = MAX_REQUESTS_PER_ROUND / CONNECTIONS as u64;
+    let (done, rejected) = runtime.block_on(async {
+        let tasks: Vec<_> = (0..CONNECTIONS)
+            .map(|_| tokio::spawn(connection(addr, deadline, budget)))
+            .collect();
+        let mut totals = (0, 0);
+        for task in tasks {
+            let (d, r) = task.await.unwrap();
+            totals = (totals.0 + d, totals.1 + r);
+        }
+        totals
+    });
+    let elapsed = start.elapsed().as_secs_f64();
+    let cpu = (cpu_ns(pid) - cpu_before) as f64 / 1_000.0;
+    Round {
+        per_second: done as f64 / elapsed,
+        cpu_us_per_request: cpu / done as f64,
+        rejected,
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "--serve") {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        println!("{}", listener.local_addr().unwrap());
+        serve(&args[at + 1], listener).unwrap();
+        return;
+    }
+    let rounds: usize = std::env::var("ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    let length = Duration::from_millis(
+        std::env::var("ROUND_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1_500),
+    );
+    let exe = std::env::current_exe().unwrap();
+    let servers: Vec<Server> = VARIANTS
+        .iter()
+        .map(|variant| {
+            let mut child = Command::new(&exe)
+                .args(["--serve", variant])
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut line = String::new();
+            use std::io::BufRead;
+            std::io::BufReader::new(child.stdout.take().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            Server {
+                child,
+                addr: line.trim().parse().unwrap(),
+            }
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+
+    pin_to_cpu(1);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // Warm-up: connections, caches, the limiter's first state.
+    for server in &servers {
+        round(
+            &runtime,
+            server.addr,
+            server.child.id(),
+            Duration::from_millis(300),
+        );
+    }
+    let mut results: Vec<Vec<Round>> = VARIANTS.iter().map(|_| Vec::new()).collect();
+    for r in 0..rounds {
+        for (i, server) in servers.iter().enumerate() {
+            let result = round(&runtime, server.addr, server.child.id(), length);
+            eprintln!(
+                "round {r} {:>9}: {:>8.0} req/s, {:>5.2} µs CPU/req, {} rejected",
+                VARIANTS[i], result.per_second, result.cpu_us_per_request, result.rejected
+            );
+            results[i].push(result);
+        }
+    }
+    let rps: Vec<f64> = results
+        .iter()
+        .map(|r| median(r.iter().map(|x| x.per_second).collect()))
+        .collect();
+    let cpu: Vec<f64> = results
+        .iter()
+        .map(|r| median(r.iter().map(|x| x.cpu_us_per_request).collect()))
+        .collect();
+    println!(
+        "medians of {rounds} rounds of {} ms, {CONNECTIONS} keep-alive connections, server on CPU 0, load on CPU 1",
+        length.as_millis()
+    );
+    println!(
+        "{:<10} {:>10} {:>12} {:>14} {:>16}",
+        "variant", "req/s", "x bare", "µs CPU/req", "vs bare (µs)"
+    );
+    for (i, variant) in VARIANTS.iter().enumerate() {
+        println!(
+            "{:<10} {:>10.0} {:>12.3} {:>14.2} {:>+16.2}",
+            variant,
+            rps[i],
+            rps[i] / rps[0],
+            cpu[i],
+            cpu[i] - cpu[0]
+        );
+    }
+    println!("limiter / governor throughput: {:.3}", rps[1] / rps[2]);
+    println!("rejected flood / bare throughput: {:.3}", rps[3] / rps[0]);
+}
