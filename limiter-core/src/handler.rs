@@ -221,10 +221,13 @@ fn record(
     let rejection = Rejection::new(name, decision, limiter.rejection_message());
     let custom = limiter.rejection_response().is_some();
     let mut response = match limiter.rejection_response() {
-        Some(build) => build(&rejection),
+        Some(build) => {
+            let mut response = build(&rejection);
+            complete_rejection(&mut response, rejection.retry_after_secs());
+            response
+        }
         None => rejection.problem_response(),
     };
-    complete_rejection(&mut response, rejection.retry_after_secs());
     fields.apply(
         response.headers_mut(),
         &limits.policy,

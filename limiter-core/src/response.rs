@@ -193,15 +193,17 @@ impl<'a> Rejection<'a> {
         body.extend_from_slice(br#","retry_after":"#);
         push_decimal(&mut body, retry_after);
         body.push(b'}');
-        let mut response = HttpResponse::TooManyRequests()
-            .content_type(PROBLEM_JSON.clone())
-            .body(body);
-        complete_rejection(&mut response, retry_after);
-        response
+        let mut response = HttpResponse::with_body(StatusCode::TOO_MANY_REQUESTS, body);
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, PROBLEM_JSON.clone());
+        headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+        headers.insert(header::CACHE_CONTROL, NO_STORE.clone());
+        response.map_into_boxed_body()
     }
 }
 
 static PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+json");
+static NO_STORE: HeaderValue = HeaderValue::from_static("no-store");
 
 /// Adds what every rejection carries, whoever built the response.
 pub(crate) fn complete_rejection(response: &mut HttpResponse, retry_after: u64) {
