@@ -5,9 +5,10 @@
 
 use std::net::{IpAddr, Ipv6Addr};
 
-use actix_web::http::header::HeaderName;
+use actix_web::http::header::{self, HeaderName};
 use actix_web::HttpRequest;
 
+use crate::proxy::{client_of, unmap, Client};
 use crate::Limiter;
 
 /// How a limit picks the client key (the `key = ...` of `#[rate_limit]`).
@@ -39,7 +40,18 @@ impl ClientKey {
         }
     }
 
+    /// A key of kind `tag`. Values longer than [`MAX_KEY_VALUE`] bytes are replaced by their
+    /// SHA-1 digest, in a namespace of their own: keys stay bounded whatever a client sends,
+    /// and a long value can only share a budget with another long value of the same digest
+    /// (a second preimage, out of reach).
     fn tagged(tag: u8, value: &[u8]) -> ClientKey {
+        if value.len() > MAX_KEY_VALUE {
+            let digest = sha1_smol::Sha1::from(value).digest().bytes();
+            let mut bytes = Vec::with_capacity(2 + digest.len());
+            bytes.extend_from_slice(&[tag::HASHED, tag]);
+            bytes.extend_from_slice(&digest);
+            return ClientKey::Owned(bytes);
+        }
         let mut bytes = Vec::with_capacity(value.len() + 1);
         bytes.push(tag);
         bytes.extend_from_slice(value);
@@ -47,8 +59,13 @@ impl ClientKey {
     }
 }
 
+/// The longest key value kept as it is; longer ones are hashed.
+pub(crate) const MAX_KEY_VALUE: usize = 64;
+
 /// Namespace tags, the first byte of every key.
 mod tag {
+    pub(super) const HASHED: u8 = b'#';
+    pub(super) const OBFUSCATED: u8 = b'o';
     pub(super) const IPV4: u8 = b'4';
     pub(super) const IPV6: u8 = b'6';
     pub(super) const GLOBAL: u8 = b'g';
@@ -89,17 +106,37 @@ impl KeySpec {
         };
         match value {
             Some(key) => Ok(key),
-            None => ip_key(req, limiter.ipv6_prefix()),
+            None => ip_key(req, limiter),
         }
     }
 }
 
-/// The peer's address as a key: IPv4-mapped IPv6 counted as IPv4, IPv6 cut to `prefix`
-/// bits, ports ignored.
-fn ip_key(req: &HttpRequest, ipv6_prefix: u8) -> Result<ClientKey, NoClientAddress> {
-    let peer = req.peer_addr().ok_or(NoClientAddress)?;
-    Ok(ip_key_of(peer.ip(), ipv6_prefix))
+/// The client's address as a key: the peer, or the address a trusted proxy vouched for;
+/// IPv4-mapped IPv6 counted as IPv4, IPv6 cut to its prefix, ports ignored.
+fn ip_key(req: &HttpRequest, limiter: &Limiter) -> Result<ClientKey, NoClientAddress> {
+    let peer = req.peer_addr().ok_or(NoClientAddress)?.ip();
+    let trusted = limiter.trusted_proxies();
+    if trusted.is_empty() || !trusted.contains(peer) {
+        return Ok(ip_key_of(peer, limiter.ipv6_prefix()));
+    }
+    let values = |name: &HeaderName| -> Vec<&[u8]> {
+        req.headers().get_all(name).map(|v| v.as_bytes()).collect()
+    };
+    let forwarded = values(&header::FORWARDED);
+    let x_forwarded_for = values(&X_FORWARDED_FOR);
+    match client_of(
+        peer,
+        &forwarded,
+        &x_forwarded_for,
+        trusted,
+        limiter.forwarding_headers(),
+    ) {
+        Client::Address(ip) => Ok(ip_key_of(ip, limiter.ipv6_prefix())),
+        Client::Obfuscated(id) => Ok(ClientKey::tagged(tag::OBFUSCATED, id.as_bytes())),
+    }
 }
+
+static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 
 pub(crate) fn ip_key_of(ip: IpAddr, ipv6_prefix: u8) -> ClientKey {
     let mut bytes = [0; 18];
@@ -120,17 +157,14 @@ pub(crate) fn ip_key_of(ip: IpAddr, ipv6_prefix: u8) -> ClientKey {
 
 /// The address a client is counted as: mapped IPv4 unwrapped, IPv6 cut to its prefix.
 pub fn client_ip(ip: IpAddr, ipv6_prefix: u8) -> IpAddr {
-    match ip {
-        IpAddr::V4(_) => ip,
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => {
-                let bits = u128::from(v6);
-                let prefix = u32::from(ipv6_prefix.min(128));
-                let mask = u128::MAX.checked_shl(128 - prefix).unwrap_or(0);
-                IpAddr::V6(Ipv6Addr::from(bits & mask))
-            }
-        },
+    match unmap(ip) {
+        IpAddr::V6(v6) => {
+            let bits = u128::from(v6);
+            let prefix = u32::from(ipv6_prefix.min(128));
+            let mask = u128::MAX.checked_shl(128 - prefix).unwrap_or(0);
+            IpAddr::V6(Ipv6Addr::from(bits & mask))
+        }
+        v4 => v4,
     }
 }
 

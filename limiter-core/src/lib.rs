@@ -24,6 +24,7 @@ mod handler;
 mod key;
 mod limiter;
 mod policy;
+pub mod proxy;
 mod response;
 pub mod store;
 
@@ -33,6 +34,7 @@ pub use handler::{Guarded, HandlerLimits, LimitSpec};
 pub use key::{client_ip, KeySpec};
 pub use limiter::{Limiter, LimiterBuilder};
 pub use policy::{Algorithm, Policy, PolicyError};
+pub use proxy::{client_of, Client, ForwardingHeaders, InvalidProxy, TrustedProxies};
 pub use response::Rejection;
 pub use store::{Check, Limit, MemoryStore, Store, StoreError};
 

@@ -9,6 +9,7 @@ use std::sync::{Arc, OnceLock};
 use actix_web::{HttpRequest, HttpResponse};
 
 use crate::clock::{Clock, SystemClock};
+use crate::proxy::{ForwardingHeaders, InvalidProxy, ProxyNet, TrustedProxies};
 use crate::response::{HeaderOptions, Rejection};
 use crate::store::{Check, Limit, MemoryStore, Store};
 
@@ -47,6 +48,8 @@ struct Settings {
     store: Backend,
     clock: Arc<dyn Clock>,
     ipv6_prefix: u8,
+    trusted_proxies: TrustedProxies,
+    forwarding_headers: ForwardingHeaders,
     user_key: Option<Arc<UserKey>>,
     rejection_message: Cow<'static, str>,
     rejection_response: Option<Arc<RejectionResponse>>,
@@ -127,6 +130,15 @@ impl Limiter {
         self.inner.ipv6_prefix
     }
 
+    /// The proxies whose forwarding headers are believed.
+    pub fn trusted_proxies(&self) -> &TrustedProxies {
+        &self.inner.trusted_proxies
+    }
+
+    pub(crate) fn forwarding_headers(&self) -> ForwardingHeaders {
+        self.inner.forwarding_headers
+    }
+
     pub(crate) fn user_key(&self) -> Option<&UserKey> {
         self.inner.user_key.as_deref()
     }
@@ -159,6 +171,8 @@ pub struct LimiterBuilder {
     store: Option<Backend>,
     clock: Option<Arc<dyn Clock>>,
     ipv6_prefix: u8,
+    trusted_proxies: TrustedProxies,
+    forwarding_headers: ForwardingHeaders,
     user_key: Option<Arc<UserKey>>,
     rejection_message: Cow<'static, str>,
     rejection_response: Option<Arc<RejectionResponse>>,
@@ -171,6 +185,8 @@ impl Default for LimiterBuilder {
             store: None,
             clock: None,
             ipv6_prefix: 56,
+            trusted_proxies: TrustedProxies::none(),
+            forwarding_headers: ForwardingHeaders::Both,
             user_key: None,
             rejection_message: Cow::Borrowed(DEFAULT_MESSAGE),
             rejection_response: None,
@@ -202,6 +218,51 @@ impl LimiterBuilder {
     /// rotated at will.
     pub fn ipv6_prefix(mut self, bits: u8) -> LimiterBuilder {
         self.ipv6_prefix = bits.min(128);
+        self
+    }
+
+    /// The proxies in front of this service, whose `Forwarded` and `X-Forwarded-For` headers
+    /// are believed: addresses or CIDRs (`"10.0.0.0/8"`, `"fd00::/8"`, `"192.0.2.7"`) or parsed
+    /// [`IpNet`](ipnet::IpNet)s. The client is then the right-most address in those headers
+    /// that is not itself a trusted proxy. Default: none — no header is believed.
+    ///
+    /// # Panics
+    ///
+    /// On an entry that is not an address or a CIDR, naming it: a list written in the code
+    /// is a programmer error, found at start-up (as `HeaderValue::from_static` does). Lists
+    /// read from configuration go through [`try_trusted_proxies`](Self::try_trusted_proxies).
+    pub fn trusted_proxies<I>(self, proxies: I) -> LimiterBuilder
+    where
+        I: IntoIterator,
+        I::Item: ProxyNet,
+    {
+        match self.try_trusted_proxies(proxies) {
+            Ok(builder) => builder,
+            Err(error) => panic!("{error}"),
+        }
+    }
+
+    /// [`trusted_proxies`](Self::trusted_proxies) for lists read at run time: says which
+    /// entry is wrong instead of panicking.
+    ///
+    /// ```
+    /// use limiter_core::Limiter;
+    /// let error = Limiter::builder().try_trusted_proxies(["10.0.0.0/8", "10.0.0.300"]).unwrap_err();
+    /// assert!(error.to_string().contains("`10.0.0.300`"));
+    /// ```
+    pub fn try_trusted_proxies<I>(mut self, proxies: I) -> Result<LimiterBuilder, InvalidProxy>
+    where
+        I: IntoIterator,
+        I::Item: ProxyNet,
+    {
+        self.trusted_proxies = TrustedProxies::parse(proxies)?;
+        Ok(self)
+    }
+
+    /// Which forwarding headers the trusted proxies write (default: both, which must then
+    /// agree). Name the one your proxy writes to ignore the other.
+    pub fn forwarding_headers(mut self, headers: ForwardingHeaders) -> LimiterBuilder {
+        self.forwarding_headers = headers;
         self
     }
 
@@ -255,6 +316,8 @@ impl LimiterBuilder {
                     .unwrap_or_else(|| Backend::Memory(MemoryStore::new())),
                 clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
                 ipv6_prefix: self.ipv6_prefix,
+                trusted_proxies: self.trusted_proxies,
+                forwarding_headers: self.forwarding_headers,
                 user_key: self.user_key,
                 rejection_message: self.rejection_message,
                 rejection_response: self.rejection_response,

@@ -1,0 +1,490 @@
+//! Which client a request comes from when it passed through proxies you run.
+//!
+//! `Forwarded` (RFC 7239) and `X-Forwarded-For` are believed only when the peer is a trusted
+//! proxy, and only as far as they were written by trusted proxies: reading from the right,
+//! entries naming trusted proxies are skipped, and the first entry that is not one is the
+//! client — the address the outermost trusted proxy saw. Everything left of it was written
+//! by the client and is ignored, so a client cannot pick its own key.
+//!
+//! A header that cannot be read (malformed, or more than [`MAX_HOPS`] entries to walk), and
+//! two headers that name different clients, make the request count against the peer — the
+//! proxy it came through — never against an address the client could choose.
+
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
+use std::str::FromStr;
+
+use ipnet::IpNet;
+
+/// How many entries of a forwarding header are read, from the right, at most.
+pub const MAX_HOPS: usize = 32;
+
+/// The networks whose forwarding headers are believed.
+///
+/// ```
+/// use limiter_core::TrustedProxies;
+/// let trusted = TrustedProxies::parse(["10.0.0.0/8", "192.0.2.7"])?;
+/// assert!(trusted.contains("10.1.2.3".parse()?));
+/// assert!(trusted.contains("::ffff:192.0.2.7".parse()?)); // IPv4-mapped counts as IPv4
+/// assert!(!trusted.contains("203.0.113.9".parse()?));
+/// assert!(TrustedProxies::parse(["10.0.0.0/33"]).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TrustedProxies {
+    nets: Vec<IpNet>,
+}
+
+impl TrustedProxies {
+    /// Trusts nobody: forwarding headers are never read.
+    pub fn none() -> TrustedProxies {
+        TrustedProxies::default()
+    }
+
+    /// Trusts these addresses and networks (`"10.0.0.0/8"`, `"::1"`, an [`IpNet`] or an
+    /// [`IpAddr`]), or says which entry is not one.
+    pub fn parse<I>(list: I) -> Result<TrustedProxies, InvalidProxy>
+    where
+        I: IntoIterator,
+        I::Item: ProxyNet,
+    {
+        let nets = list
+            .into_iter()
+            .map(ProxyNet::to_net)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(TrustedProxies { nets })
+    }
+
+    /// Whether `ip` belongs to a trusted proxy.
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        let ip = unmap(ip);
+        self.nets.iter().any(|net| net.contains(&ip))
+    }
+
+    /// Whether no proxy is trusted.
+    pub fn is_empty(&self) -> bool {
+        self.nets.is_empty()
+    }
+}
+
+/// Something that names a trusted network: a CIDR or address string, an [`IpNet`], an
+/// [`IpAddr`].
+pub trait ProxyNet {
+    /// The network, or the reason it is not one.
+    fn to_net(self) -> Result<IpNet, InvalidProxy>;
+}
+
+impl ProxyNet for &str {
+    fn to_net(self) -> Result<IpNet, InvalidProxy> {
+        let text = self.trim();
+        if let Ok(net) = IpNet::from_str(text) {
+            return Ok(net.trunc());
+        }
+        IpAddr::from_str(text)
+            .map(|ip| IpNet::from(unmap(ip)))
+            .map_err(|_| InvalidProxy(self.to_string()))
+    }
+}
+
+impl ProxyNet for String {
+    fn to_net(self) -> Result<IpNet, InvalidProxy> {
+        self.as_str().to_net()
+    }
+}
+
+impl ProxyNet for &String {
+    fn to_net(self) -> Result<IpNet, InvalidProxy> {
+        self.as_str().to_net()
+    }
+}
+
+impl ProxyNet for IpNet {
+    fn to_net(self) -> Result<IpNet, InvalidProxy> {
+        Ok(self.trunc())
+    }
+}
+
+impl ProxyNet for IpAddr {
+    fn to_net(self) -> Result<IpNet, InvalidProxy> {
+        Ok(IpNet::from(unmap(self)))
+    }
+}
+
+/// A trusted proxy entry that is neither an address nor a CIDR.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InvalidProxy(pub String);
+
+impl fmt::Display for InvalidProxy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invalid trusted proxy `{}`: expected an address or a CIDR such as \"10.0.0.0/8\" or \"fd00::/8\"",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for InvalidProxy {}
+
+/// Which forwarding headers the trusted proxies write.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ForwardingHeaders {
+    /// Both are read; when both name a client, they must name the same one (the default).
+    #[default]
+    Both,
+    /// Only `Forwarded` (RFC 7239).
+    Forwarded,
+    /// Only `X-Forwarded-For`.
+    XForwardedFor,
+}
+
+/// Who a request is counted as.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Client {
+    /// An address: the peer's, or one a trusted proxy vouched for.
+    Address(IpAddr),
+    /// An obfuscated identifier (`for=_hidden`) a trusted proxy gave the client.
+    Obfuscated(String),
+}
+
+/// What one forwarding header says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Said {
+    Nothing,
+    Client(Client),
+    Unreadable,
+}
+
+/// One `for` node of a header, as written.
+enum Node<'a> {
+    Ip(IpAddr),
+    Obfuscated(&'a str),
+    Unknown,
+}
+
+/// The client of a request from `peer`, given the values of its `Forwarded` and
+/// `X-Forwarded-For` header fields (each in the order received).
+///
+/// ```
+/// use limiter_core::{client_of, Client, ForwardingHeaders, TrustedProxies};
+/// let trusted = TrustedProxies::parse(["10.0.0.0/8"])?;
+/// let peer = "10.0.0.1".parse()?;
+/// // The client forged the left-most entry; the proxy appended what it saw.
+/// let xff: [&[u8]; 1] = [b"6.6.6.6, 203.0.113.9"];
+/// let client = client_of(peer, &[], &xff, &trusted, ForwardingHeaders::Both);
+/// assert_eq!(client, Client::Address("203.0.113.9".parse()?));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn client_of(
+    peer: IpAddr,
+    forwarded: &[&[u8]],
+    x_forwarded_for: &[&[u8]],
+    trusted: &TrustedProxies,
+    headers: ForwardingHeaders,
+) -> Client {
+    let peer = unmap(peer);
+    if !trusted.contains(peer) {
+        return Client::Address(peer);
+    }
+    let from_forwarded = || walk(peer, forwarded, trusted, forwarded_nodes);
+    let from_xff = || walk(peer, x_forwarded_for, trusted, xff_nodes);
+    let said = match headers {
+        ForwardingHeaders::Forwarded => from_forwarded(),
+        ForwardingHeaders::XForwardedFor => from_xff(),
+        ForwardingHeaders::Both => match (from_forwarded(), from_xff()) {
+            (Said::Nothing, other) | (other, Said::Nothing) => other,
+            (Said::Client(a), Said::Client(b)) if a == b => Said::Client(a),
+            _ => Said::Unreadable, // contradictory
+        },
+    };
+    match said {
+        Said::Client(client) => client,
+        Said::Nothing | Said::Unreadable => Client::Address(peer),
+    }
+}
+
+/// Walks a header's nodes from the right; see the module documentation.
+fn walk<'a>(
+    peer: IpAddr,
+    values: &[&'a [u8]],
+    trusted: &TrustedProxies,
+    nodes: fn(&'a str) -> Option<Vec<Option<Node<'a>>>>,
+) -> Said {
+    if values.is_empty() {
+        return Said::Nothing;
+    }
+    let mut last_trusted = peer;
+    let mut seen = 0;
+    for value in values.iter().rev() {
+        let Ok(text) = std::str::from_utf8(value) else {
+            return Said::Unreadable;
+        };
+        let Some(entries) = nodes(text) else {
+            return Said::Unreadable;
+        };
+        for entry in entries.into_iter().rev() {
+            seen += 1;
+            if seen > MAX_HOPS {
+                return Said::Unreadable;
+            }
+            match entry {
+                None => return Said::Unreadable,
+                Some(Node::Ip(ip)) if trusted.contains(ip) => last_trusted = unmap(ip),
+                Some(Node::Ip(ip)) => return Said::Client(Client::Address(unmap(ip))),
+                Some(Node::Obfuscated(id)) => {
+                    return Said::Client(Client::Obfuscated(id.to_string()))
+                }
+                // The hop would not say who it is: count it as the proxy that reported it.
+                Some(Node::Unknown) => return Said::Client(Client::Address(last_trusted)),
+            }
+        }
+    }
+    if seen == 0 {
+        return Said::Nothing;
+    }
+    // Every entry is one of our proxies: the request started at the left-most one.
+    Said::Client(Client::Address(last_trusted))
+}
+
+/// The entries of one `X-Forwarded-For` value: addresses, optionally with a port. `None`
+/// for an entry that is not one.
+fn xff_nodes(text: &str) -> Option<Vec<Option<Node<'_>>>> {
+    if text.len() > MAX_HOPS * 64 {
+        return None;
+    }
+    Some(
+        text.split(',')
+            .map(|entry| match entry.trim() {
+                e if e.eq_ignore_ascii_case("unknown") => Some(Node::Unknown),
+                e => parse_address(e).map(Node::Ip),
+            })
+            .collect(),
+    )
+}
+
+/// The `for` nodes of one `Forwarded` value (RFC 7239 §4): elements separated by commas,
+/// pairs by semicolons, values tokens or quoted strings. `None` when the value cannot be
+/// split (an unterminated quote); an entry is `None` when its node is malformed.
+fn forwarded_nodes(text: &str) -> Option<Vec<Option<Node<'_>>>> {
+    if text.len() > MAX_HOPS * 128 {
+        return None;
+    }
+    let mut nodes = Vec::new();
+    for element in split_outside_quotes(text, ',')? {
+        let mut node = Some(Node::Unknown); // an element without `for` names no one
+        for pair in split_outside_quotes(element, ';')? {
+            let Some((name, value)) = pair.split_once('=') else {
+                if pair.trim().is_empty() {
+                    continue;
+                }
+                node = None;
+                break;
+            };
+            if !name.trim().eq_ignore_ascii_case("for") {
+                continue;
+            }
+            node = unquote(value.trim()).and_then(parse_forwarded_node);
+        }
+        nodes.push(node);
+    }
+    Some(nodes)
+}
+
+/// Splits on `separator` outside double quotes; `None` for an unterminated quote.
+fn split_outside_quotes(text: &str, separator: char) -> Option<Vec<&str>> {
+    let mut parts = Vec::new();
+    let (mut start, mut quoted, mut escaped) = (0, false, false);
+    for (i, c) in text.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quoted => escaped = true,
+            '"' => quoted = !quoted,
+            c if c == separator && !quoted => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if quoted {
+        return None;
+    }
+    parts.push(&text[start..]);
+    Some(parts)
+}
+
+/// A token, or a quoted string without escapes (no node needs one).
+fn unquote(value: &str) -> Option<&str> {
+    match value.strip_prefix('"') {
+        Some(rest) => rest.strip_suffix('"').filter(|inner| !inner.contains('\\')),
+        None => Some(value),
+    }
+}
+
+/// `for=` node (RFC 7239 §6): `unknown`, `_obfuscated`, `1.2.3.4[:port]`,
+/// `[2001:db8::1][:port]`.
+fn parse_forwarded_node(node: &str) -> Option<Node<'_>> {
+    if node.eq_ignore_ascii_case("unknown") {
+        return Some(Node::Unknown);
+    }
+    if node.starts_with('_') {
+        let valid = node.len() <= 64
+            && node
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-');
+        return valid.then_some(Node::Obfuscated(node));
+    }
+    parse_address(node).map(Node::Ip)
+}
+
+/// An address with an optional port: `1.2.3.4`, `1.2.3.4:80`, `2001:db8::1`,
+/// `[2001:db8::1]`, `[2001:db8::1]:80`; an obfuscated port (`:_x`) is accepted too.
+fn parse_address(text: &str) -> Option<IpAddr> {
+    if let Ok(ip) = IpAddr::from_str(text) {
+        return Some(ip);
+    }
+    if let Ok(addr) = SocketAddr::from_str(text) {
+        return Some(addr.ip());
+    }
+    if let Some(rest) = text.strip_prefix('[') {
+        let (inside, after) = rest.split_once(']')?;
+        let port_ok = after.is_empty()
+            || after
+                .strip_prefix(':')
+                .is_some_and(|p| !p.is_empty() && p.len() <= 16);
+        return port_ok
+            .then(|| inside.parse::<std::net::Ipv6Addr>().ok().map(IpAddr::V6))
+            .flatten();
+    }
+    let (host, port) = text.rsplit_once(':')?;
+    let port_ok = port.starts_with('_') && port.len() <= 16;
+    port_ok
+        .then(|| host.parse::<std::net::Ipv4Addr>().ok().map(IpAddr::V4))
+        .flatten()
+}
+
+/// IPv4-mapped IPv6 is the IPv4 address it carries.
+pub(crate) fn unmap(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        IpAddr::V4(_) => ip,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    fn trusted() -> TrustedProxies {
+        TrustedProxies::parse(["10.0.0.0/8", "fd00::/8"]).unwrap()
+    }
+
+    fn via_forwarded(value: &str) -> Client {
+        client_of(
+            ip("10.0.0.1"),
+            &[value.as_bytes()],
+            &[],
+            &trusted(),
+            ForwardingHeaders::Both,
+        )
+    }
+
+    #[test]
+    fn reads_rfc_7239_nodes() {
+        let addr = |s| Client::Address(ip(s));
+        assert_eq!(
+            via_forwarded("for=192.0.2.60;proto=http;by=203.0.113.43"),
+            addr("192.0.2.60")
+        );
+        assert_eq!(
+            via_forwarded("For=\"[2001:db8:cafe::17]:4711\""),
+            addr("2001:db8:cafe::17")
+        );
+        assert_eq!(via_forwarded("for=\"[2001:db8::1]\""), addr("2001:db8::1"));
+        assert_eq!(
+            via_forwarded("for=192.0.2.43, for=198.51.100.17"),
+            addr("198.51.100.17")
+        );
+        assert_eq!(
+            via_forwarded("for=198.51.100.17, for=10.0.0.9"),
+            addr("198.51.100.17")
+        );
+        assert_eq!(
+            via_forwarded("for=\"192.0.2.43:_port\""),
+            addr("192.0.2.43")
+        );
+        assert_eq!(
+            via_forwarded("for=_hidden"),
+            Client::Obfuscated("_hidden".into())
+        );
+        // `unknown` next to us: the proxy that reported it is what we can count.
+        assert_eq!(via_forwarded("for=unknown, for=10.0.0.5"), addr("10.0.0.5"));
+        assert_eq!(via_forwarded("proto=https"), addr("10.0.0.1"));
+    }
+
+    #[test]
+    fn unreadable_headers_count_against_the_peer() {
+        let peer = Client::Address(ip("10.0.0.1"));
+        assert_eq!(via_forwarded("for=\"192.0.2.1"), peer); // unterminated quote
+        assert_eq!(via_forwarded("for=not-an-address"), peer);
+        // Unquoted brackets break the grammar, but a trusted proxy wrote them: read leniently.
+        assert_eq!(
+            via_forwarded("for=[2001:db8::1]:80"),
+            Client::Address(ip("2001:db8::1"))
+        );
+        let many = vec!["for=10.0.0.2"; MAX_HOPS + 1].join(", ");
+        assert_eq!(via_forwarded(&many), peer);
+    }
+
+    #[test]
+    fn an_untrusted_peer_is_the_client_whatever_it_sends() {
+        let client = client_of(
+            ip("203.0.113.7"),
+            &[b"for=1.1.1.1"],
+            &[b"2.2.2.2"],
+            &trusted(),
+            ForwardingHeaders::Both,
+        );
+        assert_eq!(client, Client::Address(ip("203.0.113.7")));
+    }
+
+    #[test]
+    fn contradictory_headers_count_against_the_peer() {
+        let both = |fwd: &str, xff: &str, which| {
+            client_of(
+                ip("10.0.0.1"),
+                &[fwd.as_bytes()],
+                &[xff.as_bytes()],
+                &trusted(),
+                which,
+            )
+        };
+        assert_eq!(
+            both("for=198.51.100.1", "198.51.100.1", ForwardingHeaders::Both),
+            Client::Address(ip("198.51.100.1"))
+        );
+        assert_eq!(
+            both("for=6.6.6.6", "198.51.100.1", ForwardingHeaders::Both),
+            Client::Address(ip("10.0.0.1"))
+        );
+        assert_eq!(
+            both(
+                "for=6.6.6.6",
+                "198.51.100.1",
+                ForwardingHeaders::XForwardedFor
+            ),
+            Client::Address(ip("198.51.100.1"))
+        );
+    }
+
+    #[test]
+    fn bad_proxy_entries_are_named() {
+        let err = TrustedProxies::parse(["10.0.0.0/8", "10.0.0.0/40"]).unwrap_err();
+        assert_eq!(err, InvalidProxy("10.0.0.0/40".into()));
+        assert!(err.to_string().contains("`10.0.0.0/40`"));
+    }
+}
