@@ -1,0 +1,243 @@
+//! Who is counted, through actix services: spoofing, proxy chains, IPv6 prefixes, users,
+//! API keys and computed keys.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
+
+mod common;
+
+use std::time::Duration;
+
+use actix_web::dev::{Service, ServiceResponse};
+use actix_web::{test, web, App, HttpRequest};
+use common::peer;
+use limiter::{rate_limit, ForwardingHeaders, Limiter, ManualClock};
+
+#[rate_limit(1, per = "1h")]
+async fn by_ip() -> &'static str {
+    "ok"
+}
+
+#[rate_limit(1, per = "1h", key = "user")]
+async fn by_user() -> &'static str {
+    "ok"
+}
+
+#[rate_limit(1, per = "1h", key = "header:x-api-key")]
+async fn by_api_key() -> &'static str {
+    "ok"
+}
+
+fn tenant(req: &HttpRequest) -> Option<String> {
+    req.headers()
+        .get("x-tenant")?
+        .to_str()
+        .ok()
+        .map(str::to_owned)
+}
+
+#[rate_limit(1, per = "1h", key = tenant)]
+async fn by_tenant() -> &'static str {
+    "ok"
+}
+
+fn builder() -> limiter::LimiterBuilder {
+    Limiter::builder().clock(ManualClock::starting_at(Duration::from_secs(600)))
+}
+
+async fn make_app(
+    limiter: Limiter,
+) -> impl Service<actix_http::Request, Response = ServiceResponse, Error = actix_web::Error> {
+    test::init_service(
+        App::new()
+            .app_data(limiter)
+            .route("/ip", web::get().to(by_ip))
+            .route("/user", web::get().to(by_user))
+            .route("/key", web::get().to(by_api_key))
+            .route("/tenant", web::get().to(by_tenant)),
+    )
+    .await
+}
+
+/// Sends `GET path` from `from` with `headers`, and says whether it was admitted.
+async fn admitted(
+    app: &impl Service<actix_http::Request, Response = ServiceResponse, Error = actix_web::Error>,
+    path: &str,
+    from: &str,
+    headers: &[(&str, &str)],
+) -> bool {
+    let mut req = test::TestRequest::get().uri(path).peer_addr(peer(from));
+    for &(name, value) in headers {
+        req = req.insert_header((name, value));
+    }
+    let status = test::call_service(app, req.to_request()).await.status();
+    assert!(status == 200 || status == 429, "{status}");
+    status == 200
+}
+
+#[actix_web::test]
+async fn an_untrusted_peer_cannot_pick_its_key_with_forwarding_headers() {
+    let app = make_app(builder().trusted_proxies(["10.0.0.0/8"]).build()).await;
+    let from = "203.0.113.7:4000";
+    assert!(admitted(&app, "/ip", from, &[("x-forwarded-for", "198.51.100.1")]).await);
+    // Spoofed headers from the same peer: the same budget, already spent.
+    for spoof in [
+        ("x-forwarded-for", "198.51.100.2"),
+        ("forwarded", "for=198.51.100.3"),
+        ("x-forwarded-for", "10.0.0.1"),
+    ] {
+        assert!(!admitted(&app, "/ip", from, &[spoof]).await, "{spoof:?}");
+    }
+}
+
+#[actix_web::test]
+async fn behind_trusted_proxies_the_right_most_untrusted_address_is_the_client() {
+    let app = make_app(builder().trusted_proxies(["10.0.0.0/8"]).build()).await;
+    let proxy = "10.0.0.1:4000";
+    // Client 203.0.113.9 through two of our proxies; its left-most entry is forged.
+    let chain = |forged: &'static str| ("x-forwarded-for", forged);
+    assert!(
+        admitted(
+            &app,
+            "/ip",
+            proxy,
+            &[chain("1.1.1.1, 203.0.113.9, 10.0.0.2")]
+        )
+        .await
+    );
+    assert!(
+        !admitted(
+            &app,
+            "/ip",
+            proxy,
+            &[chain("2.2.2.2, 203.0.113.9, 10.0.0.2")]
+        )
+        .await
+    );
+    assert!(!admitted(&app, "/ip", proxy, &[chain("203.0.113.9")]).await);
+    // Another client through the same proxies has a budget of its own.
+    assert!(admitted(&app, "/ip", proxy, &[chain("203.0.113.10, 10.0.0.2")]).await);
+    // RFC 7239, with a bracketed, quoted IPv6 and a port.
+    let fwd = (
+        "forwarded",
+        "for=\"[2001:db8:cafe::17]:4711\";proto=https, for=10.0.0.2",
+    );
+    assert!(admitted(&app, "/ip", proxy, &[fwd]).await);
+    assert!(
+        !admitted(
+            &app,
+            "/ip",
+            proxy,
+            &[("forwarded", "for=\"[2001:db8:cafe::99]\"")]
+        )
+        .await
+    );
+}
+
+#[actix_web::test]
+async fn forwarded_and_x_forwarded_for_together() {
+    let app = make_app(builder().trusted_proxies(["10.0.0.0/8"]).build()).await;
+    let proxy = "10.0.0.1:4000";
+    let agree = [
+        ("forwarded", "for=198.51.100.1"),
+        ("x-forwarded-for", "198.51.100.1"),
+    ];
+    assert!(admitted(&app, "/ip", proxy, &agree).await);
+    assert!(!admitted(&app, "/ip", proxy, &[("x-forwarded-for", "198.51.100.1")]).await);
+    // Contradictory: counted against the proxy itself, never a client-chosen address.
+    let contradict =
+        |forged: &'static str| [("forwarded", forged), ("x-forwarded-for", "198.51.100.50")];
+    assert!(admitted(&app, "/ip", proxy, &contradict("for=6.6.6.1")).await);
+    assert!(!admitted(&app, "/ip", proxy, &contradict("for=6.6.6.2")).await);
+    assert!(
+        !admitted(&app, "/ip", proxy, &[]).await,
+        "the proxy's own budget"
+    );
+    assert!(admitted(&app, "/ip", proxy, &[("x-forwarded-for", "198.51.100.50")]).await);
+
+    // Told which header the proxy writes, the other one is ignored.
+    let app = make_app(
+        builder()
+            .trusted_proxies(["10.0.0.0/8"])
+            .forwarding_headers(ForwardingHeaders::XForwardedFor)
+            .build(),
+    )
+    .await;
+    assert!(admitted(&app, "/ip", proxy, &contradict("for=6.6.6.1")).await);
+    assert!(!admitted(&app, "/ip", proxy, &contradict("for=6.6.6.2")).await);
+}
+
+#[actix_web::test]
+async fn ipv6_clients_are_grouped_by_prefix_and_mapped_ipv4_is_ipv4() {
+    let app = make_app(builder().build()).await;
+    assert!(admitted(&app, "/ip", "[2001:db8:1:2ff::1]:4000", &[]).await);
+    // Same /56: same budget.
+    assert!(!admitted(&app, "/ip", "[2001:db8:1:200:aaaa::9]:4000", &[]).await);
+    // Next /56: a budget of its own.
+    assert!(admitted(&app, "/ip", "[2001:db8:1:300::1]:4000", &[]).await);
+
+    let app64 = make_app(builder().ipv6_prefix(64).build()).await;
+    assert!(admitted(&app64, "/ip", "[2001:db8:1:2ff::1]:4000", &[]).await);
+    assert!(admitted(&app64, "/ip", "[2001:db8:1:2fe::1]:4000", &[]).await);
+    assert!(!admitted(&app64, "/ip", "[2001:db8:1:2fe::2]:5000", &[]).await);
+
+    let app = make_app(builder().build()).await;
+    assert!(admitted(&app, "/ip", "[::ffff:198.51.100.4]:4000", &[]).await);
+    assert!(!admitted(&app, "/ip", "198.51.100.4:5000", &[]).await);
+}
+
+#[actix_web::test]
+async fn users_are_counted_apart_and_anonymous_requests_by_address() {
+    let limiter = builder()
+        .user_key(|req: &HttpRequest| {
+            req.headers()
+                .get("x-user")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        })
+        .build();
+    let app = make_app(limiter).await;
+    let from = "203.0.113.7:4000";
+    assert!(admitted(&app, "/user", from, &[("x-user", "alice")]).await);
+    assert!(!admitted(&app, "/user", from, &[("x-user", "alice")]).await);
+    assert!(admitted(&app, "/user", from, &[("x-user", "bob")]).await);
+    // A user named like the address does not share the address's budget, nor it theirs.
+    assert!(admitted(&app, "/user", from, &[("x-user", "203.0.113.7")]).await);
+    assert!(
+        admitted(&app, "/user", from, &[]).await,
+        "anonymous: by address"
+    );
+    assert!(!admitted(&app, "/user", from, &[]).await);
+    assert!(admitted(&app, "/user", "203.0.113.8:4000", &[]).await);
+}
+
+#[actix_web::test]
+async fn header_and_function_keys_fall_back_to_the_address() {
+    let app = make_app(builder().build()).await;
+    let from = "203.0.113.7:4000";
+    assert!(admitted(&app, "/key", from, &[("x-api-key", "k1")]).await);
+    assert!(!admitted(&app, "/key", "198.51.100.1:1", &[("x-api-key", "k1")]).await);
+    assert!(admitted(&app, "/key", from, &[("x-api-key", "k2")]).await);
+    assert!(
+        admitted(&app, "/key", from, &[]).await,
+        "no key: by address"
+    );
+    assert!(!admitted(&app, "/key", from, &[]).await);
+    // An absurdly long key is bounded (hashed), and still counted exactly.
+    let long = "k".repeat(5_000);
+    assert!(admitted(&app, "/key", from, &[("x-api-key", &long)]).await);
+    assert!(!admitted(&app, "/key", from, &[("x-api-key", &long)]).await);
+
+    assert!(admitted(&app, "/tenant", from, &[("x-tenant", "acme")]).await);
+    assert!(!admitted(&app, "/tenant", "198.51.100.1:1", &[("x-tenant", "acme")]).await);
+    assert!(
+        admitted(&app, "/tenant", from, &[]).await,
+        "None: by address"
+    );
+    assert!(!admitted(&app, "/tenant", from, &[]).await);
+}
+
+#[actix_web::test]
+#[should_panic(expected = "invalid trusted proxy `10.0.0.0/99`")]
+async fn a_bad_trusted_proxy_in_code_fails_at_start_up() {
+    let _ = Limiter::builder().trusted_proxies(["10.0.0.0/8", "10.0.0.0/99"]);
+}
