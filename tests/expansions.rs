@@ -26,7 +26,16 @@ use std::path::Path;
 
 use quote::ToTokens;
 
-const EXAMPLES: [&str; 4] = ["basic", "stacked", "shared_scope", "custom_response"];
+const EXAMPLES: [&str; 8] = [
+    "basic",
+    "stacked",
+    "shared_scope",
+    "custom_response",
+    "per_user",
+    "api_key",
+    "custom_key",
+    "behind_proxy",
+];
 
 fn is_rate_limit(attr: &syn::Attribute) -> bool {
     attr.path()

@@ -1,0 +1,37 @@
+//! An API limited per key: each `X-Api-Key` gets 100 requests per minute with bursts of 20
+//! (a token bucket); requests without a key are limited per address. Long keys are hashed,
+//! so a client cannot make the limiter store arbitrary data.
+//!
+//! ```sh
+//! cargo run --example api_key
+//! curl -si -H 'X-Api-Key: k-123' http://127.0.0.1:8080/v1/items
+//! ```
+
+use actix_web::{get, App, HttpServer};
+use limiter::{rate_limit, Limiter};
+
+#[get("/v1/items")]
+#[rate_limit(
+    100,
+    per = "1m",
+    key = "header:x-api-key",
+    algorithm = "token_bucket",
+    burst = 20
+)]
+async fn items() -> &'static str {
+    "[]\n"
+}
+
+#[actix_web::main]
+async fn main() -> std::io::Result<()> {
+    let port = std::env::var("PORT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(8080);
+    let limiter = Limiter::builder().build();
+    println!("listening on http://127.0.0.1:{port}");
+    HttpServer::new(move || App::new().app_data(limiter.clone()).service(items))
+        .bind(("127.0.0.1", port))?
+        .run()
+        .await
+}
