@@ -20,13 +20,14 @@ use limiter::{rate_limit, Limiter};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-const VARIANTS: [&str; 6] = [
+const VARIANTS: [&str; 7] = [
     "bare",
     "limiter",
     "governor",
     "rejecting",
     "quiet",
     "headers",
+    "proxied",
 ];
 const CONNECTIONS: usize = 32;
 /// Stops a round early, whatever the machine: every load here is bounded in count and time.
@@ -70,7 +71,12 @@ fn pin_to_cpu(cpu: usize) {
 fn serve(variant: &str, listener: TcpListener) -> std::io::Result<()> {
     pin_to_cpu(0);
     let variant = variant.to_string();
-    let limiter = Limiter::builder().ietf_headers(variant != "quiet").build();
+    let limiter = match variant.as_str() {
+        "quiet" => Limiter::builder().ietf_headers(false).build(),
+        // Loopback plays the proxy: the client is read from X-Forwarded-For.
+        "proxied" => Limiter::builder().trusted_proxies(["127.0.0.1"]).build(),
+        _ => Limiter::builder().build(),
+    };
     let governor = GovernorConfigBuilder::default()
         .nanoseconds_per_request(1)
         .burst_size(u32::MAX)
@@ -91,7 +97,7 @@ fn serve(variant: &str, listener: TcpListener) -> std::io::Result<()> {
         HttpServer::new(move || {
             let app = App::new().app_data(limiter.clone());
             match variant.as_str() {
-                "limiter" | "quiet" => app.route("/", web::get().to(limited_hello)),
+                "limiter" | "quiet" | "proxied" => app.route("/", web::get().to(limited_hello)),
                 "rejecting" => app.route("/", web::get().to(rejecting_hello)),
                 "headers" => app.route("/", web::get().to(hello_with_headers)),
                 _ => app.route("/", web::get().to(hello)),
@@ -120,10 +126,15 @@ fn cpu_ns(pid: u32) -> u64 {
 }
 
 /// Sends keep-alive GETs on one connection until `deadline`; returns (responses, 429s).
-async fn connection(addr: SocketAddr, deadline: Instant, budget: u64) -> (u64, u64) {
+/// Every variant gets the same requests: each connection speaks for one client, named in
+/// `X-Forwarded-For` (only the `proxied` server believes it).
+async fn connection(addr: SocketAddr, client: usize, deadline: Instant, budget: u64) -> (u64, u64) {
     let mut stream = TcpStream::connect(addr).await.unwrap();
     stream.set_nodelay(true).unwrap();
-    let request = b"GET / HTTP/1.1\r\nHost: bench\r\n\r\n";
+    let request = format!(
+        "GET / HTTP/1.1\r\nHost: bench\r\nX-Forwarded-For: 198.51.100.3, 203.0.113.{client}\r\n\r\n"
+    );
+    let request = request.as_bytes();
     let mut buf = vec![0u8; 8192];
     let (mut done, mut rejected) = (0, 0);
     while Instant::now() < deadline && done < budget {
@@ -172,7 +183,7 @@ fn round(runtime: &tokio::runtime::Runtime, addr: SocketAddr, pid: u32, length: 
     let budget = MAX_REQUESTS_PER_ROUND / CONNECTIONS as u64;
     let (done, rejected) = runtime.block_on(async {
         let tasks: Vec<_> = (0..CONNECTIONS)
-            .map(|_| tokio::spawn(connection(addr, deadline, budget)))
+            .map(|client| tokio::spawn(connection(addr, client, deadline, budget)))
             .collect();
         let mut totals = (0, 0);
         for task in tasks {
@@ -300,4 +311,9 @@ fn main() {
     }
     println!("limiter / governor throughput: {:.3}", rps[1] / rps[2]);
     println!("rejected flood / bare throughput: {:.3}", rps[3] / rps[0]);
+    println!(
+        "rejected flood / limiter allowed throughput: {:.3}",
+        rps[3] / rps[1]
+    );
+    println!("with trusted proxies / without: {:.3}", rps[6] / rps[1]);
 }

@@ -119,15 +119,12 @@ fn ip_key(req: &HttpRequest, limiter: &Limiter) -> Result<ClientKey, NoClientAdd
     if trusted.is_empty() || !trusted.contains(peer) {
         return Ok(ip_key_of(peer, limiter.ipv6_prefix()));
     }
-    let values = |name: &HeaderName| -> Vec<&[u8]> {
-        req.headers().get_all(name).map(|v| v.as_bytes()).collect()
-    };
-    let forwarded = values(&header::FORWARDED);
-    let x_forwarded_for = values(&X_FORWARDED_FOR);
+    let forwarded = Values::of(req, &header::FORWARDED);
+    let x_forwarded_for = Values::of(req, &X_FORWARDED_FOR);
     match client_of(
         peer,
-        &forwarded,
-        &x_forwarded_for,
+        forwarded.as_slice(),
+        x_forwarded_for.as_slice(),
         trusted,
         limiter.forwarding_headers(),
     ) {
@@ -137,6 +134,34 @@ fn ip_key(req: &HttpRequest, limiter: &Limiter) -> Result<ClientKey, NoClientAdd
 }
 
 static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+
+/// A header's values; the usual single one without allocating.
+enum Values<'a> {
+    One([&'a [u8]; 1]),
+    Many(Vec<&'a [u8]>),
+}
+
+impl<'a> Values<'a> {
+    fn of(req: &'a HttpRequest, name: &HeaderName) -> Values<'a> {
+        let mut all = req.headers().get_all(name);
+        match (all.next(), all.next()) {
+            (None, _) => Values::Many(Vec::new()),
+            (Some(one), None) => Values::One([one.as_bytes()]),
+            (Some(first), Some(second)) => {
+                let mut many = vec![first.as_bytes(), second.as_bytes()];
+                many.extend(all.map(|v| v.as_bytes()));
+                Values::Many(many)
+            }
+        }
+    }
+
+    fn as_slice(&self) -> &[&'a [u8]] {
+        match self {
+            Values::One(one) => one,
+            Values::Many(many) => many,
+        }
+    }
+}
 
 pub(crate) fn ip_key_of(ip: IpAddr, ipv6_prefix: u8) -> ClientKey {
     let mut bytes = [0; 18];

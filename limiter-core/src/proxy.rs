@@ -203,13 +203,17 @@ pub fn client_of(
     }
 }
 
-/// Walks a header's nodes from the right; see the module documentation.
-fn walk<'a>(
+/// Walks a header's nodes from the right; see the module documentation. `nodes` gives a
+/// value's entries right to left.
+fn walk<'a, I>(
     peer: IpAddr,
     values: &[&'a [u8]],
     trusted: &TrustedProxies,
-    nodes: fn(&'a str) -> Option<Vec<Option<Node<'a>>>>,
-) -> Said {
+    nodes: fn(&'a str) -> Option<I>,
+) -> Said
+where
+    I: Iterator<Item = Option<Node<'a>>>,
+{
     if values.is_empty() {
         return Said::Nothing;
     }
@@ -222,7 +226,7 @@ fn walk<'a>(
         let Some(entries) = nodes(text) else {
             return Said::Unreadable;
         };
-        for entry in entries.into_iter().rev() {
+        for entry in entries {
             seen += 1;
             if seen > MAX_HOPS {
                 return Said::Unreadable;
@@ -246,26 +250,22 @@ fn walk<'a>(
     Said::Client(Client::Address(last_trusted))
 }
 
-/// The entries of one `X-Forwarded-For` value: addresses, optionally with a port. `None`
-/// for an entry that is not one.
-fn xff_nodes(text: &str) -> Option<Vec<Option<Node<'_>>>> {
+/// The entries of one `X-Forwarded-For` value, right to left: addresses, optionally with a
+/// port. `None` for an entry that is not one.
+fn xff_nodes(text: &str) -> Option<impl Iterator<Item = Option<Node<'_>>>> {
     if text.len() > MAX_HOPS * 64 {
         return None;
     }
-    Some(
-        text.split(',')
-            .map(|entry| match entry.trim() {
-                e if e.eq_ignore_ascii_case("unknown") => Some(Node::Unknown),
-                e => parse_address(e).map(Node::Ip),
-            })
-            .collect(),
-    )
+    Some(text.rsplit(',').map(|entry| match entry.trim() {
+        e if e.eq_ignore_ascii_case("unknown") => Some(Node::Unknown),
+        e => parse_address(e).map(Node::Ip),
+    }))
 }
 
-/// The `for` nodes of one `Forwarded` value (RFC 7239 §4): elements separated by commas,
-/// pairs by semicolons, values tokens or quoted strings. `None` when the value cannot be
-/// split (an unterminated quote); an entry is `None` when its node is malformed.
-fn forwarded_nodes(text: &str) -> Option<Vec<Option<Node<'_>>>> {
+/// The `for` nodes of one `Forwarded` value (RFC 7239 §4), right to left: elements separated
+/// by commas, pairs by semicolons, values tokens or quoted strings. `None` when the value
+/// cannot be split (an unterminated quote); an entry is `None` when its node is malformed.
+fn forwarded_nodes(text: &str) -> Option<impl Iterator<Item = Option<Node<'_>>>> {
     if text.len() > MAX_HOPS * 128 {
         return None;
     }
@@ -287,7 +287,7 @@ fn forwarded_nodes(text: &str) -> Option<Vec<Option<Node<'_>>>> {
         }
         nodes.push(node);
     }
-    Some(nodes)
+    Some(nodes.into_iter().rev())
 }
 
 /// Splits on `separator` outside double quotes; `None` for an unterminated quote.
