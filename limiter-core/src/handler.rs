@@ -13,7 +13,7 @@ use crate::key::{KeySpec, NoClientAddress};
 use crate::response::{
     self, complete_rejection, problem, HeaderOptions, RateLimitFields, Rejection,
 };
-use crate::{Algorithm, Decision, Limit, Limiter, Policy, StoreError};
+use crate::{Algorithm, Decision, Limit, Limiter, OnStoreError, Policy, StoreError};
 
 /// One `#[rate_limit(...)]`: the limit, the name its header fields use, and its key.
 #[derive(Debug)]
@@ -173,6 +173,11 @@ async fn decide(
         };
         let decision = match limiter.check(&spec.limit, key.as_bytes()).await {
             Ok(decision) => decision,
+            // Unlimited meanwhile; the limit's RateLimit member is left out.
+            Err(_) if limiter.on_store_error() == OnStoreError::FailOpen => {
+                fields.skip();
+                continue;
+            }
             Err(error) => return Err(Box::new(store_failed(&error))),
         };
         record(limiter, limits, &mut fields, index, decision)?;
@@ -238,12 +243,15 @@ fn record(
     Err(Box::new(response))
 }
 
+/// Fail closed: `503` with `Retry-After: 1`, the store's error in the detail.
 fn store_failed(error: &StoreError) -> HttpResponse {
-    problem(
+    let mut response = problem(
         StatusCode::SERVICE_UNAVAILABLE,
         "Rate Limit Store Unavailable",
         &format!("the rate limit store failed: {error}"),
-    )
+    );
+    complete_rejection(&mut response, 1);
+    response
 }
 
 /// The documented outcome for a request without a peer address (a Unix socket, or a test

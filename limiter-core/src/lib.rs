@@ -20,6 +20,7 @@
 pub mod algorithm;
 pub mod clock;
 mod decision;
+pub mod failover;
 mod handler;
 mod key;
 mod limiter;
@@ -30,12 +31,15 @@ pub mod store;
 
 pub use clock::{Clock, ManualClock, PreciseClock, SystemClock};
 pub use decision::Decision;
+pub use failover::OnStoreError;
 pub use handler::{Guarded, HandlerLimits, LimitSpec};
 pub use key::{client_ip, KeySpec};
 pub use limiter::{Limiter, LimiterBuilder};
 pub use policy::{Algorithm, Policy, PolicyError};
 pub use proxy::{client_of, Client, ForwardingHeaders, InvalidProxy, TrustedProxies};
 pub use response::Rejection;
+#[cfg(feature = "redis")]
+pub use store::RedisStore;
 pub use store::{Check, Limit, MemoryStore, Store, StoreError};
 
 /// What `#[rate_limit]` expands to reaches everything through here, by absolute paths, so

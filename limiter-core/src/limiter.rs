@@ -5,13 +5,16 @@ use std::any::Any;
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use actix_web::{HttpRequest, HttpResponse};
 
 use crate::clock::{Clock, SystemClock};
+use crate::failover::{OnStoreError, StoreHealth};
 use crate::proxy::{ForwardingHeaders, InvalidProxy, ProxyNet, TrustedProxies};
 use crate::response::{HeaderOptions, Rejection};
-use crate::store::{Check, Limit, MemoryStore, Store};
+use crate::store::{Check, Limit, MemoryStore, Store, StoreError};
+use crate::Decision;
 
 type UserKey = dyn Fn(&HttpRequest) -> Option<String> + Send + Sync;
 type RejectionResponse = dyn Fn(&Rejection<'_>) -> HttpResponse + Send + Sync;
@@ -54,6 +57,11 @@ struct Settings {
     rejection_message: Cow<'static, str>,
     rejection_response: Option<Arc<RejectionResponse>>,
     headers: HeaderOptions,
+    on_store_error: OnStoreError,
+    store_timeout: Duration,
+    health: StoreHealth,
+    /// Counts while a networked store is away, under [`OnStoreError::FallBackToMemory`].
+    fallback: MemoryStore,
 }
 
 /// The in-memory store is called directly, without a virtual call or a future: it is the
@@ -95,13 +103,57 @@ impl Limiter {
     }
 
     /// Counts a request of `key` against `limit` now, and decides it.
+    ///
+    /// A networked store gets at most the limiter's timeout; when it fails, the store error
+    /// policy decides: under [`OnStoreError::FallBackToMemory`] the answer comes from this
+    /// instance's memory, under the others the error is returned for the handler to apply.
+    /// That path needs a Tokio runtime (actix provides one).
     #[inline]
     pub fn check<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> Check<'a> {
         let now = self.inner.clock.now();
         match &self.inner.store {
             Backend::Memory(memory) => Check::ready(Ok(memory.check_at(limit, key, now))),
-            Backend::Other(store) => store.check(limit, key, now),
+            Backend::Other(store) => Check::pending(self.check_remote(&**store, limit, key, now)),
         }
+    }
+
+    async fn check_remote(
+        &self,
+        store: &dyn Store,
+        limit: &Limit,
+        key: &[u8],
+        now: Duration,
+    ) -> Result<Decision, StoreError> {
+        let settings = &*self.inner;
+        let error = if settings.health.should_try() {
+            let error =
+                match tokio::time::timeout(settings.store_timeout, store.check(limit, key, now))
+                    .await
+                {
+                    Ok(Ok(decision)) => {
+                        settings.health.answered();
+                        return Ok(decision);
+                    }
+                    Ok(Err(error)) => error,
+                    Err(_) => StoreError::msg(format!(
+                        "the rate limit store did not answer within {:?}",
+                        settings.store_timeout
+                    )),
+                };
+            settings.health.failed(&error, settings.on_store_error);
+            error
+        } else {
+            StoreError::msg("the rate limit store is unavailable; retrying it shortly")
+        };
+        match settings.on_store_error {
+            OnStoreError::FallBackToMemory => Ok(settings.fallback.check_at(limit, key, now)),
+            OnStoreError::FailOpen | OnStoreError::FailClosed => Err(error),
+        }
+    }
+
+    /// What limited handlers do when the store fails.
+    pub fn on_store_error(&self) -> OnStoreError {
+        self.inner.on_store_error
     }
 
     /// The limiter's clock.
@@ -177,6 +229,8 @@ pub struct LimiterBuilder {
     rejection_message: Cow<'static, str>,
     rejection_response: Option<Arc<RejectionResponse>>,
     headers: HeaderOptions,
+    on_store_error: OnStoreError,
+    store_timeout: Duration,
 }
 
 impl Default for LimiterBuilder {
@@ -194,11 +248,33 @@ impl Default for LimiterBuilder {
                 ietf: true,
                 legacy: false,
             },
+            on_store_error: OnStoreError::FallBackToMemory,
+            store_timeout: LimiterBuilder::DEFAULT_STORE_TIMEOUT,
         }
     }
 }
 
 impl LimiterBuilder {
+    /// How long a networked store may take per check, by default: 50 ms.
+    pub const DEFAULT_STORE_TIMEOUT: Duration = Duration::from_millis(50);
+
+    /// What limited handlers do when a networked store fails or exceeds the timeout
+    /// (default: [`OnStoreError::FallBackToMemory`]). Transitions (lost, back) are logged
+    /// once each as `tracing` events; while the store is away, one request per
+    /// [`RETRY_INTERVAL`](crate::failover::RETRY_INTERVAL) tries it, the others get the
+    /// policy's answer at once.
+    pub fn on_store_error(mut self, policy: OnStoreError) -> LimiterBuilder {
+        self.on_store_error = policy;
+        self
+    }
+
+    /// The longest a networked store may take per check (default 50 ms): a stalled store
+    /// never stalls requests longer than this.
+    pub fn store_timeout(mut self, timeout: Duration) -> LimiterBuilder {
+        self.store_timeout = timeout;
+        self
+    }
+
     /// Where counts live (default: a fresh [`MemoryStore`] owned by this limiter and its
     /// clones). Pass `MemoryStore::global().clone()` to share the process-wide one.
     pub fn store(mut self, store: impl Store) -> LimiterBuilder {
@@ -322,6 +398,10 @@ impl LimiterBuilder {
                 rejection_message: self.rejection_message,
                 rejection_response: self.rejection_response,
                 headers: self.headers,
+                on_store_error: self.on_store_error,
+                store_timeout: self.store_timeout,
+                health: StoreHealth::new(),
+                fallback: MemoryStore::new(),
             }),
         }
     }

@@ -36,6 +36,9 @@ pub(crate) struct RateLimitFields {
     /// Most handlers have one limit: its decision needs no allocation.
     first: Option<Decision>,
     stacked: Vec<Decision>,
+    /// A limit went undecided (the store failed open): `RateLimit` is left out, since its
+    /// members would no longer line up with the limits.
+    incomplete: bool,
 }
 
 impl RateLimitFields {
@@ -43,7 +46,13 @@ impl RateLimitFields {
         RateLimitFields {
             first: None,
             stacked: Vec::new(),
+            incomplete: false,
         }
+    }
+
+    /// Notes a limit left undecided.
+    pub(crate) fn skip(&mut self) {
+        self.incomplete = true;
     }
 
     /// Records the decision of the next limit.
@@ -75,7 +84,7 @@ impl RateLimitFields {
                 headers.insert(name.clone(), value);
             }
         };
-        if options.ietf {
+        if options.ietf && !self.incomplete {
             set(headers, &RATELIMIT_POLICY, policy.clone());
             let mut value = Vec::with_capacity(64);
             for (decision, prefix) in self.decisions().zip(prefixes) {

@@ -57,3 +57,6 @@ pub(crate) async fn http(addr: SocketAddr, method: &str, path: &str, body: &str)
         .await
         .expect("the server answered within 10 s")
 }
+
+#[cfg(feature = "redis")]
+pub(crate) mod redis_server;

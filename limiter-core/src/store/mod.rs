@@ -12,7 +12,11 @@ use std::time::Duration;
 use crate::{Decision, Policy};
 
 pub mod memory;
+#[cfg(feature = "redis")]
+pub mod redis;
 
+#[cfg(feature = "redis")]
+pub use self::redis::RedisStore;
 pub use memory::MemoryStore;
 
 /// A policy under a scope name: the unit a budget belongs to. Keys are counted per limit,

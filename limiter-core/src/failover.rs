@@ -1,0 +1,84 @@
+//! What happens when a networked store fails: a bounded wait per check, a policy for the
+//! answer, and one event per transition (lost, back) rather than one per request.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// What a limited handler does when its store fails or exceeds the timeout.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnStoreError {
+    /// Count in this instance's memory meanwhile: limits keep holding, per instance (the
+    /// default).
+    #[default]
+    FallBackToMemory,
+    /// Let requests through unlimited (and without RateLimit fields for that limit).
+    FailOpen,
+    /// Refuse requests: `503 Service Unavailable` with `Retry-After: 1`.
+    FailClosed,
+}
+
+/// How long a store that failed is left alone before one request tries it again; the others
+/// meanwhile get the policy's answer at once instead of waiting for the timeout.
+pub const RETRY_INTERVAL: Duration = Duration::from_millis(500);
+
+/// Whether the store answers, shared by a limiter's clones.
+#[derive(Debug)]
+pub(crate) struct StoreHealth {
+    healthy: AtomicBool,
+    /// Milliseconds since [`origin`] when the next attempt is allowed while unhealthy.
+    next_attempt: AtomicU64,
+}
+
+impl StoreHealth {
+    pub(crate) fn new() -> StoreHealth {
+        StoreHealth {
+            healthy: AtomicBool::new(true),
+            next_attempt: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether this check should go to the store: always while it answers; once per
+    /// [`RETRY_INTERVAL`] while it does not.
+    pub(crate) fn should_try(&self) -> bool {
+        if self.healthy.load(Ordering::Relaxed) {
+            return true;
+        }
+        let now = elapsed_ms();
+        let due = self.next_attempt.load(Ordering::Relaxed);
+        now >= due
+            && self
+                .next_attempt
+                .compare_exchange(due, now + retry_ms(), Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    pub(crate) fn failed(&self, error: &dyn std::fmt::Display, policy: OnStoreError) {
+        self.next_attempt
+            .store(elapsed_ms() + retry_ms(), Ordering::Relaxed);
+        if self.healthy.swap(false, Ordering::Relaxed) {
+            tracing::warn!(
+                %error,
+                ?policy,
+                "rate limit store lost; applying the store error policy until it answers again"
+            );
+        }
+    }
+
+    pub(crate) fn answered(&self) {
+        if !self.healthy.load(Ordering::Relaxed) && !self.healthy.swap(true, Ordering::Relaxed) {
+            tracing::info!("rate limit store back; counting in it again");
+        }
+    }
+}
+
+fn retry_ms() -> u64 {
+    RETRY_INTERVAL.as_millis() as u64
+}
+
+/// Real time, whatever clock the limiter counts with: a manual clock must not keep a failed
+/// store from being retried.
+fn elapsed_ms() -> u64 {
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    ORIGIN.get_or_init(Instant::now).elapsed().as_millis() as u64
+}

@@ -1,0 +1,128 @@
+//! A `redis-server` of the tests' own, on a free loopback port, that they can stop, pause
+//! and restart. Never the machine's standard Redis.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub(crate) struct RedisServer {
+    child: Option<Child>,
+    port: u16,
+}
+
+impl RedisServer {
+    pub(crate) fn start() -> RedisServer {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut server = RedisServer { child: None, port };
+        server.spawn();
+        server
+    }
+
+    fn spawn(&mut self) {
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string()])
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed for the redis tests (apt-get install -y redis-server)");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.try_command(&["PING"]).is_none() {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub(crate) fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Kills the server (its data goes with it).
+    pub(crate) fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again on the same port.
+    pub(crate) fn restart(&mut self) {
+        self.stop();
+        self.spawn();
+    }
+
+    /// SIGSTOP: the server holds its connections but answers nothing.
+    pub(crate) fn pause(&self) {
+        self.signal(libc::SIGSTOP);
+    }
+
+    /// SIGCONT.
+    pub(crate) fn resume(&self) {
+        self.signal(libc::SIGCONT);
+    }
+
+    #[allow(unsafe_code)]
+    fn signal(&self, signal: libc::c_int) {
+        let pid = self.child.as_ref().expect("running").id() as libc::pid_t;
+        // SAFETY: kill(2) with a pid we spawned and still own; no memory is involved.
+        unsafe {
+            libc::kill(pid, signal);
+        }
+    }
+
+    /// Runs a command on a connection of its own, with a short timeout.
+    pub(crate) fn command(&self, args: &[&str]) -> redis::Value {
+        self.try_command(args).expect("redis answered")
+    }
+
+    fn try_command(&self, args: &[&str]) -> Option<redis::Value> {
+        let client = redis::Client::open(self.url()).ok()?;
+        let mut connection = client
+            .get_connection_with_timeout(Duration::from_millis(500))
+            .ok()?;
+        connection
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .ok()?;
+        let mut cmd = redis::cmd(args[0]);
+        for arg in &args[1..] {
+            cmd.arg(*arg);
+        }
+        cmd.query(&mut connection).ok()
+    }
+
+    pub(crate) fn integer(&self, args: &[&str]) -> i64 {
+        match self.command(args) {
+            redis::Value::Int(n) => n,
+            other => panic!("expected an integer from {args:?}, got {other:?}"),
+        }
+    }
+
+    /// Calls of `command` since the last `CONFIG RESETSTAT`, from `INFO commandstats`.
+    pub(crate) fn calls(&self, command: &str) -> u64 {
+        let info = match self.command(&["INFO", "commandstats"]) {
+            redis::Value::BulkString(bytes) => String::from_utf8(bytes).unwrap(),
+            redis::Value::VerbatimString { text, .. } => text,
+            other => panic!("unexpected INFO reply {other:?}"),
+        };
+        let prefix = format!("cmdstat_{command}:calls=");
+        info.lines()
+            .find_map(|line| line.strip_prefix(&prefix))
+            .and_then(|rest| rest.split(',').next())
+            .map_or(0, |calls| calls.parse().unwrap())
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            self.resume();
+        }
+        self.stop();
+    }
+}

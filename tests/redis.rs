@@ -1,0 +1,404 @@
+//! The Redis store against a real `redis-server` that these tests start on a free port (and
+//! stop, pause and restart). Run with `cargo test --features redis`.
+#![cfg(feature = "redis")]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
+
+mod common;
+
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use actix_web::{test, web, App, HttpResponse};
+use common::redis_server::RedisServer;
+use limiter::{
+    rate_limit, Algorithm, Limit, Limiter, ManualClock, MemoryStore, OnStoreError, Policy,
+    RedisStore, Store,
+};
+use proptest::prelude::*;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+// ---- the same decisions as the memory store ------------------------------------------------
+
+fn policy(algorithm: Algorithm) -> impl Strategy<Value = Policy> {
+    (1..=5u32, 1..=200u64, 1..=6u32).prop_map(move |(max, window, burst)| {
+        let policy = Policy::for_algorithm(algorithm, max, Duration::from_millis(window)).unwrap();
+        if algorithm == Algorithm::TokenBucket {
+            policy.with_burst(burst).unwrap()
+        } else {
+            policy
+        }
+    })
+}
+
+fn steps() -> impl Strategy<Value = Vec<(u8, u64)>> {
+    prop::collection::vec((0..3u8, prop_oneof![Just(0u64), Just(1), 0..400u64]), 1..60)
+}
+
+#[::std::prelude::v1::test]
+fn decisions_equal_the_memory_stores_for_every_algorithm() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let redis = rt
+        .block_on(RedisStore::connect(&server.url()))
+        .unwrap()
+        .use_caller_clock();
+    let case = std::cell::Cell::new(0u32);
+    for algorithm in Algorithm::ALL {
+        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(40));
+        runner
+            .run(&(policy(algorithm), steps()), |(policy, steps)| {
+                case.set(case.get() + 1);
+                // A scope per case: every case starts from empty state in both stores.
+                let limit = Limit::new(format!("equal-{}", case.get()), policy);
+                let memory = MemoryStore::new();
+                let mut now = Duration::from_secs(1_700_000_000);
+                for (i, (key, step)) in steps.iter().enumerate() {
+                    now += Duration::from_millis(*step);
+                    let expected = memory.check_at(&limit, &[*key], now);
+                    let got = rt.block_on(redis.check(&limit, &[*key], now)).unwrap();
+                    prop_assert_eq!(got, expected, "{} request {} at {:?}", algorithm, i, now);
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+}
+
+// ---- many instances, one budget -------------------------------------------------------------
+
+#[rate_limit(100, per = "1m", algorithm = "sliding_window", key = "global")]
+async fn sliding() -> HttpResponse {
+    HttpResponse::Ok().finish()
+}
+#[rate_limit(100, per = "1m", algorithm = "fixed_window", key = "global")]
+async fn fixed() -> HttpResponse {
+    HttpResponse::Ok().finish()
+}
+#[rate_limit(100, per = "1m", algorithm = "sliding_window_counter", key = "global")]
+async fn counter() -> HttpResponse {
+    HttpResponse::Ok().finish()
+}
+#[rate_limit(100, per = "1m", algorithm = "token_bucket", key = "global")]
+async fn bucket() -> HttpResponse {
+    HttpResponse::Ok().finish()
+}
+
+async fn instance(url: &str, clock: &ManualClock) -> Limiter {
+    let store = RedisStore::connect(url).await.unwrap().use_caller_clock();
+    Limiter::builder()
+        .store(store)
+        .clock(clock.clone())
+        .store_timeout(Duration::from_secs(2))
+        .build()
+}
+
+#[actix_web::test]
+async fn two_instances_admit_exactly_100_of_2_x_200_concurrent_requests() {
+    let server = RedisServer::start();
+    let clock = ManualClock::starting_at(Duration::from_secs(1_700_000_040));
+    for path in ["/sliding", "/fixed", "/counter", "/bucket"] {
+        let mut apps = Vec::new();
+        for _ in 0..2 {
+            let limiter = instance(&server.url(), &clock).await;
+            let app = test::init_service(
+                App::new()
+                    .app_data(limiter)
+                    .route("/sliding", web::get().to(sliding))
+                    .route("/fixed", web::get().to(fixed))
+                    .route("/counter", web::get().to(counter))
+                    .route("/bucket", web::get().to(bucket)),
+            )
+            .await;
+            apps.push(Rc::new(app));
+        }
+        let mut requests = Vec::new();
+        for i in 0..400 {
+            let app = Rc::clone(&apps[i % 2]);
+            requests.push(tokio::task::spawn_local(async move {
+                let req = test::TestRequest::get()
+                    .uri(path)
+                    .peer_addr("203.0.113.7:4000".parse().unwrap())
+                    .to_request();
+                test::call_service(&*app, req).await.status().as_u16()
+            }));
+        }
+        let mut admitted = 0;
+        for request in requests {
+            let status = request.await.unwrap();
+            assert!(status == 200 || status == 429, "{path}: {status}");
+            admitted += usize::from(status == 200);
+        }
+        assert_eq!(admitted, 100, "{path}");
+    }
+}
+
+// ---- faults ---------------------------------------------------------------------------------
+
+#[rate_limit(5, per = "1m")]
+async fn login() -> HttpResponse {
+    HttpResponse::Ok().finish()
+}
+
+/// Sends `n` requests; returns their statuses and the slowest one's time.
+async fn burst(limiter: &Limiter, n: usize) -> (Vec<u16>, Duration) {
+    let app = test::init_service(
+        App::new()
+            .app_data(limiter.clone())
+            .route("/", web::get().to(login)),
+    )
+    .await;
+    let mut statuses = Vec::new();
+    let mut slowest = Duration::ZERO;
+    for _ in 0..n {
+        let started = Instant::now();
+        let req = test::TestRequest::get()
+            .uri("/")
+            .peer_addr("203.0.113.7:4000".parse().unwrap())
+            .to_request();
+        statuses.push(test::call_service(&app, req).await.status().as_u16());
+        slowest = slowest.max(started.elapsed());
+    }
+    (statuses, slowest)
+}
+
+fn count(statuses: &[u16], status: u16) -> usize {
+    statuses.iter().filter(|&&s| s == status).count()
+}
+
+const TIMEOUT: Duration = Duration::from_millis(100);
+/// Scheduling slack on a shared machine, on top of the timeout.
+const SLACK: Duration = Duration::from_millis(400);
+
+#[actix_web::test]
+async fn a_killed_redis_gets_the_chosen_policy_for_every_request() {
+    for policy in [
+        OnStoreError::FallBackToMemory,
+        OnStoreError::FailOpen,
+        OnStoreError::FailClosed,
+    ] {
+        let mut server = RedisServer::start();
+        let store = RedisStore::connect(&server.url()).await.unwrap();
+        let limiter = Limiter::builder()
+            .store(store)
+            .on_store_error(policy)
+            .store_timeout(TIMEOUT)
+            .build();
+        let (statuses, _) = burst(&limiter, 3).await;
+        assert_eq!(statuses, [200, 200, 200], "{policy:?}: Redis counts");
+        server.stop();
+        let (statuses, slowest) = burst(&limiter, 12).await;
+        assert!(
+            slowest <= TIMEOUT + SLACK,
+            "{policy:?}: a request waited {slowest:?}"
+        );
+        match policy {
+            // A fresh budget in this instance's memory: 5 pass, then 429s.
+            OnStoreError::FallBackToMemory => {
+                assert_eq!((count(&statuses, 200), count(&statuses, 429)), (5, 7))
+            }
+            OnStoreError::FailOpen => assert_eq!(count(&statuses, 200), 12),
+            OnStoreError::FailClosed => assert_eq!(count(&statuses, 503), 12),
+        }
+    }
+}
+
+#[actix_web::test]
+async fn a_restarted_redis_resumes_shared_counting() {
+    let mut server = RedisServer::start();
+    let clock = ManualClock::starting_at(Duration::from_secs(1_700_000_100));
+    let a = instance(&server.url(), &clock).await;
+    let b = instance(&server.url(), &clock).await;
+    server.stop();
+    // Away: each instance limits alone.
+    let (statuses, _) = burst(&a, 6).await;
+    assert_eq!(count(&statuses, 200), 5);
+    server.restart();
+    // Back: each instance notices on its own (its first command on the dead connection
+    // fails, a retry interval later it reconnects), then counts in Redis again.
+    for limiter in [&a, &b] {
+        wait_until_counting_in_redis(&server, limiter).await;
+    }
+    let (from_a, _) = burst(&a, 3).await;
+    let (from_b, _) = burst(&b, 4).await;
+    assert_eq!(
+        count(&from_a, 200) + count(&from_b, 200),
+        5,
+        "{from_a:?} {from_b:?}"
+    );
+}
+
+/// Checks a probe limit until its key shows up in Redis.
+async fn wait_until_counting_in_redis(server: &RedisServer, limiter: &Limiter) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let probe = Limit::new(
+        "probe",
+        Policy::new(1_000, Duration::from_secs(60)).unwrap(),
+    );
+    loop {
+        let before = server.integer(&["DBSIZE"]);
+        static PROBES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let key = PROBES
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            .to_be_bytes();
+        let _ = limiter.check(&probe, &key).await;
+        if server.integer(&["DBSIZE"]) > before {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "counting did not move back to Redis"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[actix_web::test]
+async fn a_paused_redis_times_out_within_the_timeout() {
+    let server = RedisServer::start();
+    let store = RedisStore::connect(&server.url()).await.unwrap();
+    let limiter = Limiter::builder()
+        .store(store)
+        .on_store_error(OnStoreError::FailClosed)
+        .store_timeout(TIMEOUT)
+        .build();
+    assert_eq!(burst(&limiter, 1).await.0, [200]);
+    server.pause();
+    let (statuses, slowest) = burst(&limiter, 5).await;
+    assert_eq!(statuses, [503; 5]);
+    assert!(slowest <= TIMEOUT + SLACK, "a request waited {slowest:?}");
+    server.resume();
+    tokio::time::sleep(limiter::failover::RETRY_INTERVAL + Duration::from_millis(200)).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while burst(&limiter, 1).await.0 != [200] {
+        assert!(Instant::now() < deadline, "Redis did not come back");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+// ---- scripts, commands, expiry -------------------------------------------------------------
+
+#[::std::prelude::v1::test]
+fn one_command_per_check_and_scripts_reload_after_a_flush() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+    let limit = Limit::new(
+        "commands",
+        Policy::new(1_000, Duration::from_secs(60)).unwrap(),
+    );
+    let check = |key: &[u8]| {
+        rt.block_on(store.check(&limit, key, Duration::ZERO))
+            .unwrap()
+    };
+    check(b"warm-up"); // loads the script
+    server.command(&["CONFIG", "RESETSTAT"]);
+    for i in 0..50u32 {
+        assert!(check(&i.to_be_bytes()).allowed());
+    }
+    assert_eq!(server.calls("evalsha"), 50);
+    assert_eq!(server.calls("script|load") + server.calls("eval"), 0);
+
+    server.command(&["SCRIPT", "FLUSH"]);
+    assert!(check(b"after flush").allowed());
+    assert!(check(b"after flush").allowed());
+    assert_eq!(server.calls("script|load"), 1, "reloaded once");
+}
+
+#[::std::prelude::v1::test]
+fn every_key_expires_after_its_window() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+    for algorithm in Algorithm::ALL {
+        let policy = Policy::for_algorithm(algorithm, 3, Duration::from_millis(300)).unwrap();
+        let limit = Limit::new(format!("expiry-{algorithm}"), policy);
+        for i in 0..20u32 {
+            rt.block_on(store.check(&limit, &i.to_be_bytes(), Duration::ZERO))
+                .unwrap();
+        }
+    }
+    assert_eq!(server.integer(&["DBSIZE"]), 80);
+    // Redis's own clock expires them: two windows (the counter's reach), and some slack.
+    std::thread::sleep(Duration::from_millis(900));
+    assert_eq!(server.integer(&["DBSIZE"]), 0);
+}
+
+#[::std::prelude::v1::test]
+fn key_names_are_bounded_and_tagged() {
+    let rt = runtime();
+    let server = RedisServer::start();
+    let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+    let limit = Limit::new(
+        "crate::handlers::login",
+        Policy::new(5, Duration::from_secs(60)).unwrap(),
+    );
+    let short = store.key_name(&limit, &[b'4', 203, 0, 113, 7]);
+    assert!(
+        short.starts_with("limiter:crate::handlers::login:{"),
+        "{short}"
+    );
+    assert!(short.ends_with(":34cb007107}"), "{short}");
+    let long = store.key_name(&limit, &[b'x'; 10_000]);
+    assert!(long.len() < 120, "{long}");
+}
+
+// ---- one event per transition -------------------------------------------------------------
+
+/// Counts `tracing` events by level.
+#[derive(Default)]
+struct Events {
+    warnings: std::sync::atomic::AtomicUsize,
+    infos: std::sync::atomic::AtomicUsize,
+}
+
+struct Counting(std::sync::Arc<Events>);
+
+impl tracing::Subscriber for Counting {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        use std::sync::atomic::Ordering::Relaxed;
+        match *event.metadata().level() {
+            tracing::Level::WARN => self.0.warnings.fetch_add(1, Relaxed),
+            tracing::Level::INFO => self.0.infos.fetch_add(1, Relaxed),
+            _ => 0,
+        };
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[actix_web::test]
+async fn losing_and_regaining_redis_are_one_event_each() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let events = std::sync::Arc::new(Events::default());
+    let _guard = tracing::subscriber::set_default(Counting(events.clone()));
+    let mut server = RedisServer::start();
+    let clock = ManualClock::starting_at(Duration::from_secs(1_700_000_200));
+    let limiter = instance(&server.url(), &clock).await;
+    burst(&limiter, 3).await;
+    server.stop();
+    burst(&limiter, 20).await;
+    assert_eq!(
+        events.warnings.load(Relaxed),
+        1,
+        "one 'lost' event for 20 requests"
+    );
+    server.restart();
+    wait_until_counting_in_redis(&server, &limiter).await;
+    burst(&limiter, 5).await;
+    assert_eq!(events.infos.load(Relaxed), 1, "one 'back' event");
+    assert_eq!(events.warnings.load(Relaxed), 1);
+}
