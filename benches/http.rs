@@ -17,6 +17,11 @@ use std::time::{Duration, Instant};
 use actix_governor::{Governor, GovernorConfigBuilder};
 use actix_web::{web, App, HttpServer};
 use limiter::{rate_limit, Limiter};
+
+#[cfg(feature = "redis")]
+#[path = "../tests/common/redis_server.rs"]
+#[allow(unreachable_pub)]
+mod redis_server;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -71,18 +76,24 @@ fn pin_to_cpu(cpu: usize) {
 fn serve(variant: &str, listener: TcpListener) -> std::io::Result<()> {
     pin_to_cpu(0);
     let variant = variant.to_string();
-    let limiter = match variant.as_str() {
-        "quiet" => Limiter::builder().ietf_headers(false).build(),
-        // Loopback plays the proxy: the client is read from X-Forwarded-For.
-        "proxied" => Limiter::builder().trusted_proxies(["127.0.0.1"]).build(),
-        _ => Limiter::builder().build(),
-    };
     let governor = GovernorConfigBuilder::default()
         .nanoseconds_per_request(1)
         .burst_size(u32::MAX)
         .finish()
         .expect("governor config");
     actix_web::rt::System::new().block_on(async move {
+        let limiter = match variant.as_str() {
+            #[cfg(feature = "redis")]
+            "redis" => {
+                let url = std::env::var("LIMITER_BENCH_REDIS").expect("the driver passes the URL");
+                let store = limiter::RedisStore::connect_lazily(&url).expect("a Redis URL");
+                Limiter::builder().store(store).build()
+            }
+            "quiet" => Limiter::builder().ietf_headers(false).build(),
+            // Loopback plays the proxy: the client is read from X-Forwarded-For.
+            "proxied" => Limiter::builder().trusted_proxies(["127.0.0.1"]).build(),
+            _ => Limiter::builder().build(),
+        };
         if variant == "governor" {
             return HttpServer::new(move || {
                 App::new()
@@ -97,7 +108,9 @@ fn serve(variant: &str, listener: TcpListener) -> std::io::Result<()> {
         HttpServer::new(move || {
             let app = App::new().app_data(limiter.clone());
             match variant.as_str() {
-                "limiter" | "quiet" | "proxied" => app.route("/", web::get().to(limited_hello)),
+                "limiter" | "quiet" | "proxied" | "redis" => {
+                    app.route("/", web::get().to(limited_hello))
+                }
                 "rejecting" => app.route("/", web::get().to(rejecting_hello)),
                 "headers" => app.route("/", web::get().to(hello_with_headers)),
                 _ => app.route("/", web::get().to(hello)),
@@ -237,7 +250,17 @@ fn main() {
             .unwrap_or(1_500),
     );
     let exe = std::env::current_exe().unwrap();
-    let servers: Vec<Server> = VARIANTS
+    let mut variants = VARIANTS.to_vec();
+    #[cfg(feature = "redis")]
+    let redis = {
+        let server = redis_server::RedisServer::start();
+        // As if on another machine: off the measured server's CPU, beside the load.
+        server.pin_to_cpu(1);
+        std::env::set_var("LIMITER_BENCH_REDIS", server.url());
+        variants.push("redis");
+        server
+    };
+    let servers: Vec<Server> = variants
         .iter()
         .map(|variant| {
             let mut child = Command::new(&exe)
@@ -272,13 +295,13 @@ fn main() {
             Duration::from_millis(300),
         );
     }
-    let mut results: Vec<Vec<Round>> = VARIANTS.iter().map(|_| Vec::new()).collect();
+    let mut results: Vec<Vec<Round>> = variants.iter().map(|_| Vec::new()).collect();
     for r in 0..rounds {
         for (i, server) in servers.iter().enumerate() {
             let result = round(&runtime, server.addr, server.child.id(), length);
             eprintln!(
                 "round {r} {:>9}: {:>8.0} req/s, {:>5.2} µs CPU/req, {} rejected",
-                VARIANTS[i], result.per_second, result.cpu_us_per_request, result.rejected
+                variants[i], result.per_second, result.cpu_us_per_request, result.rejected
             );
             results[i].push(result);
         }
@@ -299,7 +322,7 @@ fn main() {
         "{:<10} {:>10} {:>12} {:>14} {:>16}",
         "variant", "req/s", "x bare", "µs CPU/req", "vs bare (µs)"
     );
-    for (i, variant) in VARIANTS.iter().enumerate() {
+    for (i, variant) in variants.iter().enumerate() {
         println!(
             "{:<10} {:>10.0} {:>12.3} {:>14.2} {:>+16.2}",
             variant,
@@ -316,4 +339,9 @@ fn main() {
         rps[3] / rps[1]
     );
     println!("with trusted proxies / without: {:.3}", rps[6] / rps[1]);
+    #[cfg(feature = "redis")]
+    {
+        println!("redis store / bare throughput: {:.3}", rps[7] / rps[0]);
+        drop(redis);
+    }
 }

@@ -76,6 +76,18 @@ impl RedisServer {
         }
     }
 
+    /// Keeps the server on one CPU (benchmarks keep it off the measured server's).
+    #[allow(unsafe_code)]
+    pub(crate) fn pin_to_cpu(&self, cpu: usize) {
+        let pid = self.child.as_ref().expect("running").id() as libc::pid_t;
+        // SAFETY: a zeroed cpu_set_t is a valid empty set; the calls only read and write it.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        }
+    }
+
     /// Runs a command on a connection of its own, with a short timeout.
     pub(crate) fn command(&self, args: &[&str]) -> redis::Value {
         self.try_command(args).expect("redis answered")

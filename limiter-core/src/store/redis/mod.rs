@@ -66,7 +66,8 @@ impl RedisStore {
     }
 
     /// A store for `url` that connects on first use: the service starts even while Redis is
-    /// away, and the limiter's fault policy covers the meantime.
+    /// away, and the limiter's fault policy covers the meantime. Call it inside the Tokio
+    /// runtime (under `#[actix_web::main]`, say): the connection's task is spawned on it.
     pub fn connect_lazily(url: &str) -> Result<RedisStore, StoreError> {
         let client = redis::Client::open(url).map_err(|e| error("invalid Redis URL", e))?;
         let manager = ConnectionManager::new_lazy_with_config(client, config())
@@ -117,6 +118,14 @@ impl RedisStore {
         RedisStore {
             inner: Arc::new(inner),
         }
+    }
+
+    /// The SHA-1 and source of the script for `algorithm`, for benchmarks that run it with
+    /// `redis-benchmark`.
+    #[doc(hidden)]
+    pub fn script(&self, algorithm: crate::Algorithm) -> (&str, &str) {
+        let script = self.inner.scripts.of(algorithm);
+        (&script.sha, &script.source)
     }
 
     /// The Redis key holding `key`'s state under `limit`.

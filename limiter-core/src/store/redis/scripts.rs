@@ -31,24 +31,24 @@ end
 
 const SLIDING_WINDOW: &str = r#"
 local len = redis.call('LLEN', key)
+local oldest = nil
 if len > 0 then
   -- instants stay in order even if the server clock steps back
   local newest = tonumber(redis.call('LINDEX', key, -1))
   if newest > now then now = newest end
 end
 while len > 0 do
-  local oldest = tonumber(redis.call('LINDEX', key, 0))
+  oldest = tonumber(redis.call('LINDEX', key, 0))
   if now - oldest < window then break end
   redis.call('LPOP', key)
   len = len - 1
+  oldest = nil
 end
 if len < max then
   redis.call('RPUSH', key, now)
   redis.call('PEXPIRE', key, window)
-  local oldest = tonumber(redis.call('LINDEX', key, 0))
-  return {1, max - len - 1, (oldest + window - now) * 1000000}
+  return {1, max - len - 1, ((oldest or now) + window - now) * 1000000}
 end
-local oldest = tonumber(redis.call('LINDEX', key, 0))
 return {0, 0, (oldest + window - now) * 1000000}
 "#;
 
