@@ -26,7 +26,7 @@ use std::path::Path;
 
 use quote::ToTokens;
 
-const EXAMPLES: [&str; 8] = [
+const EXAMPLES: [&str; 9] = [
     "basic",
     "stacked",
     "shared_scope",
@@ -35,6 +35,7 @@ const EXAMPLES: [&str; 8] = [
     "api_key",
     "custom_key",
     "behind_proxy",
+    "redis",
 ];
 
 fn is_rate_limit(attr: &syn::Attribute) -> bool {
