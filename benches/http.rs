@@ -250,16 +250,19 @@ fn main() {
             .unwrap_or(1_500),
     );
     let exe = std::env::current_exe().unwrap();
-    let mut variants = VARIANTS.to_vec();
     #[cfg(feature = "redis")]
     let redis = {
         let server = redis_server::RedisServer::start();
         // As if on another machine: off the measured server's CPU, beside the load.
         server.pin_to_cpu(1);
         std::env::set_var("LIMITER_BENCH_REDIS", server.url());
-        variants.push("redis");
         server
     };
+    let variants: Vec<&str> = VARIANTS
+        .iter()
+        .copied()
+        .chain(cfg!(feature = "redis").then_some("redis"))
+        .collect();
     let servers: Vec<Server> = variants
         .iter()
         .map(|variant| {
