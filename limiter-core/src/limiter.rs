@@ -233,6 +233,18 @@ pub struct LimiterBuilder {
     store_timeout: Duration,
 }
 
+impl fmt::Debug for LimiterBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LimiterBuilder")
+            .field("ipv6_prefix", &self.ipv6_prefix)
+            .field("trusted_proxies", &self.trusted_proxies)
+            .field("forwarding_headers", &self.forwarding_headers)
+            .field("on_store_error", &self.on_store_error)
+            .field("store_timeout", &self.store_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Default for LimiterBuilder {
     fn default() -> LimiterBuilder {
         LimiterBuilder {
