@@ -3,38 +3,17 @@
 //!
 //! `cargo bench --bench memory`
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::net::{IpAddr, Ipv4Addr};
 use std::num::NonZeroU32;
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Duration;
 
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use limiter::{Algorithm, Limit, Limiter, ManualClock, Policy};
 
-struct Counting;
+#[path = "../limiter-core/tests/common/counting_allocator.rs"]
+mod counting_allocator;
 
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-#[allow(unsafe_code)]
-// SAFETY: every call is forwarded to the system allocator unchanged; only sizes are added up.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use counting_allocator::{live_bytes, Counting};
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
@@ -47,9 +26,9 @@ fn ip(i: u32) -> IpAddr {
 
 /// Live bytes added by `fill`, divided by the number of keys.
 fn bytes_per_key<T>(fill: impl FnOnce() -> T) -> f64 {
-    let before = LIVE.load(Ordering::Relaxed);
+    let before = live_bytes();
     let kept = fill();
-    let after = LIVE.load(Ordering::Relaxed);
+    let after = live_bytes();
     drop(kept);
     (after - before) as f64 / f64::from(KEYS)
 }

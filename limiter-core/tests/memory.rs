@@ -3,35 +3,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Duration;
 
 use limiter_core::{Algorithm, Limit, Limiter, ManualClock, MemoryStore, Policy};
 
-struct Counting;
+#[path = "common/counting_allocator.rs"]
+mod counting_allocator;
 
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-#[allow(unsafe_code)]
-// SAFETY: every call is forwarded to the system allocator unchanged; only sizes are added up.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use counting_allocator::{live_bytes, Counting};
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
@@ -54,19 +33,19 @@ fn a_flood_of_one_off_keys_leaves_next_to_nothing_behind() {
             limiter.check(&limit, key).now_or_never().unwrap().unwrap();
         };
         check(b"warm-up");
-        let baseline = LIVE.load(Ordering::Relaxed);
+        let baseline = live_bytes();
         for i in 0..100_000u32 {
             // Each address twice, so the sliding log's slab is in use too.
             check(&i.to_be_bytes());
             check(&i.to_be_bytes());
         }
-        let flooded = LIVE.load(Ordering::Relaxed) - baseline;
+        let flooded = live_bytes() - baseline;
         clock.advance(2 * window);
         for _ in 0..200 {
             clock.advance(Duration::from_millis(10));
             check(b"warm-up");
         }
-        let left = LIVE.load(Ordering::Relaxed) - baseline;
+        let left = live_bytes() - baseline;
         println!("{algorithm}: {flooded} bytes for 100,000 keys, {left} bytes after");
         assert!(flooded > 1_000_000, "{algorithm}: {flooded}");
         assert!(left < 100_000, "{algorithm}: {left} bytes left");
