@@ -1,5 +1,6 @@
 //! The in-memory store: sharded, exact under concurrency, bounded, and self-cleaning.
 
+mod fingerprint_table;
 mod log;
 mod spin_lock;
 mod table;

@@ -6,9 +6,7 @@
 //! no allocator overhead); freed rings are reused, and the slab is compacted once it is
 //! mostly free.
 
-use std::collections::hash_map::Entry;
-
-use super::table::{shrink_if_sparse, FingerprintMap};
+use super::fingerprint_table::{FingerprintTable, Slot};
 use crate::algorithm::sliding_window::{self, InstantLog};
 use crate::algorithm::Stamp;
 use crate::{Decision, Policy};
@@ -21,7 +19,7 @@ const INLINE: u32 = u32::MAX;
 /// One key's log: inline (`meta` is [`INLINE`] or [`EMPTY`], `data` the stamp) or a ring in
 /// the slab (`data` the ring's index, `meta` its head and length, 16 bits each).
 #[derive(Clone, Copy)]
-struct LogEntry {
+pub(super) struct LogEntry {
     data: u32,
     meta: u32,
 }
@@ -31,6 +29,12 @@ impl LogEntry {
         data: 0,
         meta: EMPTY,
     };
+}
+
+impl Default for LogEntry {
+    fn default() -> LogEntry {
+        LogEntry::EMPTY
+    }
 }
 
 /// Rings of `capacity` stamps, back to back.
@@ -162,7 +166,7 @@ impl InstantLog for LogView<'_> {
 
 /// The sliding-window logs of one limit in one shard.
 pub(super) struct LogTable {
-    map: FingerprintMap<LogEntry>,
+    map: FingerprintTable<LogEntry>,
     slab: Slab,
     overflow: LogEntry,
 }
@@ -170,7 +174,7 @@ pub(super) struct LogTable {
 impl LogTable {
     pub(super) fn new(max: u32) -> LogTable {
         LogTable {
-            map: FingerprintMap::default(),
+            map: FingerprintTable::new(),
             slab: Slab {
                 stamps: Vec::new(),
                 free: Vec::new(),
@@ -187,10 +191,10 @@ impl LogTable {
         policy: &Policy,
         room: bool,
     ) -> (Decision, bool) {
-        let (entry, inserted) = match self.map.entry(fp) {
-            Entry::Occupied(held) => (held.into_mut(), false),
-            Entry::Vacant(new) if room => (new.insert(LogEntry::EMPTY), true),
-            Entry::Vacant(_) => (&mut self.overflow, false),
+        let (entry, inserted) = match self.map.slot(fp, room) {
+            Slot::Found(held) => (held, false),
+            Slot::Inserted(new) => (new, true),
+            Slot::Refused => (&mut self.overflow, false),
         };
         let mut log = LogView {
             entry,
@@ -214,9 +218,8 @@ impl LogTable {
             }
             expired
         };
-        self.map.retain(|_, entry| !expire(entry));
+        self.map.retain(|entry| !expire(entry));
         expire(&mut self.overflow);
-        shrink_if_sparse(&mut self.map);
         self.compact_if_sparse();
         before - self.map.len()
     }

@@ -1,38 +1,12 @@
 //! The counts of one limit within one shard: a map from key fingerprint to compact state,
 //! swept of expired state as time passes.
 
-use std::collections::hash_map::Entry;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
+use super::fingerprint_table::{FingerprintTable, Slot};
 use super::log::LogTable;
 use crate::algorithm::fixed_window::FixedWindow;
 use crate::algorithm::sliding_window_counter::SlidingWindowCounter;
 use crate::algorithm::token_bucket::TokenBucket;
 use crate::{Algorithm, Decision, Limit, Policy};
-
-/// A map keyed by fingerprints, which are already keyed hashes: hashing them again would
-/// only cost time.
-pub(super) type FingerprintMap<V> = HashMap<u64, V, BuildHasherDefault<FingerprintHasher>>;
-
-#[derive(Default)]
-pub(super) struct FingerprintHasher(u64);
-
-impl Hasher for FingerprintHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
 
 /// The fixed-size states, all 8 bytes, so a table entry is 16.
 pub(super) trait CompactState: Copy + Default {
@@ -69,40 +43,33 @@ impl CompactState for TokenBucket {
 
 /// States of fixed size, plus the one shared by keys that arrive while the store is full.
 pub(super) struct CompactTable<S> {
-    map: FingerprintMap<S>,
+    map: FingerprintTable<S>,
     overflow: S,
 }
 
 impl<S: CompactState> CompactTable<S> {
     fn new() -> Self {
         CompactTable {
-            map: FingerprintMap::default(),
+            map: FingerprintTable::new(),
             overflow: S::default(),
         }
     }
 
     #[inline]
     fn check(&mut self, fp: u64, now_ms: u64, policy: &Policy, room: bool) -> (Decision, bool) {
-        match self.map.entry(fp) {
-            Entry::Occupied(mut held) => (held.get_mut().check(now_ms, policy), false),
-            Entry::Vacant(new) if room => {
-                let mut state = S::default();
-                let decision = state.check(now_ms, policy);
-                new.insert(state);
-                (decision, true)
-            }
-            Entry::Vacant(_) => (self.overflow.check(now_ms, policy), false),
+        match self.map.slot(fp, room) {
+            Slot::Found(state) => (state.check(now_ms, policy), false),
+            Slot::Inserted(state) => (state.check(now_ms, policy), true),
+            Slot::Refused => (self.overflow.check(now_ms, policy), false),
         }
     }
 
     fn sweep(&mut self, now_ms: u64, policy: &Policy) -> usize {
         let before = self.map.len();
-        self.map
-            .retain(|_, state| !state.is_expired(now_ms, policy));
+        self.map.retain(|state| !state.is_expired(now_ms, policy));
         if self.overflow.is_expired(now_ms, policy) {
             self.overflow = S::default();
         }
-        shrink_if_sparse(&mut self.map);
         before - self.map.len()
     }
 
@@ -110,13 +77,6 @@ impl<S: CompactState> CompactTable<S> {
         let removed = self.map.len();
         *self = CompactTable::new();
         removed
-    }
-}
-
-/// Gives memory back once a map is mostly empty, keeping room to grow by half again.
-pub(super) fn shrink_if_sparse<V>(map: &mut FingerprintMap<V>) {
-    if map.capacity() > 64 && map.len() * 4 < map.capacity() {
-        map.shrink_to(map.len() + map.len() / 2);
     }
 }
 
