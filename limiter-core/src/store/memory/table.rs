@@ -133,7 +133,11 @@ impl Table {
         if now_ms.saturating_sub(self.swept_at) >= self.policy.window_ms() {
             *keys -= self.maintain(now_ms);
         }
-        self.last_seen = now_ms;
+        // Written only when it changes (once per clock tick): a line that two cores only read
+        // stays in both their caches.
+        if self.last_seen != now_ms {
+            self.last_seen = now_ms;
+        }
         let room = *keys < max_keys;
         let policy = &self.policy;
         let (decision, inserted) = match &mut self.counts {
