@@ -111,8 +111,8 @@ impl Shard {
 }
 
 impl MemoryStore {
-    /// The default bound on the number of keys: 1,000,000, about 36 MB for the fixed-size
-    /// algorithms and 36 to 70 MB for the sliding log with `N = 5`.
+    /// The default bound on the number of keys: 1,000,000, about 34 MB for the fixed-size
+    /// algorithms and 34 to 55 MB for the sliding log with `N = 5`.
     pub const DEFAULT_MAX_KEYS: usize = 1_000_000;
 
     /// An empty store holding at most [`MemoryStore::DEFAULT_MAX_KEYS`] keys.
