@@ -12,7 +12,8 @@ pub enum OnStoreError {
     /// default).
     #[default]
     FallBackToMemory,
-    /// Let requests through unlimited (and without RateLimit fields for that limit).
+    /// Let requests through unlimited. Their responses carry no RateLimit fields, which
+    /// would no longer line up with the handler's limits.
     FailOpen,
     /// Refuse requests: `503 Service Unavailable` with `Retry-After: 1`.
     FailClosed,
