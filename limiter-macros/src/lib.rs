@@ -1,8 +1,8 @@
 //! The `#[rate_limit]` attribute of [limiter](https://docs.rs/limiter). Use it through the
 //! `limiter` crate, which also holds the runtime it expands to.
 //!
-//! The pipeline, one file each: [`args`] parses and checks the attribute, [`period`] the
-//! window grammar, [`input`] the function, [`expand`] writes the guarded handler.
+//! The pipeline, one file each: `args.rs` parses and checks the attribute, `period.rs` the
+//! window grammar, `input.rs` the function, `expand.rs` writes the guarded handler.
 
 mod args;
 mod errors;
