@@ -192,7 +192,7 @@ impl Policy {
         if window > Policy::MAX_WINDOW {
             return Err(PolicyError::WindowTooLong(window));
         }
-        if window.subsec_nanos() % 1_000_000 != 0 {
+        if !window.subsec_nanos().is_multiple_of(1_000_000) {
             return Err(PolicyError::WindowNotWholeMillis(window));
         }
         let policy = Policy {
