@@ -105,6 +105,7 @@ pub(crate) fn parse(
     let mut krate = None;
     let mut seen: Vec<String> = Vec::new();
 
+    let raw_len = raw.len();
     for (index, arg) in raw.into_iter().enumerate() {
         match arg {
             RawArg::Positional(expr) if index == 0 => max = parse_max(expr, errors),
@@ -145,6 +146,13 @@ pub(crate) fn parse(
                 }
             }
         }
+    }
+    if raw_len == 0 {
+        errors.at(
+            attribute,
+            "missing the maximum and the window: write e.g. #[rate_limit(5, per = \"1m\")]",
+        );
+        return None;
     }
     if !seen.iter().any(|s| s == "per") {
         errors.at(

@@ -41,7 +41,10 @@ pub(crate) fn rate_limit(args: TokenStream, item: TokenStream) -> TokenStream {
             Meta::List(list) => {
                 limits.push(args::parse(list.tokens.clone(), attr.span(), &mut errors))
             }
-            _ => errors.at(&attr, "expected arguments: #[rate_limit(5, per = \"1m\")]"),
+            _ => errors.at(
+                &attr,
+                "missing the maximum and the window: write e.g. #[rate_limit(5, per = \"1m\")]",
+            ),
         }
     }
     function.attrs = attrs;
