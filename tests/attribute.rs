@@ -169,6 +169,12 @@ pub(crate) async fn route_below() -> HttpResponse {
     HttpResponse::Ok().finish()
 }
 
+#[actix_web::route("/any", method = "GET", method = "POST")]
+#[rate_limit(1, per = "1h")]
+async fn route_any() -> HttpResponse {
+    HttpResponse::Ok().finish()
+}
+
 #[actix_web::test]
 async fn works_with_the_route_macro_above_or_below() {
     let (_, limiter) = limiter();
@@ -176,13 +182,17 @@ async fn works_with_the_route_macro_above_or_below() {
         App::new()
             .app_data(limiter)
             .service(route_above)
-            .service(route_below),
+            .service(route_below)
+            .service(route_any),
     )
     .await;
     for path in ["/above", "/below"] {
         assert_eq!(call(&app, "GET", path).await.status(), 200);
         assert_eq!(call(&app, "GET", path).await.status(), 429);
     }
+    // #[route] with several methods: one budget for the handler, whatever the method.
+    assert_eq!(call(&app, "POST", "/any").await.status(), 200);
+    assert_eq!(call(&app, "GET", "/any").await.status(), 429);
 }
 
 // ---- return types, `?`, patterns ------------------------------------------------------------
