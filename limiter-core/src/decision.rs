@@ -35,6 +35,26 @@ impl Decision {
         }
     }
 
+    /// [`allow`](Decision::allow) with the wait in nanoseconds, as the algorithms have it.
+    #[inline]
+    pub(crate) const fn allow_ns(limit: u32, remaining: u32, reset_after_ns: u64) -> Decision {
+        Decision {
+            wait: (reset_after_ns & !ALLOWED) | ALLOWED,
+            limit,
+            remaining,
+        }
+    }
+
+    /// [`reject`](Decision::reject) with the wait in nanoseconds.
+    #[inline]
+    pub(crate) const fn reject_ns(limit: u32, retry_after_ns: u64) -> Decision {
+        Decision {
+            wait: retry_after_ns & !ALLOWED,
+            limit,
+            remaining: 0,
+        }
+    }
+
     /// A rejected request that could be admitted after `retry_after`.
     #[inline]
     pub fn reject(limit: u32, retry_after: Duration) -> Decision {

@@ -41,9 +41,9 @@ impl FixedWindow {
         let ends_in = ms(window - self.start.age(now_ms));
         if self.count < max {
             self.count += 1;
-            Decision::allow(max, max - self.count, ends_in)
+            Decision::allow_ns(max, max - self.count, ends_in)
         } else {
-            Decision::reject(max, ends_in)
+            Decision::reject_ns(max, ends_in)
         }
     }
 

@@ -58,10 +58,10 @@ pub fn check<L: InstantLog + ?Sized>(log: &mut L, now_ms: u64, policy: &Policy) 
             Some(oldest) => window - oldest.age(now_ms),
             None => window,
         };
-        Decision::allow(max, max - log.len() as u32, ms(next_back))
+        Decision::allow_ns(max, max - log.len() as u32, ms(next_back))
     } else {
         let oldest = log.oldest().map_or(0, |t| t.age(now_ms));
-        Decision::reject(max, ms(window - oldest))
+        Decision::reject_ns(max, ms(window - oldest))
     }
 }
 

@@ -76,14 +76,14 @@ impl SlidingWindowCounter {
         let weighted = previous * (t - elapsed) + current * t;
         if weighted >= max * t {
             let wait = time_until_below(previous, current, elapsed, t, max);
-            return Decision::reject(max as u32, ms(wait));
+            return Decision::reject_ns(max as u32, ms(wait));
         }
         let current = current + 1;
         *self = SlidingWindowCounter::pack(index as u16, previous, current);
         let room = (max * t).saturating_sub(weighted + t);
         let remaining = room.div_ceil(t);
         let wait = time_until_below(previous, current, elapsed, t, max - remaining);
-        Decision::allow(max as u32, remaining as u32, ms(wait))
+        Decision::allow_ns(max as u32, remaining as u32, ms(wait))
     }
 
     /// Whether the counts no longer weigh on any estimate at `now_ms`.

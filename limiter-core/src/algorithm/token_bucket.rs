@@ -39,7 +39,7 @@ impl TokenBucket {
         let now = now_ms * 1_000_000;
         let used = self.tat_ns.saturating_sub(now);
         if used + interval > capacity {
-            return Decision::reject(max, Duration::from_nanos(used + interval - capacity));
+            return Decision::reject_ns(max, used + interval - capacity);
         }
         let used = used + interval;
         self.tat_ns = now + used;
@@ -51,7 +51,7 @@ impl TokenBucket {
             0 => interval,
             partial => interval - partial,
         };
-        Decision::allow(max, remaining, Duration::from_nanos(next_back))
+        Decision::allow_ns(max, remaining, next_back)
     }
 
     /// Whether the bucket is full at `now_ms`: the state can be forgotten.
