@@ -50,6 +50,14 @@ pub struct Limiter {
 struct Settings {
     store: Backend,
     clock: Arc<dyn Clock>,
+    options: Options,
+    health: StoreHealth,
+    /// Counts while a networked store is away, under [`OnStoreError::FallBackToMemory`].
+    fallback: MemoryStore,
+}
+
+/// What the builder sets besides the store and the clock.
+struct Options {
     ipv6_prefix: u8,
     trusted_proxies: TrustedProxies,
     forwarding_headers: ForwardingHeaders,
@@ -59,9 +67,6 @@ struct Settings {
     headers: HeaderOptions,
     on_store_error: OnStoreError,
     store_timeout: Duration,
-    health: StoreHealth,
-    /// Counts while a networked store is away, under [`OnStoreError::FallBackToMemory`].
-    fallback: MemoryStore,
 }
 
 /// The in-memory store is called directly, without a virtual call or a future: it is the
@@ -126,26 +131,30 @@ impl Limiter {
     ) -> Result<Decision, StoreError> {
         let settings = &*self.inner;
         let error = if settings.health.should_try() {
-            let error =
-                match tokio::time::timeout(settings.store_timeout, store.check(limit, key, now))
-                    .await
-                {
-                    Ok(Ok(decision)) => {
-                        settings.health.answered();
-                        return Ok(decision);
-                    }
-                    Ok(Err(error)) => error,
-                    Err(_) => StoreError::msg(format!(
-                        "the rate limit store did not answer within {:?}",
-                        settings.store_timeout
-                    )),
-                };
-            settings.health.failed(&error, settings.on_store_error);
+            let error = match tokio::time::timeout(
+                settings.options.store_timeout,
+                store.check(limit, key, now),
+            )
+            .await
+            {
+                Ok(Ok(decision)) => {
+                    settings.health.answered();
+                    return Ok(decision);
+                }
+                Ok(Err(error)) => error,
+                Err(_) => StoreError::msg(format!(
+                    "the rate limit store did not answer within {:?}",
+                    settings.options.store_timeout
+                )),
+            };
+            settings
+                .health
+                .failed(&error, settings.options.on_store_error);
             error
         } else {
             StoreError::msg("the rate limit store is unavailable; retrying it shortly")
         };
-        match settings.on_store_error {
+        match settings.options.on_store_error {
             OnStoreError::FallBackToMemory => Ok(settings.fallback.check_at(limit, key, now)),
             OnStoreError::FailOpen | OnStoreError::FailClosed => Err(error),
         }
@@ -153,7 +162,7 @@ impl Limiter {
 
     /// What limited handlers do when the store fails.
     pub fn on_store_error(&self) -> OnStoreError {
-        self.inner.on_store_error
+        self.inner.options.on_store_error
     }
 
     /// The limiter's clock.
@@ -179,41 +188,41 @@ impl Limiter {
 
     /// The IPv6 prefix length clients are grouped by.
     pub fn ipv6_prefix(&self) -> u8 {
-        self.inner.ipv6_prefix
+        self.inner.options.ipv6_prefix
     }
 
     /// The proxies whose forwarding headers are believed.
     pub fn trusted_proxies(&self) -> &TrustedProxies {
-        &self.inner.trusted_proxies
+        &self.inner.options.trusted_proxies
     }
 
     pub(crate) fn forwarding_headers(&self) -> ForwardingHeaders {
-        self.inner.forwarding_headers
+        self.inner.options.forwarding_headers
     }
 
     pub(crate) fn user_key(&self) -> Option<&UserKey> {
-        self.inner.user_key.as_deref()
+        self.inner.options.user_key.as_deref()
     }
 
     pub(crate) fn rejection_message(&self) -> &str {
-        &self.inner.rejection_message
+        &self.inner.options.rejection_message
     }
 
     pub(crate) fn rejection_response(&self) -> Option<&RejectionResponse> {
-        self.inner.rejection_response.as_deref()
+        self.inner.options.rejection_response.as_deref()
     }
 
     pub(crate) fn header_options(&self) -> HeaderOptions {
-        self.inner.headers
+        self.inner.options.headers
     }
 }
 
 impl fmt::Debug for Limiter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Limiter")
-            .field("ipv6_prefix", &self.inner.ipv6_prefix)
-            .field("user_key", &self.inner.user_key.is_some())
-            .field("headers", &self.inner.headers)
+            .field("ipv6_prefix", &self.inner.options.ipv6_prefix)
+            .field("user_key", &self.inner.options.user_key.is_some())
+            .field("headers", &self.inner.options.headers)
             .finish_non_exhaustive()
     }
 }
@@ -222,25 +231,17 @@ impl fmt::Debug for Limiter {
 pub struct LimiterBuilder {
     store: Option<Backend>,
     clock: Option<Arc<dyn Clock>>,
-    ipv6_prefix: u8,
-    trusted_proxies: TrustedProxies,
-    forwarding_headers: ForwardingHeaders,
-    user_key: Option<Arc<UserKey>>,
-    rejection_message: Cow<'static, str>,
-    rejection_response: Option<Arc<RejectionResponse>>,
-    headers: HeaderOptions,
-    on_store_error: OnStoreError,
-    store_timeout: Duration,
+    options: Options,
 }
 
 impl fmt::Debug for LimiterBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LimiterBuilder")
-            .field("ipv6_prefix", &self.ipv6_prefix)
-            .field("trusted_proxies", &self.trusted_proxies)
-            .field("forwarding_headers", &self.forwarding_headers)
-            .field("on_store_error", &self.on_store_error)
-            .field("store_timeout", &self.store_timeout)
+            .field("ipv6_prefix", &self.options.ipv6_prefix)
+            .field("trusted_proxies", &self.options.trusted_proxies)
+            .field("forwarding_headers", &self.options.forwarding_headers)
+            .field("on_store_error", &self.options.on_store_error)
+            .field("store_timeout", &self.options.store_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -250,18 +251,20 @@ impl Default for LimiterBuilder {
         LimiterBuilder {
             store: None,
             clock: None,
-            ipv6_prefix: 56,
-            trusted_proxies: TrustedProxies::none(),
-            forwarding_headers: ForwardingHeaders::Both,
-            user_key: None,
-            rejection_message: Cow::Borrowed(DEFAULT_MESSAGE),
-            rejection_response: None,
-            headers: HeaderOptions {
-                ietf: true,
-                legacy: false,
+            options: Options {
+                ipv6_prefix: 56,
+                trusted_proxies: TrustedProxies::none(),
+                forwarding_headers: ForwardingHeaders::Both,
+                user_key: None,
+                rejection_message: Cow::Borrowed(DEFAULT_MESSAGE),
+                rejection_response: None,
+                headers: HeaderOptions {
+                    ietf: true,
+                    legacy: false,
+                },
+                on_store_error: OnStoreError::FallBackToMemory,
+                store_timeout: LimiterBuilder::DEFAULT_STORE_TIMEOUT,
             },
-            on_store_error: OnStoreError::FallBackToMemory,
-            store_timeout: LimiterBuilder::DEFAULT_STORE_TIMEOUT,
         }
     }
 }
@@ -276,14 +279,14 @@ impl LimiterBuilder {
     /// [`RETRY_INTERVAL`](crate::failover::RETRY_INTERVAL) tries it, the others get the
     /// policy's answer at once.
     pub fn on_store_error(mut self, policy: OnStoreError) -> LimiterBuilder {
-        self.on_store_error = policy;
+        self.options.on_store_error = policy;
         self
     }
 
     /// The longest a networked store may take per check (default 50 ms): a stalled store
     /// never stalls requests longer than this.
     pub fn store_timeout(mut self, timeout: Duration) -> LimiterBuilder {
-        self.store_timeout = timeout;
+        self.options.store_timeout = timeout;
         self
     }
 
@@ -305,7 +308,7 @@ impl LimiterBuilder {
     /// 128): a home connection usually owns a /56 or more, so a per-address key would be
     /// rotated at will.
     pub fn ipv6_prefix(mut self, bits: u8) -> LimiterBuilder {
-        self.ipv6_prefix = bits.min(128);
+        self.options.ipv6_prefix = bits.min(128);
         self
     }
 
@@ -343,14 +346,14 @@ impl LimiterBuilder {
         I: IntoIterator,
         I::Item: ProxyNet,
     {
-        self.trusted_proxies = TrustedProxies::parse(proxies)?;
+        self.options.trusted_proxies = TrustedProxies::parse(proxies)?;
         Ok(self)
     }
 
     /// Which forwarding headers the trusted proxies write (default: both, which must then
     /// agree). Name the one your proxy writes to ignore the other.
     pub fn forwarding_headers(mut self, headers: ForwardingHeaders) -> LimiterBuilder {
-        self.forwarding_headers = headers;
+        self.options.forwarding_headers = headers;
         self
     }
 
@@ -361,13 +364,13 @@ impl LimiterBuilder {
         mut self,
         resolve: impl Fn(&HttpRequest) -> Option<String> + Send + Sync + 'static,
     ) -> LimiterBuilder {
-        self.user_key = Some(Arc::new(resolve));
+        self.options.user_key = Some(Arc::new(resolve));
         self
     }
 
     /// The `detail` of the default 429 problem body.
     pub fn rejection_message(mut self, message: impl Into<Cow<'static, str>>) -> LimiterBuilder {
-        self.rejection_message = message.into();
+        self.options.rejection_message = message.into();
         self
     }
 
@@ -378,20 +381,20 @@ impl LimiterBuilder {
         mut self,
         build: impl Fn(&Rejection<'_>) -> HttpResponse + Send + Sync + 'static,
     ) -> LimiterBuilder {
-        self.rejection_response = Some(Arc::new(build));
+        self.options.rejection_response = Some(Arc::new(build));
         self
     }
 
     /// Whether responses carry `RateLimit-Policy` and `RateLimit` (default: yes).
     pub fn ietf_headers(mut self, on: bool) -> LimiterBuilder {
-        self.headers.ietf = on;
+        self.options.headers.ietf = on;
         self
     }
 
     /// Whether responses carry `X-RateLimit-Limit`, `X-RateLimit-Remaining` and
     /// `X-RateLimit-Reset` (default: no), for the most restrictive limit of the handler.
     pub fn legacy_headers(mut self, on: bool) -> LimiterBuilder {
-        self.headers.legacy = on;
+        self.options.headers.legacy = on;
         self
     }
 
@@ -403,15 +406,7 @@ impl LimiterBuilder {
                     .store
                     .unwrap_or_else(|| Backend::Memory(MemoryStore::new())),
                 clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
-                ipv6_prefix: self.ipv6_prefix,
-                trusted_proxies: self.trusted_proxies,
-                forwarding_headers: self.forwarding_headers,
-                user_key: self.user_key,
-                rejection_message: self.rejection_message,
-                rejection_response: self.rejection_response,
-                headers: self.headers,
-                on_store_error: self.on_store_error,
-                store_timeout: self.store_timeout,
+                options: self.options,
                 health: StoreHealth::new(),
                 fallback: MemoryStore::new(),
             }),
