@@ -426,6 +426,28 @@ async fn without_a_limiter_in_app_data_the_global_one_counts() {
     assert_eq!(call(&second, "GET", "/").await.status(), 429);
 }
 
+#[rate_limit(1, per = "1m")]
+async fn data_limited() -> &'static str {
+    "ok"
+}
+
+#[actix_web::test]
+async fn a_limiter_given_as_web_data_is_found_too() {
+    let (clock, limiter) = limiter();
+    let app = test::init_service(
+        App::new()
+            .app_data(web::Data::new(limiter))
+            .route("/", web::get().to(data_limited)),
+    )
+    .await;
+    assert_eq!(call(&app, "GET", "/").await.status(), 200);
+    assert_eq!(call(&app, "GET", "/").await.status(), 429);
+    // The manual clock moves this limiter: it is the one counting, not the global default.
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(call(&app, "GET", "/").await.status(), 200);
+    assert_eq!(call(&app, "GET", "/").await.status(), 429);
+}
+
 // ---- configuration ------------------------------------------------------------------------
 
 #[actix_web::test]

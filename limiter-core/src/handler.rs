@@ -99,6 +99,21 @@ impl HandlerLimits {
     }
 }
 
+impl Limiter {
+    /// The limiter a request is counted by: the `Limiter` in its app data (given as
+    /// `.app_data(limiter)` or, as actix habits go, `.app_data(web::Data::new(limiter))`),
+    /// else [`Limiter::global`].
+    pub fn of(req: &HttpRequest) -> &Limiter {
+        if let Some(limiter) = req.app_data::<Limiter>() {
+            return limiter;
+        }
+        match req.app_data::<actix_web::web::Data<Limiter>>() {
+            Some(data) => data,
+            None => Limiter::global(),
+        }
+    }
+}
+
 /// The request and its body stream, taken in one extraction: the guarded handler's only
 /// argument, so that the user's extractors run only once the limits have been decided.
 pub struct RequestParts {
@@ -135,10 +150,7 @@ where
     Fut::Output: Responder,
 {
     let RequestParts { req, mut payload } = parts;
-    let limiter = match req.app_data::<Limiter>() {
-        Some(limiter) => limiter,
-        None => Limiter::global(),
-    };
+    let limiter = Limiter::of(&req);
     let decided = match limiter.decide_now(&req, limits) {
         Some(decided) => decided,
         None => decide(limiter, &req, limits).await,
