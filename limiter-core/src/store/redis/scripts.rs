@@ -13,6 +13,9 @@
 use crate::{Algorithm, Policy};
 
 const PRELUDE: &str = r#"
+-- Redis 3.2 and 4 replicate scripts verbatim unless told otherwise, and then refuse writes
+-- after TIME; from Redis 5 on (and in Valkey) this is the default and the call a no-op.
+if redis.replicate_commands then redis.replicate_commands() end
 local key = KEYS[1]
 local window = tonumber(ARGV[1])
 local max = tonumber(ARGV[2])
