@@ -450,6 +450,11 @@ async fn a_limiter_given_as_web_data_is_found_too() {
 
 // ---- configuration ------------------------------------------------------------------------
 
+#[rate_limit(1, per = "1m")]
+async fn counted_elsewhere() -> &'static str {
+    "ok"
+}
+
 #[actix_web::test]
 async fn message_response_and_legacy_headers_are_configurable() {
     let clock = ManualClock::starting_at(Duration::from_secs(600));
@@ -461,7 +466,7 @@ async fn message_response_and_legacy_headers_are_configurable() {
     let app = test::init_service(
         App::new()
             .app_data(message)
-            .route("/", web::get().to(counted)),
+            .route("/", web::get().to(counted_elsewhere)),
     )
     .await;
     let res = call(&app, "GET", "/").await;
@@ -486,7 +491,7 @@ async fn message_response_and_legacy_headers_are_configurable() {
     let app = test::init_service(
         App::new()
             .app_data(custom)
-            .route("/", web::get().to(counted)),
+            .route("/", web::get().to(counted_elsewhere)),
     )
     .await;
     assert_eq!(call(&app, "GET", "/").await.status(), 200);
@@ -494,7 +499,10 @@ async fn message_response_and_legacy_headers_are_configurable() {
     assert_eq!(res.status(), 503);
     assert_eq!(header(res.headers(), "retry-after"), Some("60"));
     assert_eq!(header(res.headers(), "ratelimit"), None);
-    assert_eq!(test::read_body(res).await, "counted is busy, back in 60s");
+    assert_eq!(
+        test::read_body(res).await,
+        "counted_elsewhere is busy, back in 60s"
+    );
 }
 
 #[actix_web::test]

@@ -157,10 +157,10 @@ impl RedisStore {
             )));
         }
         let script = self.inner.scripts.of(policy.algorithm());
-        let now = if self.inner.caller_clock {
-            now.as_millis().to_string()
+        let (now, min_ttl_ms) = if self.inner.caller_clock {
+            (now.as_millis().to_string(), CALLER_CLOCK_MIN_TTL_MS)
         } else {
-            String::new()
+            (String::new(), 0)
         };
         let mut command = redis::cmd("EVALSHA");
         command
@@ -171,7 +171,8 @@ impl RedisStore {
             .arg(policy.max().get())
             .arg(now)
             .arg(policy.emission_interval_ns())
-            .arg(u64::from(policy.burst().get()) * policy.emission_interval_ns());
+            .arg(u64::from(policy.burst().get()) * policy.emission_interval_ns())
+            .arg(min_ttl_ms);
         let mut connection = self.inner.connection.clone();
         let reply: Result<(i64, i64, i64), RedisError> =
             match command.query_async(&mut connection).await {
@@ -191,6 +192,10 @@ impl RedisStore {
         })
     }
 }
+
+/// With the caller's clock, keys live at least this long in Redis's own time (a minute): the
+/// caller's time need not run at Redis's pace, and expiry must not cut a window short.
+const CALLER_CLOCK_MIN_TTL_MS: u64 = 60_000;
 
 /// Whether Redis (or Valkey, which words the message differently) does not know the script.
 fn is_no_script(error: &RedisError) -> bool {

@@ -2,8 +2,11 @@
 //! [`algorithm`](crate::algorithm), and the same decisions as the in-memory store.
 //!
 //! Every script takes `KEYS[1]`, the state of one key under one limit, and
-//! `ARGV = [window_ms, max, now_ms or "", interval_ns, capacity_ns]`; without a `now` it reads
-//! the Redis server's clock (`TIME`), so instances with skewed clocks agree. It answers
+//! `ARGV = [window_ms, max, now_ms or "", interval_ns, capacity_ns, min_ttl_ms]`; without a
+//! `now` it reads the Redis server's clock (`TIME`), so instances with skewed clocks agree.
+//! Expiry only reclaims memory — every script ignores state that no longer counts — so a
+//! caller with a clock of its own (tests moving a manual clock, not in step with Redis's)
+//! passes a `min_ttl_ms` that keeps keys alive while it works. It answers
 //! `{allowed, remaining, wait_ns}`: `wait_ns` is `retry_after` on a rejection and the time
 //! until used quota next comes back otherwise. Every key written gets an expiry.
 //!
@@ -20,6 +23,11 @@ local key = KEYS[1]
 local window = tonumber(ARGV[1])
 local max = tonumber(ARGV[2])
 local now = tonumber(ARGV[3])
+local min_ttl = tonumber(ARGV[6]) or 0
+local function expire_in(ms)
+  if ms < min_ttl then ms = min_ttl end
+  redis.call('PEXPIRE', key, ms)
+end
 if not now then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -49,7 +57,7 @@ while len > 0 do
 end
 if len < max then
   redis.call('RPUSH', key, now)
-  redis.call('PEXPIRE', key, window)
+  expire_in(window)
   return {1, max - len - 1, ((oldest or now) + window - now) * 1000000}
 end
 return {0, 0, (oldest + window - now) * 1000000}
@@ -68,7 +76,7 @@ local ends = start + window - now
 if count < max then
   count = count + 1
   redis.call('HSET', key, 's', start, 'c', count)
-  redis.call('PEXPIRE', key, ends)
+  expire_in(ends)
   return {1, max - count, ends * 1000000}
 end
 return {0, 0, ends * 1000000}
@@ -89,7 +97,7 @@ end
 used = used + interval
 local whole = idiv(used, 1000000)
 redis.call('HSET', key, 't', now + whole, 'n', used - whole * 1000000)
-redis.call('PEXPIRE', key, whole + 1)
+expire_in(whole + 1)
 local left = capacity - used
 local remaining = idiv(left, interval)
 local partial = left - remaining * interval
@@ -128,7 +136,7 @@ if weighted >= max * window then
 end
 cur = cur + 1
 redis.call('HSET', key, 'w', index, 'p', prev, 'c', cur)
-redis.call('PEXPIRE', key, 2 * window - elapsed)
+expire_in(2 * window - elapsed)
 local room = max * window - (weighted + window)
 if room < 0 then room = 0 end
 local remaining = idiv(room + window - 1, window)
