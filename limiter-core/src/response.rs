@@ -80,7 +80,9 @@ impl RateLimitFields {
         keep_existing: bool,
     ) {
         let set = |headers: &mut HeaderMap, name: &HeaderName, value: HeaderValue| {
-            if !keep_existing || !headers.contains_key(name) {
+            if keep_existing {
+                set_if_absent(headers, name, value);
+            } else {
                 headers.insert(name.clone(), value);
             }
         };
@@ -222,11 +224,7 @@ pub(crate) fn complete_rejection(response: &mut HttpResponse, retry_after: u64) 
         &header::RETRY_AFTER,
         HeaderValue::from(retry_after),
     );
-    set_if_absent(
-        headers,
-        &header::CACHE_CONTROL,
-        HeaderValue::from_static("no-store"),
-    );
+    set_if_absent(headers, &header::CACHE_CONTROL, NO_STORE.clone());
 }
 
 /// A problem response for a request the limiter could not decide.

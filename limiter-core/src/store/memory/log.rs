@@ -29,6 +29,11 @@ impl LogEntry {
         data: 0,
         meta: EMPTY,
     };
+
+    /// The ring's head and length, for an entry whose log is in the slab.
+    fn head_len(&self) -> (usize, usize) {
+        ((self.meta >> 16) as usize, (self.meta & 0xFFFF) as usize)
+    }
 }
 
 impl Default for LogEntry {
@@ -76,10 +81,7 @@ struct LogView<'a> {
 
 impl LogView<'_> {
     fn head_len(&self) -> (usize, usize) {
-        (
-            (self.entry.meta >> 16) as usize,
-            (self.entry.meta & 0xFFFF) as usize,
-        )
+        self.entry.head_len()
     }
 
     fn set_head_len(&mut self, head: usize, len: usize) {
@@ -249,7 +251,7 @@ impl LogTable {
                 continue;
             }
             let start = entry.data as usize * capacity;
-            let (head, len) = ((entry.meta >> 16) as usize, (entry.meta & 0xFFFF) as usize);
+            let (head, len) = entry.head_len();
             let ring = &old[start..start + capacity];
             let index = (stamps.len() / capacity) as u32;
             stamps.extend((0..capacity).map(|i| ring[(head + i) % capacity]));

@@ -59,10 +59,7 @@ impl RedisStore {
     /// Connects to `url` (`redis://host:port/db`), failing if Redis cannot be reached now.
     pub async fn connect(url: &str) -> Result<RedisStore, StoreError> {
         let client = redis::Client::open(url).map_err(|e| error("invalid Redis URL", e))?;
-        let manager = ConnectionManager::new_with_config(client, config())
-            .await
-            .map_err(|e| error("cannot reach Redis", e))?;
-        Ok(RedisStore::from_manager(manager))
+        RedisStore::from_client(client).await
     }
 
     /// A store for `url` that connects on first use: the service starts even while Redis is
