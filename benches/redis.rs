@@ -61,13 +61,17 @@ fn theirs(port: u16, sha: &str, policy: &Policy, checks: u64, pipeline: u32) -> 
             &pipeline.to_string(),
         ])
         .args(["-r", "100000", "-q"])
-        .args(["EVALSHA", sha, "1", &key])
+        .args(["EVALSHA", sha, "1", &key, "", "0"])
+        .arg(match policy.algorithm() {
+            Algorithm::SlidingWindow => "1",
+            Algorithm::FixedWindow => "2",
+            Algorithm::SlidingWindowCounter => "3",
+            Algorithm::TokenBucket => "4",
+        })
         .arg(policy.window_ms().to_string())
         .arg(policy.max().get().to_string())
-        .arg("")
         .arg(policy.emission_interval_ns().to_string())
         .arg((u64::from(policy.burst().get()) * policy.emission_interval_ns()).to_string())
-        .arg("0")
         .output()
         .expect("redis-benchmark comes with redis-server (apt-get install -y redis-server)");
     let text = String::from_utf8_lossy(&output.stdout);
@@ -106,7 +110,7 @@ fn main() {
     for algorithm in Algorithm::ALL {
         let policy = Policy::for_algorithm(algorithm, 100, Duration::from_secs(60)).unwrap();
         let limit = Limit::new(format!("bench-{algorithm}"), policy);
-        let (sha, _) = store.script(algorithm);
+        let (sha, _) = store.script();
         ours(&runtime, &store, &limit, 1_000); // loads the script, warms the connection
         let (mut a, mut b) = (Vec::new(), Vec::new());
         for _ in 0..rounds {

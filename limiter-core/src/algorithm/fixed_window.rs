@@ -3,6 +3,9 @@
 //!
 //! Memory: 8 bytes per key. Error: a client can spend `N` at the end of one window and `N`
 //! at the start of the next, `2N` within an interval far shorter than `T`.
+//!
+//! A reading earlier than the open window's start (it reached the store after a later one)
+//! is counted at the start: it never reopens or resets the window.
 
 use super::{ms, Stamp};
 use crate::{Decision, Policy};
@@ -30,6 +33,7 @@ impl FixedWindow {
     /// # Ok::<(), limiter_core::PolicyError>(())
     /// ```
     pub fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {
+        let now_ms = self.catch_up(now_ms);
         let window = policy.window_ms();
         let max = policy.max().get();
         if self.is_expired(now_ms, policy) {
@@ -47,8 +51,40 @@ impl FixedWindow {
         }
     }
 
+    /// Where the key stands at `now_ms`, with nothing counted: how many requests would be
+    /// admitted now, and when used quota next comes back (zero when none is used).
+    pub fn status(&self, now_ms: u64, policy: &Policy) -> Decision {
+        let max = policy.max().get();
+        let now_ms = self.catch_up(now_ms);
+        if self.is_expired(now_ms, policy) {
+            return Decision::allow_ns(max, max, 0);
+        }
+        let ends_in = ms(policy.window_ms() - self.start.age(now_ms));
+        match max - self.count {
+            0 => Decision::reject_ns(max, ends_in),
+            left => Decision::allow_ns(max, left, ends_in),
+        }
+    }
+
+    /// `now_ms`, or the open window's start when that is later.
+    fn catch_up(&self, now_ms: u64) -> u64 {
+        if self.count == 0 {
+            now_ms
+        } else {
+            self.start.catch_up(now_ms)
+        }
+    }
+
     /// Whether no window is open at `now_ms`: the state can be forgotten.
     pub fn is_expired(&self, now_ms: u64, policy: &Policy) -> bool {
         self.count == 0 || self.start.age(now_ms) >= policy.window_ms()
+    }
+
+    /// Milliseconds until the state can be forgotten.
+    pub fn expires_in(&self, now_ms: u64, policy: &Policy) -> u64 {
+        if self.count == 0 {
+            return 0;
+        }
+        policy.window_ms().saturating_sub(self.start.age(now_ms))
     }
 }

@@ -33,9 +33,14 @@ pub mod token_bucket;
 
 /// A millisecond instant kept in 32 bits: the compact form stores keep per request.
 ///
-/// Ages are computed with wrapping arithmetic, which is exact while the instant is less than
-/// 2³² ms (49 days) old. Stores guarantee that: they drop state a few windows after its last
-/// use, and windows are at most [`Policy::MAX_WINDOW`](crate::Policy::MAX_WINDOW) long.
+/// Differences are computed with wrapping arithmetic and read as signed, which is exact
+/// while two instants are less than 2³¹ ms (24 days) apart. Stores guarantee that: they drop
+/// state a few windows after its last use, and windows are at most
+/// [`Policy::MAX_WINDOW`](crate::Policy::MAX_WINDOW) long.
+///
+/// A stamp can be *later* than a reading: two workers read the clock, and the later reader
+/// takes the store's lock first. Such a reading is treated as the stamp's instant (see
+/// [`Stamp::catch_up`]): an old reading never makes state look expired.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stamp(u32);
 
@@ -46,10 +51,34 @@ impl Stamp {
         Stamp(now_ms as u32)
     }
 
-    /// Milliseconds from this stamp to `now_ms` (which must not be earlier).
+    /// Milliseconds from this stamp to `now_ms`: 0 when the stamp is later than `now_ms`.
     #[inline]
     pub const fn age(self, now_ms: u64) -> u64 {
-        (now_ms as u32).wrapping_sub(self.0) as u64
+        let signed = (now_ms as u32).wrapping_sub(self.0) as i32;
+        if signed < 0 {
+            0
+        } else {
+            signed as u64
+        }
+    }
+
+    /// `now_ms`, or this stamp's instant when that is later: the reading a check uses, so
+    /// that state is never judged by a clock reading older than itself.
+    ///
+    /// ```
+    /// use limiter_core::algorithm::Stamp;
+    /// let newest = Stamp::at(100_004);
+    /// assert_eq!(newest.catch_up(100_000), 100_004); // a reading that arrived late
+    /// assert_eq!(newest.catch_up(100_010), 100_010);
+    /// ```
+    #[inline]
+    pub const fn catch_up(self, now_ms: u64) -> u64 {
+        let signed = (now_ms as u32).wrapping_sub(self.0) as i32;
+        if signed < 0 {
+            now_ms + signed.unsigned_abs() as u64
+        } else {
+            now_ms
+        }
     }
 
     /// The raw 32 bits, for stores that pack stamps themselves.

@@ -21,14 +21,22 @@ pub trait InstantLog {
     }
     /// The oldest instant, if any.
     fn oldest(&self) -> Option<Stamp>;
+    /// The newest instant, if any.
+    fn newest(&self) -> Option<Stamp>;
     /// Drops the oldest instant.
     fn pop_oldest(&mut self);
+    /// Drops the newest instant (undoes a [`push`](InstantLog::push)).
+    fn pop_newest(&mut self);
     /// Appends an instant, never earlier than those already held. Called only while
     /// `len() < N`.
     fn push(&mut self, stamp: Stamp);
 }
 
 /// Counts a request at `now_ms` against `log`.
+///
+/// A reading earlier than the newest instant held (it reached the store after a later
+/// one) is counted at that newest instant: the log stays in order, and nothing is dropped
+/// for looking too old, or too young.
 ///
 /// ```
 /// use std::collections::VecDeque;
@@ -44,14 +52,12 @@ pub trait InstantLog {
 /// # Ok::<(), limiter_core::PolicyError>(())
 /// ```
 pub fn check<L: InstantLog + ?Sized>(log: &mut L, now_ms: u64, policy: &Policy) -> Decision {
+    let now_ms = log
+        .newest()
+        .map_or(now_ms, |newest| newest.catch_up(now_ms));
     let window = policy.window_ms();
     let max = policy.max().get();
-    while let Some(oldest) = log.oldest() {
-        if oldest.age(now_ms) < window {
-            break;
-        }
-        log.pop_oldest();
-    }
+    forget_expired(log, now_ms, window);
     if log.len() < max as usize {
         log.push(Stamp::at(now_ms));
         let next_back = match log.oldest() {
@@ -65,9 +71,42 @@ pub fn check<L: InstantLog + ?Sized>(log: &mut L, now_ms: u64, policy: &Policy) 
     }
 }
 
+/// Where the key stands at `now_ms`, with nothing counted: how many requests would be
+/// admitted now, and when used quota next comes back (zero when none is used). Drops the
+/// instants that left the window, which changes no decision.
+pub fn status<L: InstantLog + ?Sized>(log: &mut L, now_ms: u64, policy: &Policy) -> Decision {
+    let now_ms = log
+        .newest()
+        .map_or(now_ms, |newest| newest.catch_up(now_ms));
+    let window = policy.window_ms();
+    let max = policy.max().get();
+    forget_expired(log, now_ms, window);
+    let next_back = log
+        .oldest()
+        .map_or(0, |oldest| ms(window - oldest.age(now_ms)));
+    match max - log.len() as u32 {
+        0 => Decision::reject_ns(max, next_back),
+        left => Decision::allow_ns(max, left, next_back),
+    }
+}
+
+fn forget_expired<L: InstantLog + ?Sized>(log: &mut L, now_ms: u64, window: u64) {
+    while let Some(oldest) = log.oldest() {
+        if oldest.age(now_ms) < window {
+            break;
+        }
+        log.pop_oldest();
+    }
+}
+
 /// Whether a log whose newest instant is `newest` holds nothing that counts at `now_ms`.
 pub fn is_expired(newest: Stamp, now_ms: u64, policy: &Policy) -> bool {
     newest.age(now_ms) >= policy.window_ms()
+}
+
+/// Milliseconds until a log whose newest instant is `newest` can be forgotten.
+pub fn expires_in(newest: Stamp, now_ms: u64, policy: &Policy) -> u64 {
+    policy.window_ms().saturating_sub(newest.age(now_ms))
 }
 
 impl InstantLog for VecDeque<Stamp> {
@@ -77,8 +116,14 @@ impl InstantLog for VecDeque<Stamp> {
     fn oldest(&self) -> Option<Stamp> {
         self.front().copied()
     }
+    fn newest(&self) -> Option<Stamp> {
+        self.back().copied()
+    }
     fn pop_oldest(&mut self) {
         self.pop_front();
+    }
+    fn pop_newest(&mut self) {
+        self.pop_back();
     }
     fn push(&mut self, stamp: Stamp) {
         self.push_back(stamp);

@@ -9,6 +9,9 @@
 //! tests, which hold it to 2% and 1.05 N). In the worst case — the previous window's
 //! requests bunched at its end — an interval of length `T` can hold `2N`, as with a fixed
 //! window; the property tests check that bound.
+//!
+//! A reading in an earlier window than the state's (it reached the store after a later one)
+//! is counted at the start of the state's window: the counts never move backwards.
 
 use super::ms;
 use crate::{Decision, Policy};
@@ -38,14 +41,32 @@ impl SlidingWindowCounter {
         }
     }
 
-    /// The counts `(previous, current)` as they stand in the window numbered `index`.
+    /// The counts `(previous, current)` as they stand in the window numbered `index`, which
+    /// is not earlier than the state's own (see [`catch_up`](Self::catch_up)).
     #[inline]
     fn counts_in(self, index: u64) -> (u64, u64) {
         let (window, previous, current) = self.unpack();
-        match (index as u16).wrapping_sub(window) {
-            0 => (previous, current),
+        match (index as u16).wrapping_sub(window) as i16 {
+            // An earlier window than the state's cannot be asked about once caught up; for
+            // the sweeper, whose reading may be older, such state is simply not expired.
+            i16::MIN..=0 => (previous, current),
             1 => (current, 0),
             _ => (0, 0),
+        }
+    }
+
+    /// `now_ms`, or the start of the state's window when the reading lies in an earlier
+    /// window (it reached the store after a later one): counts are never shifted backwards.
+    #[inline]
+    fn catch_up(self, now_ms: u64, t: u64) -> u64 {
+        let (window, previous, current) = self.unpack();
+        if previous == 0 && current == 0 {
+            return now_ms;
+        }
+        let index = now_ms / t;
+        match window.wrapping_sub(index as u16) as i16 {
+            ahead @ 1.. => (index + ahead as u64) * t,
+            _ => now_ms,
         }
     }
 
@@ -69,6 +90,7 @@ impl SlidingWindowCounter {
     pub fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {
         let t = policy.window_ms();
         let max = u64::from(policy.max().get());
+        let now_ms = self.catch_up(now_ms, t);
         let index = now_ms / t;
         let elapsed = now_ms - index * t;
         let (previous, current) = self.counts_in(index);
@@ -86,9 +108,51 @@ impl SlidingWindowCounter {
         Decision::allow_ns(max as u32, remaining as u32, ms(wait))
     }
 
+    /// Where the key stands at `now_ms`, with nothing counted: how many requests would be
+    /// admitted now, and when used quota next comes back (zero when no whole request's worth
+    /// is used).
+    pub fn status(&self, now_ms: u64, policy: &Policy) -> Decision {
+        let t = policy.window_ms();
+        let max = u64::from(policy.max().get());
+        let now_ms = self.catch_up(now_ms, t);
+        let index = now_ms / t;
+        let elapsed = now_ms - index * t;
+        let (previous, current) = self.counts_in(index);
+        let weighted = previous * (t - elapsed) + current * t;
+        if weighted >= max * t {
+            let wait = time_until_below(previous, current, elapsed, t, max);
+            return Decision::reject_ns(max as u32, ms(wait));
+        }
+        let remaining = (max * t - weighted).div_ceil(t);
+        let wait = if remaining >= max {
+            0
+        } else {
+            time_until_below(previous, current, elapsed, t, max - remaining)
+        };
+        Decision::allow_ns(max as u32, remaining as u32, ms(wait))
+    }
+
     /// Whether the counts no longer weigh on any estimate at `now_ms`.
     pub fn is_expired(&self, now_ms: u64, policy: &Policy) -> bool {
         self.counts_in(now_ms / policy.window_ms()) == (0, 0)
+    }
+
+    /// Milliseconds until the counts no longer weigh on any estimate.
+    pub fn expires_in(&self, now_ms: u64, policy: &Policy) -> u64 {
+        let t = policy.window_ms();
+        let (window, previous, current) = self.unpack();
+        if previous == 0 && current == 0 {
+            return 0;
+        }
+        let index = now_ms / t;
+        let behind = (index as u16).wrapping_sub(window) as i16;
+        // The current count weighs until the end of the next window.
+        let end = match behind {
+            i16::MIN..=0 => (index + u64::from(behind.unsigned_abs()) + 2) * t,
+            1 => (index + 1) * t,
+            _ => return 0,
+        };
+        end - now_ms
     }
 }
 

@@ -5,6 +5,9 @@
 //! `now` finds `used = max(TAT, now) − now` of the bucket spent and is admitted iff
 //! `used + I ≤ B × I`; it then moves TAT by `I`. `Retry-After = used + I − B × I`, the time
 //! until one token is back. Memory: 8 bytes per key, whatever `N` and `B`.
+//!
+//! A reading earlier than others already counted finds more of the bucket used, never less:
+//! readings that reach the store out of order can only make it stricter.
 
 use crate::{Decision, Policy};
 use std::time::Duration;
@@ -54,9 +57,36 @@ impl TokenBucket {
         Decision::allow_ns(max, remaining, next_back)
     }
 
+    /// Where the bucket stands at `now_ms`, with nothing taken: how many requests would be
+    /// admitted now, and when the next whole token comes back (zero when the bucket is full).
+    pub fn status(&self, now_ms: u64, policy: &Policy) -> Decision {
+        let max = policy.max().get();
+        let interval = policy.emission_interval_ns();
+        let capacity = u64::from(policy.burst().get()) * interval;
+        let used = self.tat_ns.saturating_sub(now_ms * 1_000_000);
+        if used + interval > capacity {
+            return Decision::reject_ns(max, used + interval - capacity);
+        }
+        let left = capacity - used;
+        let remaining = (left / interval).min(u64::from(u32::MAX)) as u32;
+        let next_back = match (used, left % interval) {
+            (0, _) => 0,
+            (_, 0) => interval,
+            (_, partial) => interval - partial,
+        };
+        Decision::allow_ns(max, remaining, next_back)
+    }
+
     /// Whether the bucket is full at `now_ms`: the state can be forgotten.
     pub fn is_expired(&self, now_ms: u64) -> bool {
         self.tat_ns <= now_ms * 1_000_000
+    }
+
+    /// Milliseconds until the bucket is full again, rounded up.
+    pub fn expires_in(&self, now_ms: u64) -> u64 {
+        self.tat_ns
+            .saturating_sub(now_ms * 1_000_000)
+            .div_ceil(1_000_000)
     }
 
     /// The time until the bucket is full again.

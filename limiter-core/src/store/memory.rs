@@ -2,7 +2,6 @@
 
 mod fingerprint_table;
 mod log;
-mod spin_lock;
 mod table;
 
 use std::collections::hash_map::RandomState;
@@ -12,13 +11,17 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use parking_lot::Mutex;
+
 use super::{Check, Limit, Store};
 use crate::Decision;
-use spin_lock::SpinMutex;
-use table::Table;
+use table::{Prior, Table};
 
 /// The most shards a store splits its keys over.
 const MAX_SHARDS: usize = 64;
+/// A shard gets at least this many bytes: room for a few of the largest sliding logs
+/// (65,535 instants, 256 KiB each) besides its tables.
+const MIN_SHARD_BYTES: usize = 1 << 20;
 /// How often (in clock milliseconds) some request pays for visiting one more shard.
 const HOUSEKEEPING_TICK_MS: u64 = 10;
 
@@ -26,7 +29,8 @@ const HOUSEKEEPING_TICK_MS: u64 = 10;
 ///
 /// - **Exact under concurrency**: each check runs under the lock of the one shard its key
 ///   falls in, so many threads hitting one key admit exactly `N`; keys in other shards do
-///   not wait.
+///   not wait. A request's stacked limits are decided under the locks of all their shards
+///   at once, all or nothing.
 /// - **Compact**: a key is a 64-bit fingerprint (SipHash-1-3 keyed with a random secret
 ///   drawn when the store is made) and its state 8 bytes, so a table entry is 16 bytes; see
 ///   [`algorithm`](crate::algorithm) for the sliding log's extra. A check of a key the store
@@ -35,16 +39,19 @@ const HOUSEKEEPING_TICK_MS: u64 = 10;
 ///   the secret never leaves the process.
 /// - **Self-cleaning**: state that no longer counts is dropped as time passes, without any
 ///   call from you: a window after a key's last request (two for the counter, whose
-///   estimate weighs the previous window; for the token bucket, once it is full again). A table is swept when a check finds its last sweep a window old, and
-///   every ten milliseconds of clock time one request also visits the next shard, so each
-///   shard is looked at while traffic flows even if its own keys went quiet. A silent
-///   process does no work, and holds only what it held.
-/// - **Bounded**: at most `max_keys` keys (default [`MemoryStore::DEFAULT_MAX_KEYS`]), split
-///   evenly over the shards. When a shard is full, clients it already holds keep their
-///   exact state — nobody is evicted, so nobody gets a fresh budget — and clients it does
-///   not hold yet are counted together as **one** client per limit (the overflow budget)
-///   until sweeping makes room. A flood of one-off keys (rotating addresses) therefore
-///   costs bounded memory and cannot unlock anyone.
+///   estimate weighs the previous window; for the token bucket, once it is full again). A
+///   table is swept when a check finds its last sweep a window old, and every ten
+///   milliseconds of clock time one request also visits the next shard, so each shard is
+///   looked at while traffic flows even if its own keys went quiet. A silent process does
+///   no work, and holds only what it held.
+/// - **Bounded in keys and in bytes**: at most `max_keys` keys (default
+///   [`MemoryStore::DEFAULT_MAX_KEYS`]) and `max_bytes` of tables and logs (default
+///   [`MemoryStore::DEFAULT_MAX_BYTES`]), split evenly over the shards. When a shard is
+///   full, a newcomer still gets its own exact budget: room is made by forgetting the state
+///   closest to expiring among a few of its limit's keys (the way nginx's zones drop their
+///   oldest state). What eviction can give away: the forgotten client starts afresh — which
+///   a client rotating its key gets anyway — and nothing else; nobody is ever counted in a
+///   shared bucket.
 ///
 /// Clones share the same counts. [`MemoryStore::global`] is the one the process uses by
 /// default.
@@ -70,12 +77,21 @@ pub struct MemoryStore {
 
 struct Inner {
     secret: RandomState,
-    shards: Box<[Padded<SpinMutex<Shard>>]>,
+    shards: Box<[Padded<Mutex<Shard>>]>,
     shard_mask: usize,
-    keys_per_shard: usize,
+    bounds: Bounds,
     max_keys: usize,
+    max_bytes: usize,
+    evictions: AtomicU64,
     next_housekeeping: AtomicU64,
     housekeeping_cursor: AtomicUsize,
+}
+
+/// What one shard may hold.
+#[derive(Clone, Copy)]
+struct Bounds {
+    keys: usize,
+    bytes: usize,
 }
 
 /// Keeps each shard's lock on cache lines of its own, so that threads working on different
@@ -92,16 +108,104 @@ struct Shard {
 impl Shard {
     /// The table of `limit`, made on its first use in this shard.
     #[inline]
-    fn table<'t>(tables: &'t mut Vec<Table>, limit: &Limit, now_ms: u64) -> &'t mut Table {
+    fn table_index(&mut self, limit: &Limit, now_ms: u64) -> usize {
         let id = limit.id();
-        let position = match tables.iter().position(|t| t.limit_id() == id) {
+        match self.tables.iter().position(|t| t.limit_id() == id) {
             Some(position) => position,
             None => {
-                tables.push(Table::new(limit, now_ms));
-                tables.len() - 1
+                self.tables.push(Table::new(limit, now_ms));
+                self.tables.len() - 1
+            }
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        self.tables.iter().map(Table::bytes).sum()
+    }
+
+    /// Counts a request of `fp` against `limit`, making room for it if the shard is full.
+    /// Returns the decision, what to undo it with, and how many keys were evicted.
+    #[inline]
+    fn check(
+        &mut self,
+        limit: &Limit,
+        fp: u64,
+        now_ms: u64,
+        bounds: Bounds,
+    ) -> (Decision, Prior, u64) {
+        let t = self.table_index(limit, now_ms);
+        if self.tables[t].sweep_due(now_ms) {
+            self.keys -= self.tables[t].maintain(now_ms);
+        }
+        self.tables[t].seen(now_ms);
+        let mut evicted = 0;
+        let slot = match self.tables[t].find(fp) {
+            Some(slot) => slot,
+            None => {
+                evicted += self.make_room(t, fp, now_ms, bounds);
+                self.keys += 1;
+                self.tables[t].insert(fp)
             }
         };
-        &mut tables[position]
+        let growth = self.tables[t].growth_for(slot);
+        let slot = if growth > 0 && self.bytes() + growth > bounds.bytes {
+            // The log needs a ring the shard has no bytes for: take the ring of the log
+            // closest to expiring (its key goes with it).
+            if self.tables[t].evict(eviction_start(fp), fp, now_ms, true) {
+                self.keys -= 1;
+                evicted += 1;
+            }
+            self.tables[t]
+                .find(fp)
+                .unwrap_or_else(|| self.tables[t].insert(fp))
+        } else {
+            slot
+        };
+        let (decision, prior) = self.tables[t].check(slot, now_ms);
+        (decision, prior, evicted)
+    }
+
+    /// Makes room for one more key in table `t`: under the key bound, and within the bytes
+    /// if the table must grow. Returns how many keys were evicted.
+    #[cold]
+    fn make_room(&mut self, t: usize, fp: u64, now_ms: u64, bounds: Bounds) -> u64 {
+        let mut evicted = 0;
+        let start = eviction_start(fp);
+        if self.keys >= bounds.keys {
+            // From the newcomer's own limit; from the fullest table when it has none yet.
+            let from = if self.tables[t].len() > 0 {
+                Some(t)
+            } else {
+                (0..self.tables.len()).max_by_key(|&i| self.tables[i].len())
+            };
+            if let Some(from) = from {
+                if self.tables[from].evict(start, fp, now_ms, false) {
+                    self.keys -= 1;
+                    evicted += 1;
+                }
+            }
+        }
+        let table = &self.tables[t];
+        let grown = self.bytes() - table.bytes() + table.bytes_after_insert();
+        // A table's first slots are always granted: their number is bounded by the code's
+        // limits, not by clients.
+        if grown > bounds.bytes && table.len() > 0 && self.tables[t].evict(start, fp, now_ms, false)
+        {
+            self.keys -= 1;
+            evicted += 1;
+        }
+        evicted
+    }
+
+    fn undo(&mut self, limit: &Limit, fp: u64, prior: Prior) {
+        if let Some(table) = self.tables.iter_mut().find(|t| t.limit_id() == limit.id()) {
+            table.undo(fp, prior);
+        }
+    }
+
+    fn status(&mut self, limit: &Limit, fp: u64, now_ms: u64) -> Decision {
+        let t = self.table_index(limit, now_ms);
+        self.tables[t].status(fp, now_ms)
     }
 
     fn maintain(&mut self, now_ms: u64) {
@@ -110,31 +214,70 @@ impl Shard {
     }
 }
 
+/// Where an eviction starts looking: from the newcomer's secret fingerprint, so clients can
+/// neither predict nor aim it, and away from the newcomer's own probe run.
+fn eviction_start(fp: u64) -> u64 {
+    fp.rotate_left(29)
+}
+
 impl MemoryStore {
     /// The default bound on the number of keys: 1,000,000, about 34 MB for the fixed-size
     /// algorithms and 34 to 55 MB for the sliding log with `N = 5`.
     pub const DEFAULT_MAX_KEYS: usize = 1_000_000;
 
-    /// An empty store holding at most [`MemoryStore::DEFAULT_MAX_KEYS`] keys.
+    /// The default bound on memory: 64 MiB of tables and logs, which holds the default
+    /// million keys of any algorithm with `N = 5`.
+    pub const DEFAULT_MAX_BYTES: usize = 64 << 20;
+
+    /// An empty store with the default bounds.
     pub fn new() -> MemoryStore {
-        MemoryStore::with_max_keys(MemoryStore::DEFAULT_MAX_KEYS)
+        MemoryStore::with_bounds(
+            MemoryStore::DEFAULT_MAX_KEYS,
+            MemoryStore::DEFAULT_MAX_BYTES,
+        )
     }
 
-    /// An empty store holding at most `max_keys` keys (at least 1).
+    /// An empty store holding at most `max_keys` keys (at least 1), and the default bytes.
     pub fn with_max_keys(max_keys: usize) -> MemoryStore {
+        MemoryStore::with_bounds(max_keys, MemoryStore::DEFAULT_MAX_BYTES)
+    }
+
+    /// An empty store holding at most `max_bytes` of tables and logs (at least 64 KiB),
+    /// and the default number of keys.
+    ///
+    /// ```
+    /// use limiter_core::MemoryStore;
+    /// let store = MemoryStore::with_max_bytes(8 << 20);
+    /// assert_eq!(store.max_bytes(), 8 << 20);
+    /// ```
+    pub fn with_max_bytes(max_bytes: usize) -> MemoryStore {
+        MemoryStore::with_bounds(MemoryStore::DEFAULT_MAX_KEYS, max_bytes)
+    }
+
+    /// An empty store with both bounds: at most `max_keys` keys (at least 1) and `max_bytes`
+    /// of tables and logs (at least 64 KiB).
+    pub fn with_bounds(max_keys: usize, max_bytes: usize) -> MemoryStore {
         let max_keys = max_keys.max(1);
-        // Small stores get fewer shards, so that each shard still has room for many keys.
-        let shards = (max_keys / 256)
-            .clamp(1, MAX_SHARDS)
-            .next_power_of_two()
-            .min(MAX_SHARDS);
+        let max_bytes = max_bytes.max(64 << 10);
+        // Small stores get fewer shards, so that each shard still has room for many keys
+        // and for a few of the largest logs.
+        let by_keys = (max_keys / 256).clamp(1, MAX_SHARDS);
+        let by_bytes = (max_bytes / MIN_SHARD_BYTES).clamp(1, MAX_SHARDS);
+        // The largest power of two within both.
+        let fit = by_keys.min(by_bytes);
+        let shards = 1 << fit.ilog2();
         MemoryStore {
             inner: Arc::new(Inner {
                 secret: RandomState::new(),
-                shards: (0..shards).map(|_| Padded(SpinMutex::default())).collect(),
+                shards: (0..shards).map(|_| Padded(Mutex::default())).collect(),
                 shard_mask: shards - 1,
-                keys_per_shard: max_keys.div_ceil(shards),
+                bounds: Bounds {
+                    keys: max_keys.div_ceil(shards),
+                    bytes: max_bytes / shards,
+                },
                 max_keys,
+                max_bytes,
+                evictions: AtomicU64::new(0),
                 next_housekeeping: AtomicU64::new(0),
                 housekeeping_cursor: AtomicUsize::new(0),
             }),
@@ -147,26 +290,108 @@ impl MemoryStore {
         GLOBAL.get_or_init(MemoryStore::new)
     }
 
-    /// Counts a request of `key` against `limit` at the clock reading `now`, and decides it.
-    ///
-    /// All checks on one store must read the same clock.
-    pub fn check_at(&self, limit: &Limit, key: &[u8], now: Duration) -> Decision {
-        let now_ms = now.as_millis() as u64;
+    #[inline]
+    fn fingerprint(&self, key: &[u8]) -> u64 {
         // The key's bytes alone: SipHash mixes in the length itself, so no prefix is needed.
         let mut hasher = self.inner.secret.build_hasher();
         hasher.write(key);
-        let fp = hasher.finish();
-        // The shard comes from the middle bits: the map uses the low bits for its buckets
-        // and the top seven for its tags, which must stay varied within a shard.
-        let shard = &self.inner.shards[(fp >> 32) as usize & self.inner.shard_mask].0;
-        let decision = {
-            let mut guard = shard.lock();
-            let shard = &mut *guard;
-            let table = Shard::table(&mut shard.tables, limit, now_ms);
-            table.check(fp, now_ms, &mut shard.keys, self.inner.keys_per_shard)
-        };
+        hasher.finish()
+    }
+
+    /// The shard of a fingerprint, from its middle bits: the tables use the low bits for
+    /// their slots.
+    #[inline]
+    fn shard_of(&self, fp: u64) -> usize {
+        (fp >> 32) as usize & self.inner.shard_mask
+    }
+
+    /// Counts a request of `key` against `limit` at the clock reading `now`, and decides it.
+    ///
+    /// All checks on one store must read the same clock; readings may reach the store out
+    /// of order (see [`Stamp`](crate::algorithm::Stamp)).
+    pub fn check_at(&self, limit: &Limit, key: &[u8], now: Duration) -> Decision {
+        let now_ms = now.as_millis() as u64;
+        let fp = self.fingerprint(key);
+        let shard = &self.inner.shards[self.shard_of(fp)].0;
+        let (decision, _, evicted) = shard.lock().check(limit, fp, now_ms, self.inner.bounds);
+        if evicted > 0 {
+            self.inner.evictions.fetch_add(evicted, Ordering::Relaxed);
+        }
         self.housekeep(now_ms);
         decision
+    }
+
+    /// Counts one request against several limits at once, all or nothing: it is admitted
+    /// only if every limit admits it, and then counted by each; otherwise none counts it.
+    ///
+    /// Decisions come in the order of `requests`. When the request is rejected, the limits
+    /// that would have admitted it report where they stand with nothing counted (see
+    /// [`Store::check_all`]).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use limiter_core::{Limit, MemoryStore, Policy};
+    /// let store = MemoryStore::new();
+    /// let minute = Limit::new("login", Policy::new(5, Duration::from_secs(60))?);
+    /// let day = Limit::new("login-1d", Policy::new(2, Duration::from_secs(86_400))?);
+    /// let now = Duration::from_secs(1);
+    /// let both = [(&minute, &b"client"[..]), (&day, &b"client"[..])];
+    /// assert!(store.check_all_at(&both, now).iter().all(|d| d.allowed()));
+    /// assert!(store.check_all_at(&both, now).iter().all(|d| d.allowed()));
+    /// let third = store.check_all_at(&both, now);
+    /// assert!(third[0].allowed() && !third[1].allowed());
+    /// assert_eq!(third[0].remaining(), 3); // the rejected request took nothing
+    /// # Ok::<(), limiter_core::PolicyError>(())
+    /// ```
+    pub fn check_all_at(&self, requests: &[(&Limit, &[u8])], now: Duration) -> Vec<Decision> {
+        let now_ms = now.as_millis() as u64;
+        let located: Vec<(usize, u64)> = requests
+            .iter()
+            .map(|(_, key)| {
+                let fp = self.fingerprint(key);
+                (self.shard_of(fp), fp)
+            })
+            .collect();
+        // Every shard involved, locked in ascending order so that two stacks never wait
+        // for each other.
+        let mut order: Vec<usize> = located.iter().map(|&(shard, _)| shard).collect();
+        order.sort_unstable();
+        order.dedup();
+        let mut guards: Vec<_> = order
+            .iter()
+            .map(|&i| self.inner.shards[i].0.lock())
+            .collect();
+        let positions: Vec<usize> = located
+            .iter()
+            .map(|(shard, _)| order.binary_search(shard).unwrap_or_default())
+            .collect();
+        let mut decisions = Vec::with_capacity(requests.len());
+        let mut priors = Vec::with_capacity(requests.len());
+        let mut evicted = 0;
+        for (i, (limit, _)) in requests.iter().enumerate() {
+            let fp = located[i].1;
+            let (decision, prior, e) =
+                guards[positions[i]].check(limit, fp, now_ms, self.inner.bounds);
+            decisions.push(decision);
+            priors.push(prior);
+            evicted += e;
+        }
+        if decisions.iter().any(|d| !d.allowed()) {
+            for (i, (limit, _)) in requests.iter().enumerate().rev() {
+                guards[positions[i]].undo(limit, located[i].1, priors[i]);
+            }
+            for (i, (limit, _)) in requests.iter().enumerate() {
+                if decisions[i].allowed() {
+                    decisions[i] = guards[positions[i]].status(limit, located[i].1, now_ms);
+                }
+            }
+        }
+        drop(guards);
+        if evicted > 0 {
+            self.inner.evictions.fetch_add(evicted, Ordering::Relaxed);
+        }
+        self.housekeep(now_ms);
+        decisions
     }
 
     /// Every [`HOUSEKEEPING_TICK_MS`], the first request to notice visits the next shard.
@@ -214,9 +439,24 @@ impl MemoryStore {
         self.len() == 0
     }
 
+    /// The bytes its tables and logs take now (what [`max_bytes`](Self::max_bytes) bounds).
+    pub fn bytes(&self) -> usize {
+        self.inner.shards.iter().map(|s| s.0.lock().bytes()).sum()
+    }
+
+    /// How many keys were forgotten to make room for newcomers since the store was made.
+    pub fn evictions(&self) -> u64 {
+        self.inner.evictions.load(Ordering::Relaxed)
+    }
+
     /// The bound on the number of keys.
     pub fn max_keys(&self) -> usize {
         self.inner.max_keys
+    }
+
+    /// The bound on the bytes of tables and logs.
+    pub fn max_bytes(&self) -> usize {
+        self.inner.max_bytes
     }
 }
 
@@ -231,6 +471,7 @@ impl fmt::Debug for MemoryStore {
         f.debug_struct("MemoryStore")
             .field("shards", &self.inner.shards.len())
             .field("max_keys", &self.inner.max_keys)
+            .field("max_bytes", &self.inner.max_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -238,5 +479,13 @@ impl fmt::Debug for MemoryStore {
 impl Store for MemoryStore {
     fn check<'a>(&'a self, limit: &'a Limit, key: &'a [u8], now: Duration) -> Check<'a> {
         Check::ready(Ok(self.check_at(limit, key, now)))
+    }
+
+    fn check_all<'a>(
+        &'a self,
+        requests: &'a [(&'a Limit, &'a [u8])],
+        now: Duration,
+    ) -> Check<'a, Vec<Decision>> {
+        Check::ready(Ok(self.check_all_at(requests, now)))
     }
 }

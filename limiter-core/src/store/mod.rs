@@ -4,7 +4,6 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
-use std::hash::{Hash, Hasher};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -22,11 +21,23 @@ pub use memory::MemoryStore;
 /// A policy under a scope name: the unit a budget belongs to. Keys are counted per limit,
 /// so two handlers given the same scope (and policy) share one budget.
 ///
+/// Its [`id`](Limit::id) is a stable encoding of both, the same in every process, on every
+/// platform and with every compiler: the first 8 bytes (big-endian) of the SHA-1 of
+///
+/// ```text
+/// SCOPE \n ALGORITHM \n MAX \n WINDOW_MS \n BURST
+/// ```
+///
+/// with the algorithm's attribute name and the numbers in decimal (`BURST` is the token
+/// bucket's capacity, and `MAX` for the other algorithms). The Redis store's key names
+/// carry it, so instances that disagree on it would not share budgets: a test pins it.
+///
 /// ```
 /// use std::time::Duration;
 /// use limiter_core::{Limit, Policy};
 /// let login = Limit::new("login", Policy::new(5, Duration::from_secs(60))?);
 /// assert_eq!(login.scope(), "login");
+/// assert_eq!(format!("{:016x}", login.id()), "bf4aa7cc945c59d8");
 /// # Ok::<(), limiter_core::PolicyError>(())
 /// ```
 #[derive(Clone, Debug)]
@@ -40,13 +51,8 @@ impl Limit {
     /// The limit `policy` under the name `scope`.
     pub fn new(scope: impl Into<Cow<'static, str>>, policy: Policy) -> Limit {
         let scope = scope.into();
-        // A fixed-key hash: the id must be the same for every store and every run.
-        #[allow(deprecated)]
-        let mut hasher = std::hash::SipHasher::new();
-        scope.hash(&mut hasher);
-        policy.hash(&mut hasher);
         Limit {
-            id: hasher.finish(),
+            id: stable_id(&scope, &policy),
             scope,
             policy,
         }
@@ -62,10 +68,26 @@ impl Limit {
         &self.policy
     }
 
-    /// A 64-bit identity of (scope, policy), equal for equal limits in every process.
+    /// A 64-bit identity of (scope, policy), equal for equal limits in every process (see
+    /// above for its encoding).
     pub fn id(&self) -> u64 {
         self.id
     }
+}
+
+/// See [`Limit`]'s documentation: this encoding is a public contract.
+fn stable_id(scope: &str, policy: &Policy) -> u64 {
+    let text = format!(
+        "{scope}\n{}\n{}\n{}\n{}",
+        policy.algorithm().name(),
+        policy.max(),
+        policy.window_ms(),
+        policy.burst()
+    );
+    let digest = sha1_smol::Sha1::from(text.as_bytes()).digest().bytes();
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    u64::from_be_bytes(first)
 }
 
 impl PartialEq for Limit {
@@ -83,31 +105,58 @@ impl Eq for Limit {}
 pub trait Store: Send + Sync + 'static {
     /// Counts a request of `key` against `limit` at `now` (a reading of the limiter's clock)
     /// and decides it. A store with a clock of its own (Redis) may use that instead.
+    ///
+    /// Readings may arrive out of order (two workers read the clock, the later reader is
+    /// served first): a reading earlier than a key's state must never drop, reset or
+    /// rewind that state.
     fn check<'a>(&'a self, limit: &'a Limit, key: &'a [u8], now: Duration) -> Check<'a>;
+
+    /// Counts one request against several limits (each with its key), **all or nothing**:
+    /// the request is admitted only if every limit admits it, and then each counts it;
+    /// otherwise none does — atomically, so that no other request sees it half counted.
+    ///
+    /// The decisions come in the order of `requests`. On a rejection, each limit that
+    /// rejects says so with its `retry_after`, and each limit that would have admitted it
+    /// reports where it stands with nothing counted: `remaining` is what it would admit
+    /// now, `reset_after` when used quota next comes back (zero when none is used).
+    fn check_all<'a>(
+        &'a self,
+        requests: &'a [(&'a Limit, &'a [u8])],
+        now: Duration,
+    ) -> Check<'a, Vec<Decision>>;
 }
 
 impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
     fn check<'a>(&'a self, limit: &'a Limit, key: &'a [u8], now: Duration) -> Check<'a> {
         (**self).check(limit, key, now)
     }
+
+    fn check_all<'a>(
+        &'a self,
+        requests: &'a [(&'a Limit, &'a [u8])],
+        now: Duration,
+    ) -> Check<'a, Vec<Decision>> {
+        (**self).check_all(requests, now)
+    }
 }
 
-type BoxedCheck<'a> = Pin<Box<dyn Future<Output = Result<Decision, StoreError>> + Send + 'a>>;
+type BoxedCheck<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
-/// The future of a [`Store::check`]: either already decided, or a boxed future.
+/// The future of a [`Store::check`] (or [`Store::check_all`]): either already decided, or a
+/// boxed future.
 #[must_use = "a check does nothing unless awaited"]
-pub struct Check<'a> {
-    state: CheckState<'a>,
+pub struct Check<'a, T = Decision> {
+    state: CheckState<'a, T>,
 }
 
-enum CheckState<'a> {
-    Ready(Option<Result<Decision, StoreError>>),
-    Pending(BoxedCheck<'a>),
+enum CheckState<'a, T> {
+    Ready(Option<Result<T, StoreError>>),
+    Pending(BoxedCheck<'a, T>),
 }
 
-impl<'a> Check<'a> {
+impl<'a, T> Check<'a, T> {
     /// A check already decided.
-    pub fn ready(result: Result<Decision, StoreError>) -> Check<'a> {
+    pub fn ready(result: Result<T, StoreError>) -> Check<'a, T> {
         Check {
             state: CheckState::Ready(Some(result)),
         }
@@ -115,8 +164,8 @@ impl<'a> Check<'a> {
 
     /// A check still under way.
     pub fn pending(
-        future: impl Future<Output = Result<Decision, StoreError>> + Send + 'a,
-    ) -> Check<'a> {
+        future: impl Future<Output = Result<T, StoreError>> + Send + 'a,
+    ) -> Check<'a, T> {
         Check {
             state: CheckState::Pending(Box::pin(future)),
         }
@@ -134,7 +183,7 @@ impl<'a> Check<'a> {
     /// # Ok::<(), limiter_core::PolicyError>(())
     /// ```
     #[inline]
-    pub fn now_or_never(self) -> Option<Result<Decision, StoreError>> {
+    pub fn now_or_never(self) -> Option<Result<T, StoreError>> {
         match self.state {
             CheckState::Ready(result) => result,
             CheckState::Pending(mut future) => {
@@ -148,8 +197,8 @@ impl<'a> Check<'a> {
     }
 }
 
-impl Future for Check<'_> {
-    type Output = Result<Decision, StoreError>;
+impl<T: Unpin> Future for Check<'_, T> {
+    type Output = Result<T, StoreError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match &mut self.state {
@@ -162,7 +211,7 @@ impl Future for Check<'_> {
     }
 }
 
-impl fmt::Debug for Check<'_> {
+impl<T: fmt::Debug> fmt::Debug for Check<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.state {
             CheckState::Ready(result) => f.debug_tuple("Check::Ready").field(result).finish(),

@@ -3,29 +3,26 @@
 //!
 //! A lookup usually touches one cache line — four 16-byte slots — where a general hash map
 //! reads a line of control bytes and then the line of the entry. With many clients, most
-//! lookups miss the CPU caches, so that line is what a check costs. Entries leave only
-//! through [`retain`](FingerprintTable::retain) (sweeping), which rebuilds the table at the
-//! size its survivors need: no tombstones, and memory given back.
+//! lookups miss the CPU caches, so that line is what a check costs. Entries leave through
+//! [`retain`](FingerprintTable::retain) (sweeping), which rebuilds the table at the size its
+//! survivors need, and through [`evict`](FingerprintTable::evict) when the store is full,
+//! which shifts the entries after it back (no tombstones either way).
 
 /// Slots are at most this full (numerator over 4), which keeps probe runs short.
 const MAX_LOAD_QUARTERS: usize = 3;
 const MIN_CAPACITY: usize = 16;
+/// How many entries an eviction compares: enough that the one it picks is nearly always
+/// among the quarter closest to expiring, few enough to stay within a cache line or four.
+const EVICTION_SAMPLE: usize = 8;
+
+/// Bytes per slot: the fingerprint and an 8-byte state.
+pub(super) const SLOT_BYTES: usize = 16;
 
 /// Fingerprint → state. Fingerprint 0 marks an empty slot, so a key whose fingerprint is 0
 /// is stored as 1 (one chance in 2⁶⁴ of sharing the budget of fingerprint 1).
 pub(super) struct FingerprintTable<V> {
     slots: Vec<(u64, V)>,
     len: usize,
-}
-
-/// Where a key's state is.
-pub(super) enum Slot<'a, V> {
-    /// Held already.
-    Found(&'a mut V),
-    /// Just added, with the default state.
-    Inserted(&'a mut V),
-    /// Not held, and no room was granted.
-    Refused,
 }
 
 impl<V: Copy + Default> FingerprintTable<V> {
@@ -40,39 +37,136 @@ impl<V: Copy + Default> FingerprintTable<V> {
         self.len
     }
 
-    /// The state of `fp`, added if absent and `room` allows.
+    /// The bytes the slots take.
+    pub(super) fn bytes(&self) -> usize {
+        self.slots.capacity() * SLOT_BYTES
+    }
+
+    /// Where `fp` is held, if it is.
     #[inline]
-    pub(super) fn slot(&mut self, fp: u64, room: bool) -> Slot<'_, V> {
-        let fp = fp.max(1);
-        if !self.slots.is_empty() {
-            let mask = self.slots.len() - 1;
-            let mut i = fp as usize & mask;
-            loop {
-                let held = self.slots[i].0;
-                if held == fp {
-                    return Slot::Found(&mut self.slots[i].1);
-                }
-                if held == 0 {
-                    break;
-                }
-                i = (i + 1) & mask;
-            }
-            if !room {
-                return Slot::Refused;
-            }
-            if (self.len + 1) * 4 <= self.slots.len() * MAX_LOAD_QUARTERS {
-                self.slots[i] = (fp, V::default());
-                self.len += 1;
-                return Slot::Inserted(&mut self.slots[i].1);
-            }
-        } else if !room {
-            return Slot::Refused;
+    pub(super) fn find(&self, fp: u64) -> Option<usize> {
+        if self.slots.is_empty() {
+            return None;
         }
-        let capacity = (self.slots.len() * 2).max(MIN_CAPACITY);
-        self.rebuild(capacity, |_| true);
-        let i = self.place(fp, V::default());
+        let fp = fp.max(1);
+        let mask = self.slots.len() - 1;
+        let mut i = fp as usize & mask;
+        loop {
+            match self.slots[i].0 {
+                held if held == fp => return Some(i),
+                0 => return None,
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
+
+    /// The state in slot `i`, as [`find`](Self::find) or [`insert`](Self::insert) gave it.
+    #[inline]
+    pub(super) fn at(&mut self, i: usize) -> &mut V {
+        &mut self.slots[i].1
+    }
+
+    /// The state in slot `i`, read.
+    #[inline]
+    pub(super) fn peek(&self, i: usize) -> V {
+        self.slots[i].1
+    }
+
+    /// The state of `fp`, if held.
+    #[inline]
+    pub(super) fn get(&self, fp: u64) -> Option<V> {
+        self.find(fp).map(|i| self.slots[i].1)
+    }
+
+    /// The bytes the slots would take after adding one more entry.
+    pub(super) fn bytes_after_insert(&self) -> usize {
+        if self.has_room() {
+            self.bytes()
+        } else {
+            (self.slots.len() * 2).max(MIN_CAPACITY) * SLOT_BYTES
+        }
+    }
+
+    fn has_room(&self) -> bool {
+        !self.slots.is_empty() && (self.len + 1) * 4 <= self.slots.len() * MAX_LOAD_QUARTERS
+    }
+
+    /// Adds `fp` (absent) with the default state, growing the slots if needed; returns its
+    /// slot.
+    pub(super) fn insert(&mut self, fp: u64) -> usize {
+        let fp = fp.max(1);
+        if !self.has_room() {
+            let capacity = (self.slots.len() * 2).max(MIN_CAPACITY);
+            self.rebuild(capacity, |_| true);
+        }
         self.len += 1;
-        Slot::Inserted(&mut self.slots[i].1)
+        self.place(fp, V::default())
+    }
+
+    /// Removes the entry closest to expiring among a few held ones, looked at from slot
+    /// `start` on (callers pass something clients cannot predict), skipping `keep` and the
+    /// entries `life` says are no candidates. Returns the state removed, or `None` when no
+    /// candidate is held.
+    pub(super) fn evict(
+        &mut self,
+        start: u64,
+        keep: u64,
+        life: impl Fn(&V) -> Option<u64>,
+    ) -> Option<V> {
+        if self.len == 0 {
+            return None;
+        }
+        let keep = keep.max(1);
+        let mask = self.slots.len() - 1;
+        let mut best: Option<(u64, usize)> = None;
+        let mut seen = 0;
+        let mut i = start as usize & mask;
+        for _ in 0..self.slots.len() {
+            let (fp, value) = &self.slots[i];
+            if *fp != 0 && *fp != keep {
+                if let Some(left) = life(value) {
+                    if best.is_none_or(|(l, _)| left < l) {
+                        best = Some((left, i));
+                    }
+                    seen += 1;
+                    if seen == EVICTION_SAMPLE {
+                        break;
+                    }
+                }
+            }
+            i = (i + 1) & mask;
+        }
+        let (_, victim) = best?;
+        let value = self.slots[victim].1;
+        self.remove_at(victim);
+        Some(value)
+    }
+
+    /// Empties slot `i` and shifts the entries of its probe run back, so that every entry
+    /// stays reachable from its home slot.
+    fn remove_at(&mut self, mut i: usize) {
+        let mask = self.slots.len() - 1;
+        let mut j = i;
+        loop {
+            j = (j + 1) & mask;
+            let fp = self.slots[j].0;
+            if fp == 0 {
+                break;
+            }
+            let home = fp as usize & mask;
+            // The entry at j may move to i unless its home lies cyclically in (i, j].
+            let stays = if i <= j {
+                i < home && home <= j
+            } else {
+                i < home || home <= j
+            };
+            if !stays {
+                self.slots[i] = self.slots[j];
+                i = j;
+            }
+        }
+        self.slots[i] = (0, V::default());
+        self.len -= 1;
     }
 
     /// Keeps the states for which `keep` says so, in a table sized for them.
@@ -132,21 +226,44 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
+    struct Xorshift(u64);
+
+    impl Xorshift {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+    }
+
     #[test]
-    fn behaves_like_a_map() {
+    fn behaves_like_a_map_through_inserts_evictions_and_sweeps() {
         let mut table = FingerprintTable::<u64>::new();
-        let mut model = HashMap::new();
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        for step in 0..50_000u64 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let fp = (x % 5_000) * 0x1000_0000_0001; // collide in the low bits often
-            match table.slot(fp, true) {
-                Slot::Found(v) | Slot::Inserted(v) => *v += 1,
-                Slot::Refused => unreachable!(),
+        let mut model: HashMap<u64, u64> = HashMap::new();
+        let mut rng = Xorshift(0x9e37_79b9_7f4a_7c15);
+        for step in 0..60_000u64 {
+            let fp = (rng.next() % 5_000) * 0x1000_0000_0001; // collide in the low bits often
+            let i = match table.find(fp) {
+                Some(i) => i,
+                None => table.insert(fp),
+            };
+            *table.at(i) += 1;
+            *model.entry(fp.max(1)).or_insert(0) += 1;
+            if step % 7 == 0 {
+                // Evict the entry with the smallest count among the sample: the model
+                // cannot know which, so it is told afterwards by the count that vanished.
+                let before: u64 = table.values_mut().map(|v| *v).sum();
+                let removed = table.evict(rng.next(), 0, |v| Some(*v)).unwrap();
+                let after: u64 = table.values_mut().map(|v| *v).sum();
+                assert_eq!(before - after, removed);
+                let victim = *model
+                    .iter()
+                    .find(|(fp, v)| **v == removed && table.find(**fp).is_none())
+                    .unwrap()
+                    .0;
+                model.remove(&victim);
             }
-            *model.entry(fp.max(1)).or_insert(0u64) += 1;
             if step % 10_000 == 9_999 {
                 table.retain(|v| *v % 2 == 0);
                 model.retain(|_, v| *v % 2 == 0);
@@ -154,13 +271,25 @@ mod tests {
             assert_eq!(table.len(), model.len());
         }
         for (fp, count) in &model {
-            match table.slot(*fp, false) {
-                Slot::Found(v) => assert_eq!(v, count),
-                _ => panic!("{fp} lost"),
-            }
+            assert_eq!(table.get(*fp), Some(*count), "{fp} lost or wrong");
         }
-        assert!(matches!(table.slot(u64::MAX, false), Slot::Refused));
+        assert_eq!(table.find(u64::MAX), None);
         table.retain(|_| false);
         assert_eq!((table.len(), table.slots.len()), (0, 0));
+    }
+
+    #[test]
+    fn eviction_picks_the_closest_to_expiring_of_its_sample_and_spares_the_kept_key() {
+        let mut table = FingerprintTable::<u64>::new();
+        for fp in 1..=4u64 {
+            let i = table.insert(fp);
+            *table.at(i) = 100 - fp; // fp 4 expires soonest
+        }
+        assert_eq!(table.evict(0, 4, |v| Some(*v)), Some(97)); // 4 is kept: 3 goes
+        assert_eq!(table.evict(0, 0, |v| Some(*v)), Some(96)); // now 4
+        assert_eq!(table.len(), 2);
+        let mut alone = FingerprintTable::<u64>::new();
+        alone.insert(9);
+        assert_eq!(alone.evict(0, 9, |v| Some(*v)), None);
     }
 }

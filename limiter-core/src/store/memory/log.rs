@@ -4,21 +4,24 @@
 //! A key with a single instant keeps it inline in its entry. From the second instant on,
 //! its log is a ring of `N` stamps in a slab shared by the table (no allocation per key,
 //! no allocator overhead); freed rings are reused, and the slab is compacted once it is
-//! mostly free.
+//! mostly free. The slab grows only within the bytes its shard may still use: past that, a
+//! ring is taken from the log closest to expiring.
 
-use super::fingerprint_table::{FingerprintTable, Slot};
+use super::fingerprint_table::FingerprintTable;
 use crate::algorithm::sliding_window::{self, InstantLog};
 use crate::algorithm::Stamp;
 use crate::{Decision, Policy};
 
-/// `meta` of an entry whose log is empty.
-const EMPTY: u32 = u32::MAX - 1;
-/// `meta` of an entry whose one instant is `data`.
-const INLINE: u32 = u32::MAX;
+/// `meta` of an entry whose log is empty: a ring's length is never 0, so head 0 and length
+/// 0 name no ring.
+const EMPTY: u32 = 0;
+/// `meta` of an entry whose one instant is `data`: head `0xFFFF`, length 0, again no ring.
+const INLINE: u32 = 0xFFFF_0000;
 
 /// One key's log: inline (`meta` is [`INLINE`] or [`EMPTY`], `data` the stamp) or a ring in
-/// the slab (`data` the ring's index, `meta` its head and length, 16 bits each).
-#[derive(Clone, Copy)]
+/// the slab (`data` the ring's index, `meta` its head and length, 16 bits each; the length
+/// is at least 1 and at most `N ≤ 65,535`).
+#[derive(Clone, Copy, Default)]
 pub(super) struct LogEntry {
     data: u32,
     meta: u32,
@@ -30,15 +33,13 @@ impl LogEntry {
         meta: EMPTY,
     };
 
+    fn in_ring(&self) -> bool {
+        self.meta & 0xFFFF != 0
+    }
+
     /// The ring's head and length, for an entry whose log is in the slab.
     fn head_len(&self) -> (usize, usize) {
         ((self.meta >> 16) as usize, (self.meta & 0xFFFF) as usize)
-    }
-}
-
-impl Default for LogEntry {
-    fn default() -> LogEntry {
-        LogEntry::EMPTY
     }
 }
 
@@ -55,13 +56,24 @@ impl Slab {
         &mut self.stamps[start..start + self.capacity]
     }
 
+    /// A free ring; the caller made sure one is free or that the slab may grow.
     fn allocate(&mut self) -> u32 {
         if let Some(index) = self.free.pop() {
             return index;
         }
         let index = (self.stamps.len() / self.capacity) as u32;
+        if self.stamps.len() == self.stamps.capacity() {
+            self.stamps
+                .reserve_exact(self.growth_rings() * self.capacity);
+        }
         self.stamps.resize(self.stamps.len() + self.capacity, 0);
         index
+    }
+
+    /// How many rings the slab adds when it grows: half again what it holds, so growth stays
+    /// amortized without doubling past the shard's bound.
+    fn growth_rings(&self) -> usize {
+        (self.rings() / 2).max(1)
     }
 
     fn release(&mut self, index: u32) {
@@ -70,6 +82,10 @@ impl Slab {
 
     fn rings(&self) -> usize {
         self.stamps.len() / self.capacity
+    }
+
+    fn bytes(&self) -> usize {
+        (self.stamps.capacity() + self.free.capacity()) * 4
     }
 }
 
@@ -88,17 +104,11 @@ impl LogView<'_> {
         self.entry.meta = ((head as u32) << 16) | len as u32;
     }
 
-    fn newest(&mut self) -> Option<Stamp> {
-        match self.entry.meta {
-            EMPTY => None,
-            INLINE => Some(Stamp::from_bits(self.entry.data)),
-            _ => {
-                let (head, len) = self.head_len();
-                let capacity = self.slab.capacity;
-                let ring = self.slab.ring(self.entry.data);
-                Some(Stamp::from_bits(ring[(head + len - 1) % capacity]))
-            }
+    fn clear(&mut self) {
+        if self.entry.in_ring() {
+            self.slab.release(self.entry.data);
         }
+        *self.entry = LogEntry::EMPTY;
     }
 }
 
@@ -123,6 +133,10 @@ impl InstantLog for LogView<'_> {
         }
     }
 
+    fn newest(&self) -> Option<Stamp> {
+        newest(self.entry, self.slab)
+    }
+
     fn pop_oldest(&mut self) {
         match self.entry.meta {
             EMPTY => {}
@@ -130,10 +144,24 @@ impl InstantLog for LogView<'_> {
             _ => {
                 let (head, len) = self.head_len();
                 if len == 1 {
-                    self.slab.release(self.entry.data);
-                    *self.entry = LogEntry::EMPTY;
+                    self.clear();
                 } else {
                     self.set_head_len((head + 1) % self.slab.capacity, len - 1);
+                }
+            }
+        }
+    }
+
+    fn pop_newest(&mut self) {
+        match self.entry.meta {
+            EMPTY => {}
+            INLINE => *self.entry = LogEntry::EMPTY,
+            _ => {
+                let (head, len) = self.head_len();
+                if len == 1 {
+                    self.clear();
+                } else {
+                    self.set_head_len(head, len - 1);
                 }
             }
         }
@@ -166,11 +194,24 @@ impl InstantLog for LogView<'_> {
     }
 }
 
+fn newest(entry: &LogEntry, slab: &Slab) -> Option<Stamp> {
+    match entry.meta {
+        EMPTY => None,
+        INLINE => Some(Stamp::from_bits(entry.data)),
+        _ => {
+            let (head, len) = entry.head_len();
+            let start = entry.data as usize * slab.capacity;
+            Some(Stamp::from_bits(
+                slab.stamps[start + (head + len - 1) % slab.capacity],
+            ))
+        }
+    }
+}
+
 /// The sliding-window logs of one limit in one shard.
 pub(super) struct LogTable {
     map: FingerprintTable<LogEntry>,
     slab: Slab,
-    overflow: LogEntry,
 }
 
 impl LogTable {
@@ -182,46 +223,130 @@ impl LogTable {
                 free: Vec::new(),
                 capacity: max as usize,
             },
-            overflow: LogEntry::EMPTY,
         }
     }
 
-    pub(super) fn check(
+    pub(super) fn map(&self) -> &FingerprintTable<LogEntry> {
+        &self.map
+    }
+
+    pub(super) fn map_mut(&mut self) -> &mut FingerprintTable<LogEntry> {
+        &mut self.map
+    }
+
+    pub(super) fn bytes(&self) -> usize {
+        self.map.bytes() + self.slab.bytes()
+    }
+
+    /// The bytes the slab would add if the key in slot `slot` needed a ring now: zero when
+    /// its log needs none (empty, or in a ring already) or a free ring is waiting.
+    pub(super) fn ring_growth(&self, slot: Option<usize>) -> usize {
+        let needs_ring = slot.is_some_and(|i| self.entry_meta(i) == INLINE);
+        if !needs_ring || !self.slab.free.is_empty() {
+            return 0;
+        }
+        if self.slab.stamps.len() < self.slab.stamps.capacity() {
+            return 0;
+        }
+        self.slab.growth_rings() * self.slab.capacity * 4
+    }
+
+    fn entry_meta(&self, slot: usize) -> u32 {
+        self.map_entry(slot).meta
+    }
+
+    fn map_entry(&self, slot: usize) -> LogEntry {
+        // `find` handed out this slot; reading it through `get`-like access keeps the map's
+        // internals private to it.
+        self.map.peek(slot)
+    }
+
+    /// Forgets the log closest to expiring among a few that hold a ring (sparing `keep`),
+    /// so that its ring can be reused. Whether one was found.
+    pub(super) fn evict_ring(
         &mut self,
-        fp: u64,
+        start: u64,
+        keep: u64,
         now_ms: u64,
         policy: &Policy,
-        room: bool,
-    ) -> (Decision, bool) {
-        let (entry, inserted) = match self.map.slot(fp, room) {
-            Slot::Found(held) => (held, false),
-            Slot::Inserted(new) => (new, true),
-            Slot::Refused => (&mut self.overflow, false),
-        };
+    ) -> bool {
+        let slab = &self.slab;
+        let evicted = self.map.evict(start, keep, |entry| {
+            entry.in_ring().then(|| life(entry, slab, now_ms, policy))
+        });
+        match evicted {
+            Some(entry) => {
+                self.slab.release(entry.data);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Forgets the log closest to expiring among a few (sparing `keep`). Whether one was
+    /// found.
+    pub(super) fn evict(&mut self, start: u64, keep: u64, now_ms: u64, policy: &Policy) -> bool {
+        let slab = &self.slab;
+        let evicted = self
+            .map
+            .evict(start, keep, |entry| Some(life(entry, slab, now_ms, policy)));
+        match evicted {
+            Some(entry) => {
+                if entry.in_ring() {
+                    self.slab.release(entry.data);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Counts a request of the key in `slot` (found or just inserted).
+    pub(super) fn check(&mut self, slot: usize, now_ms: u64, policy: &Policy) -> Decision {
         let mut log = LogView {
-            entry,
+            entry: self.map.at(slot),
             slab: &mut self.slab,
         };
-        (sliding_window::check(&mut log, now_ms, policy), inserted)
+        sliding_window::check(&mut log, now_ms, policy)
+    }
+
+    /// Takes back the instant the last check of the key in `slot` added.
+    pub(super) fn undo(&mut self, slot: usize) {
+        let mut log = LogView {
+            entry: self.map.at(slot),
+            slab: &mut self.slab,
+        };
+        log.pop_newest();
+    }
+
+    /// Where the key stands, with nothing counted.
+    pub(super) fn status(&mut self, fp: u64, now_ms: u64, policy: &Policy) -> Decision {
+        match self.map.find(fp) {
+            Some(slot) => {
+                let mut log = LogView {
+                    entry: self.map.at(slot),
+                    slab: &mut self.slab,
+                };
+                sliding_window::status(&mut log, now_ms, policy)
+            }
+            None => {
+                let max = policy.max().get();
+                Decision::allow(max, max, std::time::Duration::ZERO)
+            }
+        }
     }
 
     pub(super) fn sweep(&mut self, now_ms: u64, policy: &Policy) -> usize {
         let before = self.map.len();
         let slab = &mut self.slab;
-        let mut expire = |entry: &mut LogEntry| {
-            let mut log = LogView { entry, slab };
-            let expired = log
-                .newest()
-                .is_none_or(|newest| sliding_window::is_expired(newest, now_ms, policy));
-            if expired {
-                while !log.is_empty() {
-                    log.pop_oldest();
-                }
+        self.map.retain(|entry| {
+            let expired =
+                newest(entry, slab).is_none_or(|n| sliding_window::is_expired(n, now_ms, policy));
+            if expired && entry.in_ring() {
+                slab.release(entry.data);
             }
-            expired
-        };
-        self.map.retain(|entry| !expire(entry));
-        expire(&mut self.overflow);
+            !expired
+        });
         self.compact_if_sparse();
         before - self.map.len()
     }
@@ -236,18 +361,14 @@ impl LogTable {
     fn compact_if_sparse(&mut self) {
         let rings = self.slab.rings();
         let free = self.slab.free.len();
-        if rings < 64 || free * 2 < rings {
+        if rings == 0 || (rings >= 64 && free * 2 < rings) || (rings < 64 && free < rings) {
             return;
         }
         let capacity = self.slab.capacity;
         let mut stamps = Vec::with_capacity((rings - free) * capacity);
         let old = &self.slab.stamps;
-        for entry in self
-            .map
-            .values_mut()
-            .chain(std::iter::once(&mut self.overflow))
-        {
-            if entry.meta == EMPTY || entry.meta == INLINE {
+        for entry in self.map.values_mut() {
+            if !entry.in_ring() {
                 continue;
             }
             let start = entry.data as usize * capacity;
@@ -262,5 +383,40 @@ impl LogTable {
         }
         self.slab.stamps = stamps;
         self.slab.free = Vec::new();
+    }
+}
+
+/// Milliseconds until a log can be forgotten.
+fn life(entry: &LogEntry, slab: &Slab, now_ms: u64, policy: &Policy) -> u64 {
+    newest(entry, slab).map_or(0, |n| sliding_window::expires_in(n, now_ms, policy))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A ring of the largest size wraps its head to the last slot while full: that state
+    /// must still read as a full log, not as an empty one.
+    #[test]
+    fn the_largest_ring_wraps_without_losing_its_log() {
+        let max = u32::from(u16::MAX);
+        let policy = Policy::new(max, Duration::from_secs(3600)).unwrap();
+        let mut table = LogTable::new(max);
+        let slot = table.map.insert(7);
+        // Fill the log, then let instants leave one by one while others arrive, so that the
+        // head walks all the way round the ring.
+        for t in 0..u64::from(max) {
+            assert!(table.check(slot, t, &policy).allowed());
+        }
+        let window = policy.window_ms();
+        for t in 0..u64::from(max) {
+            let at = window + t;
+            let slot = table.map.find(7).unwrap();
+            let d = table.check(slot, at, &policy);
+            assert!(d.allowed(), "at {at}");
+            assert_eq!(d.remaining(), 0, "at {at}");
+            assert!(!table.check(slot, at, &policy).allowed(), "at {at}");
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! The counts of one limit within one shard: a map from key fingerprint to compact state,
 //! swept of expired state as time passes.
 
-use super::fingerprint_table::{FingerprintTable, Slot};
+use super::fingerprint_table::FingerprintTable;
 use super::log::LogTable;
 use crate::algorithm::fixed_window::FixedWindow;
 use crate::algorithm::sliding_window_counter::SlidingWindowCounter;
@@ -11,15 +11,23 @@ use crate::{Algorithm, Decision, Limit, Policy};
 /// The fixed-size states, all 8 bytes, so a table entry is 16.
 pub(super) trait CompactState: Copy + Default {
     fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision;
+    fn status(&self, now_ms: u64, policy: &Policy) -> Decision;
     fn is_expired(&self, now_ms: u64, policy: &Policy) -> bool;
+    fn expires_in(&self, now_ms: u64, policy: &Policy) -> u64;
 }
 
 impl CompactState for FixedWindow {
     fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {
         FixedWindow::check(self, now_ms, policy)
     }
+    fn status(&self, now_ms: u64, policy: &Policy) -> Decision {
+        FixedWindow::status(self, now_ms, policy)
+    }
     fn is_expired(&self, now_ms: u64, policy: &Policy) -> bool {
         FixedWindow::is_expired(self, now_ms, policy)
+    }
+    fn expires_in(&self, now_ms: u64, policy: &Policy) -> u64 {
+        FixedWindow::expires_in(self, now_ms, policy)
     }
 }
 
@@ -27,8 +35,14 @@ impl CompactState for SlidingWindowCounter {
     fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {
         SlidingWindowCounter::check(self, now_ms, policy)
     }
+    fn status(&self, now_ms: u64, policy: &Policy) -> Decision {
+        SlidingWindowCounter::status(self, now_ms, policy)
+    }
     fn is_expired(&self, now_ms: u64, policy: &Policy) -> bool {
         SlidingWindowCounter::is_expired(self, now_ms, policy)
+    }
+    fn expires_in(&self, now_ms: u64, policy: &Policy) -> u64 {
+        SlidingWindowCounter::expires_in(self, now_ms, policy)
     }
 }
 
@@ -36,40 +50,115 @@ impl CompactState for TokenBucket {
     fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {
         TokenBucket::check(self, now_ms, policy)
     }
+    fn status(&self, now_ms: u64, policy: &Policy) -> Decision {
+        TokenBucket::status(self, now_ms, policy)
+    }
     fn is_expired(&self, now_ms: u64, _: &Policy) -> bool {
         TokenBucket::is_expired(self, now_ms)
     }
+    fn expires_in(&self, now_ms: u64, _: &Policy) -> u64 {
+        TokenBucket::expires_in(self, now_ms)
+    }
 }
 
-/// States of fixed size, plus the one shared by keys that arrive while the store is full.
+/// What a check changed, so that it can be taken back when another limit of the same
+/// request rejects it.
+#[derive(Clone, Copy)]
+pub(super) enum Prior {
+    /// Nothing changed (a rejection).
+    Unchanged,
+    Fixed(FixedWindow),
+    Counter(SlidingWindowCounter),
+    Bucket(TokenBucket),
+    /// The log gained one instant.
+    Pushed,
+}
+
+pub(super) trait Compact: CompactState {
+    fn prior(self) -> Prior;
+    fn from_prior(prior: Prior) -> Option<Self>;
+}
+
+impl Compact for FixedWindow {
+    fn prior(self) -> Prior {
+        Prior::Fixed(self)
+    }
+    fn from_prior(prior: Prior) -> Option<Self> {
+        match prior {
+            Prior::Fixed(state) => Some(state),
+            _ => None,
+        }
+    }
+}
+
+impl Compact for SlidingWindowCounter {
+    fn prior(self) -> Prior {
+        Prior::Counter(self)
+    }
+    fn from_prior(prior: Prior) -> Option<Self> {
+        match prior {
+            Prior::Counter(state) => Some(state),
+            _ => None,
+        }
+    }
+}
+
+impl Compact for TokenBucket {
+    fn prior(self) -> Prior {
+        Prior::Bucket(self)
+    }
+    fn from_prior(prior: Prior) -> Option<Self> {
+        match prior {
+            Prior::Bucket(state) => Some(state),
+            _ => None,
+        }
+    }
+}
+
+/// States of fixed size.
 pub(super) struct CompactTable<S> {
     map: FingerprintTable<S>,
-    overflow: S,
 }
 
-impl<S: CompactState> CompactTable<S> {
+impl<S: Compact> CompactTable<S> {
     fn new() -> Self {
         CompactTable {
             map: FingerprintTable::new(),
-            overflow: S::default(),
         }
     }
 
     #[inline]
-    fn check(&mut self, fp: u64, now_ms: u64, policy: &Policy, room: bool) -> (Decision, bool) {
-        match self.map.slot(fp, room) {
-            Slot::Found(state) => (state.check(now_ms, policy), false),
-            Slot::Inserted(state) => (state.check(now_ms, policy), true),
-            Slot::Refused => (self.overflow.check(now_ms, policy), false),
+    fn check(&mut self, slot: usize, now_ms: u64, policy: &Policy) -> (Decision, Prior) {
+        let state = self.map.at(slot);
+        let before = *state;
+        let decision = state.check(now_ms, policy);
+        let prior = if decision.allowed() {
+            before.prior()
+        } else {
+            Prior::Unchanged
+        };
+        (decision, prior)
+    }
+
+    fn undo(&mut self, fp: u64, prior: Prior) {
+        if let (Some(slot), Some(state)) = (self.map.find(fp), S::from_prior(prior)) {
+            *self.map.at(slot) = state;
         }
+    }
+
+    fn status(&self, fp: u64, now_ms: u64, policy: &Policy) -> Decision {
+        self.map.get(fp).unwrap_or_default().status(now_ms, policy)
+    }
+
+    fn evict(&mut self, start: u64, keep: u64, now_ms: u64, policy: &Policy) -> bool {
+        self.map
+            .evict(start, keep, |state| Some(state.expires_in(now_ms, policy)))
+            .is_some()
     }
 
     fn sweep(&mut self, now_ms: u64, policy: &Policy) -> usize {
         let before = self.map.len();
         self.map.retain(|state| !state.is_expired(now_ms, policy));
-        if self.overflow.is_expired(now_ms, policy) {
-            self.overflow = S::default();
-        }
         before - self.map.len()
     }
 
@@ -87,13 +176,37 @@ enum Counts {
     Log(LogTable),
 }
 
+/// Runs `$body` with `$t` bound to the fingerprint map of whichever kind of table it is.
+macro_rules! map_of {
+    ($counts:expr, $t:ident => $body:expr) => {
+        match $counts {
+            Counts::Fixed(c) => {
+                let $t = &c.map;
+                $body
+            }
+            Counts::Counter(c) => {
+                let $t = &c.map;
+                $body
+            }
+            Counts::Bucket(c) => {
+                let $t = &c.map;
+                $body
+            }
+            Counts::Log(l) => {
+                let $t = l.map();
+                $body
+            }
+        }
+    };
+}
+
 /// One limit's counts in one shard.
 pub(super) struct Table {
     limit_id: u64,
     policy: Policy,
     /// When expired state was last swept out.
     swept_at: u64,
-    /// When the table was last checked.
+    /// The latest clock reading a check brought.
     last_seen: u64,
     counts: Counts,
 }
@@ -120,34 +233,120 @@ impl Table {
         self.limit_id
     }
 
-    /// Decides a request of the key `fp`, keeping `keys` (the shard's count of stored keys)
-    /// up to date and below `max_keys`.
-    #[inline]
-    pub(super) fn check(
-        &mut self,
-        fp: u64,
-        now_ms: u64,
-        keys: &mut usize,
-        max_keys: usize,
-    ) -> Decision {
-        if now_ms.saturating_sub(self.swept_at) >= self.policy.window_ms() {
-            *keys -= self.maintain(now_ms);
+    /// Keys held.
+    pub(super) fn len(&self) -> usize {
+        map_of!(&self.counts, m => m.len())
+    }
+
+    /// Bytes held: slots, and the logs' slab.
+    pub(super) fn bytes(&self) -> usize {
+        match &self.counts {
+            Counts::Log(l) => l.bytes(),
+            other => map_of!(other, m => m.bytes()),
         }
-        // Written only when it changes (once per clock tick): a line that two cores only read
-        // stays in both their caches.
-        if self.last_seen != now_ms {
+    }
+
+    /// What [`bytes`](Self::bytes) would become if one more key were added.
+    pub(super) fn bytes_after_insert(&self) -> usize {
+        self.bytes() - map_of!(&self.counts, m => m.bytes())
+            + map_of!(&self.counts, m => m.bytes_after_insert())
+    }
+
+    /// The slot of `fp`, if held.
+    #[inline]
+    pub(super) fn find(&self, fp: u64) -> Option<usize> {
+        map_of!(&self.counts, m => m.find(fp))
+    }
+
+    /// Adds `fp` with empty state; the shard made room.
+    pub(super) fn insert(&mut self, fp: u64) -> usize {
+        match &mut self.counts {
+            Counts::Fixed(c) => c.map.insert(fp),
+            Counts::Counter(c) => c.map.insert(fp),
+            Counts::Bucket(c) => c.map.insert(fp),
+            Counts::Log(l) => l.map_mut().insert(fp),
+        }
+    }
+
+    /// The bytes the check of the key in `slot` may add (a sliding log's first ring).
+    pub(super) fn growth_for(&self, slot: usize) -> usize {
+        match &self.counts {
+            Counts::Log(l) => l.ring_growth(Some(slot)),
+            _ => 0,
+        }
+    }
+
+    /// Forgets the state closest to expiring among a few (sparing `keep`); with `for_ring`,
+    /// only among sliding logs that hold a ring. Whether one was found.
+    pub(super) fn evict(&mut self, start: u64, keep: u64, now_ms: u64, for_ring: bool) -> bool {
+        let policy = &self.policy;
+        match &mut self.counts {
+            Counts::Fixed(c) => c.evict(start, keep, now_ms, policy),
+            Counts::Counter(c) => c.evict(start, keep, now_ms, policy),
+            Counts::Bucket(c) => c.evict(start, keep, now_ms, policy),
+            Counts::Log(l) if for_ring => l.evict_ring(start, keep, now_ms, policy),
+            Counts::Log(l) => l.evict(start, keep, now_ms, policy),
+        }
+    }
+
+    /// Notes a clock reading. Only the latest counts: a reading that arrives late must not
+    /// make the table look idle for longer than it is.
+    #[inline]
+    pub(super) fn seen(&mut self, now_ms: u64) {
+        if now_ms > self.last_seen {
             self.last_seen = now_ms;
         }
-        let room = *keys < max_keys;
+    }
+
+    /// Whether a sweep is due at `now_ms`.
+    #[inline]
+    pub(super) fn sweep_due(&self, now_ms: u64) -> bool {
+        now_ms.saturating_sub(self.swept_at) >= self.policy.window_ms()
+    }
+
+    /// Counts a request of the key in `slot`.
+    #[inline]
+    pub(super) fn check(&mut self, slot: usize, now_ms: u64) -> (Decision, Prior) {
         let policy = &self.policy;
-        let (decision, inserted) = match &mut self.counts {
-            Counts::Fixed(t) => t.check(fp, now_ms, policy, room),
-            Counts::Counter(t) => t.check(fp, now_ms, policy, room),
-            Counts::Bucket(t) => t.check(fp, now_ms, policy, room),
-            Counts::Log(t) => t.check(fp, now_ms, policy, room),
-        };
-        *keys += usize::from(inserted);
-        decision
+        match &mut self.counts {
+            Counts::Fixed(t) => t.check(slot, now_ms, policy),
+            Counts::Counter(t) => t.check(slot, now_ms, policy),
+            Counts::Bucket(t) => t.check(slot, now_ms, policy),
+            Counts::Log(t) => {
+                let decision = t.check(slot, now_ms, policy);
+                let prior = if decision.allowed() {
+                    Prior::Pushed
+                } else {
+                    Prior::Unchanged
+                };
+                (decision, prior)
+            }
+        }
+    }
+
+    /// Takes back what a check of `fp` changed (if the key is still held).
+    pub(super) fn undo(&mut self, fp: u64, prior: Prior) {
+        match &mut self.counts {
+            Counts::Fixed(t) => t.undo(fp, prior),
+            Counts::Counter(t) => t.undo(fp, prior),
+            Counts::Bucket(t) => t.undo(fp, prior),
+            Counts::Log(t) => {
+                if let (Prior::Pushed, Some(slot)) = (prior, t.map().find(fp)) {
+                    t.undo(slot);
+                }
+            }
+        }
+    }
+
+    /// Where `fp` stands, with nothing counted.
+    pub(super) fn status(&mut self, fp: u64, now_ms: u64) -> Decision {
+        let policy = &self.policy;
+        match &mut self.counts {
+            Counts::Fixed(t) => t.status(fp, now_ms, policy),
+            Counts::Counter(t) => t.status(fp, now_ms, policy),
+            Counts::Bucket(t) => t.status(fp, now_ms, policy),
+            Counts::Log(t) => t.status(fp, now_ms, policy),
+        }
     }
 
     /// Reclaims expired state when a window has passed since the last sweep; returns how
@@ -174,7 +373,7 @@ impl Table {
                 Counts::Log(t) => t.clear(),
             };
         }
-        if now_ms.saturating_sub(self.swept_at) < window {
+        if !self.sweep_due(now_ms) {
             return 0;
         }
         self.swept_at = now_ms;

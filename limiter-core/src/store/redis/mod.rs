@@ -11,29 +11,31 @@ use redis::RedisError;
 
 use super::{Check, Limit, Store, StoreError};
 use crate::Decision;
-use scripts::{fits_in_lua, Script, Scripts};
+use scripts::Script;
 
 /// Counts in Redis, so that every instance of a service shares one budget per client.
 ///
-/// - **Atomic, one round trip**: each check is one `EVALSHA` of the algorithm's Lua script
-///   (loaded once, reloaded transparently after `SCRIPT FLUSH` or a restart).
+/// - **Atomic, one round trip**: each request is one `EVALSHA` of one Lua script, whatever
+///   the number of limits it is checked against (loaded once, reloaded transparently after
+///   `SCRIPT FLUSH` or a restart); stacked limits count a request all or nothing.
 /// - **One clock**: scripts read the Redis server's `TIME`, so instances with skewed clocks
 ///   agree ([`use_caller_clock`](RedisStore::use_caller_clock) passes the limiter's clock
 ///   instead, for tests with a [`ManualClock`](crate::ManualClock)).
 /// - **Same answers as the in-memory store**: the scripts follow the same definitions; the
 ///   tests replay the reference schedules through both.
 /// - **Tidy**: every key written gets an expiry (a window after its last use; until full
-///   again for the bucket). Key names are `PREFIX:SCOPE:{LIMIT:CLIENT}`, bounded in length
-///   whatever a client sends: `SCOPE` is cut to 40 characters, `LIMIT` is the limit's 64-bit
-///   id, `CLIENT` the key's bytes in hex, or their SHA-1 when 20 bytes or longer. The braces
-///   are a Redis Cluster hash tag.
+///   again for the bucket). Key names are `PREFIX:SCOPE:LIMIT:{CLIENT}`, bounded in length
+///   whatever a client sends: `SCOPE` is the scope's printable ASCII cut to 40 characters,
+///   `LIMIT` the limit's stable id in 16 hex digits ([`Limit`]'s documentation gives its
+///   encoding), `CLIENT` the key's bytes in hex, or their SHA-1 when 20 bytes or longer. The
+///   braces are a Redis Cluster hash tag: a client's states live on one node.
 /// - **Faults are the limiter's policy**: a check that fails or exceeds the limiter's timeout
 ///   is handled as [`LimiterBuilder::on_store_error`](crate::LimiterBuilder::on_store_error)
 ///   says; the connection reconnects by itself when Redis comes back.
 ///
-/// Lua numbers are doubles, so a policy whose arithmetic would pass 2⁵³ (a counter with
-/// `max × window` beyond that, a bucket refilling for more than 52 days) is refused with an
-/// error, handled like any other store error.
+/// Every [`Policy`](crate::Policy) is computed exactly: policies are bounded so that the
+/// scripts' arithmetic stays within what Lua's doubles hold exactly, so a configuration is
+/// never refused here (a refusal would look like an outage).
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), limiter_core::StoreError> {
@@ -52,7 +54,7 @@ struct Inner {
     connection: ConnectionManager,
     prefix: String,
     caller_clock: bool,
-    scripts: Scripts,
+    script: Script,
 }
 
 impl RedisStore {
@@ -79,7 +81,7 @@ impl RedisStore {
                 connection,
                 prefix: "limiter".to_string(),
                 caller_clock: false,
-                scripts: Scripts::new(),
+                script: Script::new(),
             }),
         }
     }
@@ -109,7 +111,7 @@ impl RedisStore {
             connection: shared.connection.clone(),
             prefix: shared.prefix.clone(),
             caller_clock: shared.caller_clock,
-            scripts: Scripts::new(),
+            script: Script::new(),
         });
         change(&mut inner);
         RedisStore {
@@ -117,15 +119,28 @@ impl RedisStore {
         }
     }
 
-    /// The SHA-1 and source of the script for `algorithm`, for benchmarks that run it with
+    /// The SHA-1 and source of the script, for benchmarks that run it with
     /// `redis-benchmark`.
     #[doc(hidden)]
-    pub fn script(&self, algorithm: crate::Algorithm) -> (&str, &str) {
-        let script = self.inner.scripts.of(algorithm);
-        (&script.sha, &script.source)
+    pub fn script(&self) -> (&str, &str) {
+        (&self.inner.script.sha, self.inner.script.source)
     }
 
-    /// The Redis key holding `key`'s state under `limit`.
+    /// The Redis key holding `key`'s state under `limit`: `PREFIX:SCOPE:LIMIT:{CLIENT}`.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use limiter_core::{Limit, Policy, RedisStore};
+    /// let store = RedisStore::connect_lazily("redis://127.0.0.1:1").unwrap();
+    /// let login = Limit::new("login", Policy::new(5, Duration::from_secs(60)).unwrap());
+    /// assert_eq!(
+    ///     store.key_name(&login, b"4\xcb\x00\x71\x07"),
+    ///     "limiter:login:bf4aa7cc945c59d8:{34cb007107}"
+    /// );
+    /// # }
+    /// ```
     pub fn key_name(&self, limit: &Limit, key: &[u8]) -> String {
         let scope: String = limit
             .scope()
@@ -133,7 +148,7 @@ impl RedisStore {
             .filter(|c| c.is_ascii_graphic() && !matches!(c, '{' | '}'))
             .take(40)
             .collect();
-        let mut name = format!("{}:{scope}:{{{:016x}:", self.inner.prefix, limit.id());
+        let mut name = format!("{}:{scope}:{:016x}:{{", self.inner.prefix, limit.id());
         if key.len() < 20 {
             for byte in key {
                 let _ = write!(name, "{byte:02x}");
@@ -145,48 +160,77 @@ impl RedisStore {
         name
     }
 
-    async fn eval(&self, limit: &Limit, key: &[u8], now: Duration) -> Result<Decision, StoreError> {
-        let policy = limit.policy();
-        if !fits_in_lua(policy) {
+    async fn eval(
+        &self,
+        requests: &[(&Limit, &[u8])],
+        now: Duration,
+    ) -> Result<Vec<Decision>, StoreError> {
+        // The same (limit, key) twice is one budget asked once: the script reads each key
+        // before it writes any.
+        let mut unique: Vec<usize> = Vec::with_capacity(requests.len());
+        let mut slot_of = Vec::with_capacity(requests.len());
+        for (i, (limit, key)) in requests.iter().enumerate() {
+            let same = unique
+                .iter()
+                .position(|&u| requests[u].0 == *limit && requests[u].1 == *key);
+            slot_of.push(same.unwrap_or_else(|| {
+                unique.push(i);
+                unique.len() - 1
+            }));
+        }
+        let script = &self.inner.script;
+        let mut command = redis::cmd("EVALSHA");
+        command.arg(&script.sha).arg(unique.len());
+        for &i in &unique {
+            let (limit, key) = requests[i];
+            command.arg(self.key_name(limit, key));
+        }
+        if self.inner.caller_clock {
+            command
+                .arg(now.as_millis().to_string())
+                .arg(CALLER_CLOCK_MIN_TTL_MS);
+        } else {
+            command.arg("").arg(0);
+        }
+        for &i in &unique {
+            let policy = requests[i].0.policy();
+            command
+                .arg(scripts::code(policy.algorithm()))
+                .arg(policy.window_ms())
+                .arg(policy.max().get())
+                .arg(policy.emission_interval_ns())
+                .arg(u64::from(policy.burst().get()) * policy.emission_interval_ns());
+        }
+        let mut connection = self.inner.connection.clone();
+        let reply: Result<Vec<i64>, RedisError> = match command.query_async(&mut connection).await {
+            Err(e) if is_no_script(&e) => {
+                load(&mut connection, script).await?;
+                command.query_async(&mut connection).await
+            }
+            other => other,
+        };
+        let reply = reply.map_err(|e| error("Redis check failed", e))?;
+        if reply.len() != 3 * unique.len() {
             return Err(StoreError::msg(format!(
-                "the policy of `{}` is beyond what the Redis store computes exactly (2^53)",
-                limit.scope()
+                "the rate limit script answered {} numbers for {} limits",
+                reply.len(),
+                unique.len()
             )));
         }
-        let script = self.inner.scripts.of(policy.algorithm());
-        let (now, min_ttl_ms) = if self.inner.caller_clock {
-            (now.as_millis().to_string(), CALLER_CLOCK_MIN_TTL_MS)
-        } else {
-            (String::new(), 0)
-        };
-        let mut command = redis::cmd("EVALSHA");
-        command
-            .arg(&script.sha)
-            .arg(1)
-            .arg(self.key_name(limit, key))
-            .arg(policy.window_ms())
-            .arg(policy.max().get())
-            .arg(now)
-            .arg(policy.emission_interval_ns())
-            .arg(u64::from(policy.burst().get()) * policy.emission_interval_ns())
-            .arg(min_ttl_ms);
-        let mut connection = self.inner.connection.clone();
-        let reply: Result<(i64, i64, i64), RedisError> =
-            match command.query_async(&mut connection).await {
-                Err(e) if is_no_script(&e) => {
-                    load(&mut connection, script).await?;
-                    command.query_async(&mut connection).await
+        let decisions: Vec<Decision> = unique
+            .iter()
+            .zip(reply.chunks_exact(3))
+            .map(|(&i, answer)| {
+                let max = requests[i].0.policy().max().get();
+                let wait = Duration::from_nanos(u64::try_from(answer[2]).unwrap_or(0));
+                if answer[0] == 1 {
+                    Decision::allow(max, u32::try_from(answer[1]).unwrap_or(0), wait)
+                } else {
+                    Decision::reject(max, wait)
                 }
-                other => other,
-            };
-        let (allowed, remaining, wait_ns) = reply.map_err(|e| error("Redis check failed", e))?;
-        let max = policy.max().get();
-        let wait = Duration::from_nanos(u64::try_from(wait_ns).unwrap_or(0));
-        Ok(if allowed == 1 {
-            Decision::allow(max, u32::try_from(remaining).unwrap_or(0), wait)
-        } else {
-            Decision::reject(max, wait)
-        })
+            })
+            .collect();
+        Ok(slot_of.into_iter().map(|u| decisions[u]).collect())
     }
 }
 
@@ -205,7 +249,7 @@ fn is_no_script(error: &RedisError) -> bool {
 async fn load(connection: &mut ConnectionManager, script: &Script) -> Result<(), StoreError> {
     redis::cmd("SCRIPT")
         .arg("LOAD")
-        .arg(&script.source)
+        .arg(script.source)
         .query_async::<String>(connection)
         .await
         .map(drop)
@@ -225,7 +269,21 @@ fn error(what: &str, source: RedisError) -> StoreError {
 
 impl Store for RedisStore {
     fn check<'a>(&'a self, limit: &'a Limit, key: &'a [u8], now: Duration) -> Check<'a> {
-        Check::pending(self.eval(limit, key, now))
+        Check::pending(async move {
+            let decisions = self.eval(&[(limit, key)], now).await?;
+            decisions
+                .into_iter()
+                .next()
+                .ok_or_else(|| StoreError::msg("the rate limit script answered nothing"))
+        })
+    }
+
+    fn check_all<'a>(
+        &'a self,
+        requests: &'a [(&'a Limit, &'a [u8])],
+        now: Duration,
+    ) -> Check<'a, Vec<Decision>> {
+        Check::pending(self.eval(requests, now))
     }
 }
 

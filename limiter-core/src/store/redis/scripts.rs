@@ -1,36 +1,43 @@
-//! The four algorithms as Lua scripts: one atomic round trip per check, the same rules as
-//! [`algorithm`](crate::algorithm), and the same decisions as the in-memory store.
+//! The four algorithms as one Lua script: one atomic round trip per request, whatever the
+//! number of limits it is checked against, the same rules as [`algorithm`](crate::algorithm),
+//! and the same decisions as the in-memory store.
 //!
-//! Every script takes `KEYS[1]`, the state of one key under one limit, and
-//! `ARGV = [window_ms, max, now_ms or "", interval_ns, capacity_ns, min_ttl_ms]`; without a
-//! `now` it reads the Redis server's clock (`TIME`), so instances with skewed clocks agree.
-//! Expiry only reclaims memory — every script ignores state that no longer counts — so a
-//! caller with a clock of its own (tests moving a manual clock, not in step with Redis's)
-//! passes a `min_ttl_ms` that keeps keys alive while it works. It answers
-//! `{allowed, remaining, wait_ns}`: `wait_ns` is `retry_after` on a rejection and the time
-//! until used quota next comes back otherwise. Every key written gets an expiry.
+//! `KEYS[i]` holds the state of one key under one limit; `ARGV` is
+//! `[now_ms or "", min_ttl_ms]` followed by five values per key:
+//! `algorithm (1 sliding window, 2 fixed window, 3 counter, 4 bucket), window_ms, max,
+//! interval_ns, capacity_ns`. Without a `now` the script reads the Redis server's clock
+//! (`TIME`), so instances with skewed clocks agree. It answers three numbers per key,
+//! `allowed, remaining, wait_ns`, with the meaning of [`Store::check_all`](crate::Store):
+//! the request is counted by every limit or by none.
 //!
-//! Lua numbers are doubles: integers are exact below 2⁵³, which bounds what the Redis store
-//! accepts (see [`fits_in_lua`]); `idiv` corrects the rounding of a floating division.
+//! A reading earlier than a key's state — the server's clock stepping back, or callers
+//! whose clocks differ — is treated as the newest instant the state holds: nothing is
+//! dropped or reset by it. Expiry only reclaims memory — every algorithm ignores state that
+//! no longer counts — so a caller with a clock of its own (tests moving a manual clock, not
+//! in step with Redis's) passes a `min_ttl_ms` that keeps keys alive while it works. Every
+//! key written gets an expiry.
+//!
+//! Lua numbers are doubles: integers are exact below 2⁵³. [`Policy`](crate::Policy) keeps
+//! every number these scripts compute below that (the counter's `max × window`, the
+//! bucket's capacity in nanoseconds, waits of two windows at most); `idiv` corrects the
+//! rounding of a floating division.
 
-use crate::{Algorithm, Policy};
+use crate::Algorithm;
 
-const PRELUDE: &str = r#"
+const SCRIPT: &str = r#"
 -- Redis 3.2 and 4 replicate scripts verbatim unless told otherwise, and then refuse writes
 -- after TIME; from Redis 5 on (and in Valkey) this is the default and the call a no-op.
 if redis.replicate_commands then redis.replicate_commands() end
-local key = KEYS[1]
-local window = tonumber(ARGV[1])
-local max = tonumber(ARGV[2])
-local now = tonumber(ARGV[3])
-local min_ttl = tonumber(ARGV[6]) or 0
-local function expire_in(ms)
-  if ms < min_ttl then ms = min_ttl end
-  redis.call('PEXPIRE', key, ms)
-end
-if not now then
+local clock = tonumber(ARGV[1])
+if not clock then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local min_ttl = tonumber(ARGV[2]) or 0
+local function expire(key, ms)
+  if ms < min_ttl then ms = min_ttl end
+  if ms < 1 then ms = 1 end
+  redis.call('PEXPIRE', key, ms)
 end
 local function idiv(a, b)
   local q = math.floor(a / b)
@@ -38,75 +45,61 @@ local function idiv(a, b)
   while (q + 1) * b <= a do q = q + 1 end
   return q
 end
-"#;
 
-const SLIDING_WINDOW: &str = r#"
-local len = redis.call('LLEN', key)
-local oldest = nil
-if len > 0 then
-  -- instants stay in order even if the server clock steps back
-  local newest = tonumber(redis.call('LINDEX', key, -1))
-  if newest > now then now = newest end
-end
-while len > 0 do
-  oldest = tonumber(redis.call('LINDEX', key, 0))
-  if now - oldest < window then break end
-  redis.call('LPOP', key)
-  len = len - 1
-  oldest = nil
-end
-if len < max then
-  redis.call('RPUSH', key, now)
-  expire_in(window)
-  return {1, max - len - 1, ((oldest or now) + window - now) * 1000000}
-end
-return {0, 0, (oldest + window - now) * 1000000}
-"#;
+-- Each algorithm reads its key and returns
+--   admits (boolean), {remaining, wait_ns} if counted (or the rejection), the status with
+--   nothing counted {remaining, wait_ns}, and a function that writes the counted state.
 
-const FIXED_WINDOW: &str = r#"
-local state = redis.call('HMGET', key, 's', 'c')
-local start = tonumber(state[1])
-local count = tonumber(state[2]) or 0
-if start and now < start then now = start end
-if not start or count == 0 or now - start >= window then
-  start = now
-  count = 0
+local function sliding_window(key, window, max)
+  local now = clock
+  local len = redis.call('LLEN', key)
+  if len > 0 then
+    local newest = tonumber(redis.call('LINDEX', key, -1))
+    if newest > now then now = newest end
+  end
+  local expired, oldest = 0, nil
+  while expired < len do
+    local t = tonumber(redis.call('LINDEX', key, expired))
+    if now - t < window then oldest = t break end
+    expired = expired + 1
+  end
+  local count = len - expired
+  local status_wait = 0
+  if oldest then status_wait = (oldest + window - now) * 1000000 end
+  local status = {max - count, status_wait}
+  if count >= max then
+    return false, {0, status_wait}, status, nil
+  end
+  local counted = {max - count - 1, ((oldest or now) + window - now) * 1000000}
+  return true, counted, status, function()
+    if expired > 0 then redis.call('LTRIM', key, expired, -1) end
+    redis.call('RPUSH', key, now)
+    expire(key, window)
+  end
 end
-local ends = start + window - now
-if count < max then
-  count = count + 1
-  redis.call('HSET', key, 's', start, 'c', count)
-  expire_in(ends)
-  return {1, max - count, ends * 1000000}
-end
-return {0, 0, ends * 1000000}
-"#;
 
-const TOKEN_BUCKET: &str = r#"
-local interval = tonumber(ARGV[4])
-local capacity = tonumber(ARGV[5])
-local state = redis.call('HMGET', key, 't', 'n')
-local used = 0
-if state[1] then
-  used = (tonumber(state[1]) - now) * 1000000 + tonumber(state[2])
-  if used < 0 then used = 0 end
+local function fixed_window(key, window, max)
+  local now = clock
+  local state = redis.call('HMGET', key, 's', 'c')
+  local start = tonumber(state[1])
+  local count = tonumber(state[2]) or 0
+  if start and count > 0 and now < start then now = start end
+  if not start or count == 0 or now - start >= window then
+    start = now
+    count = 0
+  end
+  local ends = (start + window - now) * 1000000
+  local status = {max - count, 0}
+  if count > 0 then status[2] = ends end
+  if count >= max then
+    return false, {0, ends}, status, nil
+  end
+  return true, {max - count - 1, ends}, status, function()
+    redis.call('HSET', key, 's', start, 'c', count + 1)
+    expire(key, start + window - now)
+  end
 end
-if used + interval > capacity then
-  return {0, 0, used + interval - capacity}
-end
-used = used + interval
-local whole = idiv(used, 1000000)
-redis.call('HSET', key, 't', now + whole, 'n', used - whole * 1000000)
-expire_in(whole + 1)
-local left = capacity - used
-local remaining = idiv(left, interval)
-local partial = left - remaining * interval
-local next_back = interval
-if partial ~= 0 then next_back = interval - partial end
-return {1, remaining, next_back}
-"#;
 
-const SLIDING_WINDOW_COUNTER: &str = r#"
 local function until_below(prev, cur, elapsed, t, target)
   local to_edge = t - elapsed
   if cur < target and prev > 0 then
@@ -119,79 +112,139 @@ local function until_below(prev, cur, elapsed, t, target)
   if y_max >= t then return to_edge end
   return to_edge + t - y_max
 end
-local index = idiv(now, window)
-local elapsed = now - index * window
-local state = redis.call('HMGET', key, 'w', 'p', 'c')
-local prev, cur = 0, 0
-local stored = tonumber(state[1])
-if stored == index then
-  prev = tonumber(state[2])
-  cur = tonumber(state[3])
-elseif stored == index - 1 then
-  prev = tonumber(state[3])
+
+local function sliding_window_counter(key, window, max)
+  local now = clock
+  local state = redis.call('HMGET', key, 'w', 'p', 'c')
+  local stored = tonumber(state[1])
+  local stored_prev = tonumber(state[2]) or 0
+  local stored_cur = tonumber(state[3]) or 0
+  if stored and (stored_prev > 0 or stored_cur > 0) and idiv(now, window) < stored then
+    now = stored * window
+  end
+  local index = idiv(now, window)
+  local elapsed = now - index * window
+  local prev, cur = 0, 0
+  if stored == index then
+    prev, cur = stored_prev, stored_cur
+  elseif stored == index - 1 then
+    prev = stored_cur
+  end
+  local weighted = prev * (window - elapsed) + cur * window
+  if weighted >= max * window then
+    local wait = until_below(prev, cur, elapsed, window, max) * 1000000
+    return false, {0, wait}, {0, wait}, nil
+  end
+  local left = idiv(max * window - weighted + window - 1, window)
+  local status = {left, 0}
+  if left < max then status[2] = until_below(prev, cur, elapsed, window, max - left) * 1000000 end
+  local room = max * window - (weighted + window)
+  if room < 0 then room = 0 end
+  local remaining = idiv(room + window - 1, window)
+  local wait = until_below(prev, cur + 1, elapsed, window, max - remaining) * 1000000
+  return true, {remaining, wait}, status, function()
+    redis.call('HSET', key, 'w', index, 'p', prev, 'c', cur + 1)
+    expire(key, 2 * window - elapsed)
+  end
 end
-local weighted = prev * (window - elapsed) + cur * window
-if weighted >= max * window then
-  return {0, 0, until_below(prev, cur, elapsed, window, max) * 1000000}
+
+local function token_bucket(key, interval, capacity)
+  local now = clock
+  local state = redis.call('HMGET', key, 't', 'n')
+  local used = 0
+  if state[1] then
+    used = (tonumber(state[1]) - now) * 1000000 + tonumber(state[2])
+    if used < 0 then used = 0 end
+  end
+  local function standing(u)
+    local left = capacity - u
+    local remaining = idiv(left, interval)
+    local partial = left - remaining * interval
+    local next_back = interval
+    if partial ~= 0 then next_back = interval - partial end
+    return remaining, next_back
+  end
+  if used + interval > capacity then
+    local wait = used + interval - capacity
+    return false, {0, wait}, {0, wait}, nil
+  end
+  local status_remaining, status_wait = standing(used)
+  if used == 0 then status_wait = 0 end
+  local after = used + interval
+  local remaining, next_back = standing(after)
+  return true, {remaining, next_back}, {status_remaining, status_wait}, function()
+    local whole = idiv(after, 1000000)
+    redis.call('HSET', key, 't', now + whole, 'n', after - whole * 1000000)
+    expire(key, whole + 1)
+  end
 end
-cur = cur + 1
-redis.call('HSET', key, 'w', index, 'p', prev, 'c', cur)
-expire_in(2 * window - elapsed)
-local room = max * window - (weighted + window)
-if room < 0 then room = 0 end
-local remaining = idiv(room + window - 1, window)
-return {1, remaining, until_below(prev, cur, elapsed, window, max - remaining) * 1000000}
+
+local n = #KEYS
+local admitted, counted, statuses, writes = true, {}, {}, {}
+for i = 1, n do
+  local base = 2 + (i - 1) * 5
+  local algorithm = tonumber(ARGV[base + 1])
+  local window = tonumber(ARGV[base + 2])
+  local max = tonumber(ARGV[base + 3])
+  local admits, decision, status, write
+  if algorithm == 1 then
+    admits, decision, status, write = sliding_window(KEYS[i], window, max)
+  elseif algorithm == 2 then
+    admits, decision, status, write = fixed_window(KEYS[i], window, max)
+  elseif algorithm == 3 then
+    admits, decision, status, write = sliding_window_counter(KEYS[i], window, max)
+  else
+    admits, decision, status, write =
+      token_bucket(KEYS[i], tonumber(ARGV[base + 4]), tonumber(ARGV[base + 5]))
+  end
+  if not admits then admitted = false end
+  counted[i] = {admits, decision}
+  statuses[i] = status
+  writes[i] = write
+end
+local reply = {}
+for i = 1, n do
+  local admits, decision = counted[i][1], counted[i][2]
+  if admitted then
+    writes[i]()
+    reply[#reply + 1] = 1
+    reply[#reply + 1] = decision[1]
+    reply[#reply + 1] = decision[2]
+  elseif admits then
+    -- Another limit rejects the request: this one counts nothing and says where it stands.
+    reply[#reply + 1] = 1
+    reply[#reply + 1] = statuses[i][1]
+    reply[#reply + 1] = statuses[i][2]
+  else
+    reply[#reply + 1] = 0
+    reply[#reply + 1] = 0
+    reply[#reply + 1] = decision[2]
+  end
+end
+return reply
 "#;
 
-/// One script: its source and the SHA-1 that `EVALSHA` names it by.
+/// The script: its source and the SHA-1 that `EVALSHA` names it by.
 pub(crate) struct Script {
-    pub(crate) source: String,
+    pub(crate) source: &'static str,
     pub(crate) sha: String,
 }
 
 impl Script {
-    fn new(body: &str) -> Script {
-        let source = format!("{PRELUDE}{body}");
-        let sha = sha1_smol::Sha1::from(&source).digest().to_string();
-        Script { source, sha }
-    }
-}
-
-/// The scripts, one per algorithm.
-pub(crate) struct Scripts {
-    sliding_window: Script,
-    fixed_window: Script,
-    sliding_window_counter: Script,
-    token_bucket: Script,
-}
-
-impl Scripts {
-    pub(crate) fn new() -> Scripts {
-        Scripts {
-            sliding_window: Script::new(SLIDING_WINDOW),
-            fixed_window: Script::new(FIXED_WINDOW),
-            sliding_window_counter: Script::new(SLIDING_WINDOW_COUNTER),
-            token_bucket: Script::new(TOKEN_BUCKET),
-        }
-    }
-
-    pub(crate) fn of(&self, algorithm: Algorithm) -> &Script {
-        match algorithm {
-            Algorithm::SlidingWindow => &self.sliding_window,
-            Algorithm::FixedWindow => &self.fixed_window,
-            Algorithm::SlidingWindowCounter => &self.sliding_window_counter,
-            Algorithm::TokenBucket => &self.token_bucket,
+    pub(crate) fn new() -> Script {
+        Script {
+            source: SCRIPT,
+            sha: sha1_smol::Sha1::from(SCRIPT).digest().to_string(),
         }
     }
 }
 
-/// Whether every number the scripts compute for `policy` stays below 2⁵³, where Lua's
-/// doubles are exact: `max × window` (the counter), `burst × interval` (the bucket), and
-/// waits in nanoseconds (two windows at most, or a full bucket).
-pub(crate) fn fits_in_lua(policy: &Policy) -> bool {
-    const EXACT: u128 = 1 << 53;
-    let window_ms = u128::from(policy.window_ms());
-    let max = u128::from(policy.max().get());
-    let capacity = u128::from(policy.burst().get()) * u128::from(policy.emission_interval_ns());
-    max * window_ms * 2 < EXACT && capacity * 2 < EXACT && window_ms * 2_000_000 < EXACT
+/// The number the script knows an algorithm by.
+pub(crate) fn code(algorithm: Algorithm) -> u8 {
+    match algorithm {
+        Algorithm::SlidingWindow => 1,
+        Algorithm::FixedWindow => 2,
+        Algorithm::SlidingWindowCounter => 3,
+        Algorithm::TokenBucket => 4,
+    }
 }
