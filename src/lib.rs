@@ -25,3 +25,10 @@
 
 pub use limiter_core::*;
 pub use limiter_macros::rate_limit;
+
+/// What `#[rate_limit]` expands to reaches everything through here. Not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use limiter_core::__private::*;
+    pub use limiter_macros::__rate_limit_stack as rate_limit_stack;
+}

@@ -6,13 +6,15 @@
 //! LIMITER_BLESS=1 cargo test --test expansions
 //! ```
 //!
-//! Only `#[rate_limit]` is expanded; the route macros are left as written.
+//! Only `#[rate_limit]` is expanded; the route macros are left as written. The expansions
+//! are modules of one example (`examples/expanded/main.rs`), so `cargo test` compiles them
+//! too.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
 
 // The macro's own pipeline, compiled into this test so that it can run outside rustc.
-#[path = "../limiter-macros/src/args.rs"]
-mod args;
+#[path = "../limiter-macros/src/ast.rs"]
+mod ast;
 #[path = "../limiter-macros/src/errors.rs"]
 mod errors;
 #[path = "../limiter-macros/src/expand.rs"]
@@ -21,6 +23,10 @@ mod expand;
 mod input;
 #[path = "../limiter-macros/src/period.rs"]
 mod period;
+#[path = "../limiter-macros/src/stack.rs"]
+mod stack;
+#[path = "../limiter-macros/src/valid.rs"]
+mod valid;
 
 use std::path::Path;
 
@@ -38,34 +44,50 @@ const EXAMPLES: [&str; 9] = [
     "redis",
 ];
 
-fn is_rate_limit(attr: &syn::Attribute) -> bool {
-    attr.path()
-        .segments
-        .last()
-        .is_some_and(|s| s.ident == "rate_limit")
+fn named(attr: &syn::Attribute, name: &str) -> bool {
+    attr.path().segments.last().is_some_and(|s| s.ident == name)
 }
 
-/// Expands the first `#[rate_limit]` of every function, as rustc would.
+fn args_of(attr: syn::Attribute) -> proc_macro2::TokenStream {
+    match attr.meta {
+        syn::Meta::List(list) => list.tokens,
+        _ => proc_macro2::TokenStream::new(),
+    }
+}
+
+/// Expands the `#[rate_limit]`s of every function as rustc would: each in turn, from the
+/// top, then the marker they gathered into.
 fn expand_file(source: &str) -> String {
     let mut file = syn::parse_file(source).unwrap();
     let mut items = Vec::new();
     for item in file.items {
-        match item {
-            syn::Item::Fn(mut function) if function.attrs.iter().any(is_rate_limit) => {
-                let at = function.attrs.iter().position(is_rate_limit).unwrap();
-                let attr = function.attrs.remove(at);
-                let args = match attr.meta {
-                    syn::Meta::List(list) => list.tokens,
-                    _ => panic!("#[rate_limit] without arguments"),
-                };
-                let output = expand::rate_limit(args, function.into_token_stream());
+        let syn::Item::Fn(mut function) = item else {
+            items.push(item);
+            continue;
+        };
+        while let Some(at) = function.attrs.iter().position(|a| named(a, "rate_limit")) {
+            let attr = function.attrs.remove(at);
+            let output = stack::rate_limit(args_of(attr), function.into_token_stream());
+            function = syn::parse2(output).unwrap();
+        }
+        match function
+            .attrs
+            .iter()
+            .position(|a| named(a, "rate_limit_stack"))
+        {
+            Some(at) => {
+                let marker = function.attrs.remove(at);
+                let output = stack::finish(args_of(marker), function.into_token_stream());
                 let expanded: syn::File = syn::parse2(output).unwrap();
                 items.extend(expanded.items);
             }
-            other => items.push(other),
+            None => items.push(syn::Item::Fn(function)),
         }
     }
     file.items = items;
+    // The expansion no longer uses the attribute it imports.
+    file.attrs
+        .push(syn::parse_quote!(#![allow(unused_imports)]));
     prettyplease::unparse(&file)
 }
 

@@ -58,6 +58,23 @@ async fn make_app(
     .await
 }
 
+/// Sends `GET path` from `from` with `headers`, and returns the status.
+async fn status_of(
+    app: &impl Service<actix_http::Request, Response = ServiceResponse, Error = actix_web::Error>,
+    path: &str,
+    from: &str,
+    headers: &[(&str, &str)],
+) -> u16 {
+    let mut req = test::TestRequest::get().uri(path).peer_addr(peer(from));
+    for &(name, value) in headers {
+        req = req.insert_header((name, value));
+    }
+    test::call_service(app, req.to_request())
+        .await
+        .status()
+        .as_u16()
+}
+
 /// Sends `GET path` from `from` with `headers`, and says whether it was admitted.
 async fn admitted(
     app: &impl Service<actix_http::Request, Response = ServiceResponse, Error = actix_web::Error>,
@@ -143,16 +160,27 @@ async fn forwarded_and_x_forwarded_for_together() {
     ];
     assert!(admitted(&app, "/ip", proxy, &agree).await);
     assert!(!admitted(&app, "/ip", proxy, &[("x-forwarded-for", "198.51.100.1")]).await);
-    // Contradictory: counted against the proxy itself, never a client-chosen address.
+    // Contradictory: one of them was written by the client, so the request cannot be
+    // counted through them. It is refused (400), which gives the client neither an address
+    // of its choosing nor the proxy's own budget — that stays whole.
     let contradict =
         |forged: &'static str| [("forwarded", forged), ("x-forwarded-for", "198.51.100.50")];
-    assert!(admitted(&app, "/ip", proxy, &contradict("for=6.6.6.1")).await);
-    assert!(!admitted(&app, "/ip", proxy, &contradict("for=6.6.6.2")).await);
+    for forged in ["for=6.6.6.1", "for=6.6.6.2", "for=_hidden"] {
+        assert_eq!(
+            status_of(&app, "/ip", proxy, &contradict(forged)).await,
+            400
+        );
+    }
     assert!(
-        !admitted(&app, "/ip", proxy, &[]).await,
-        "the proxy's own budget"
+        admitted(&app, "/ip", proxy, &[]).await,
+        "the proxy's own budget is untouched"
     );
     assert!(admitted(&app, "/ip", proxy, &[("x-forwarded-for", "198.51.100.50")]).await);
+    // A forged header that names nobody, or cannot be read, leaves the answer to the other.
+    for silent in ["proto=https", "for=unknown", "for=\"open"] {
+        let headers = [("forwarded", silent), ("x-forwarded-for", "198.51.100.50")];
+        assert!(!admitted(&app, "/ip", proxy, &headers).await, "{silent}");
+    }
 
     // Told which header the proxy writes, the other one is ignored.
     let app = make_app(
@@ -164,6 +192,32 @@ async fn forwarded_and_x_forwarded_for_together() {
     .await;
     assert!(admitted(&app, "/ip", proxy, &contradict("for=6.6.6.1")).await);
     assert!(!admitted(&app, "/ip", proxy, &contradict("for=6.6.6.2")).await);
+}
+
+#[actix_web::test]
+async fn a_long_or_malformed_forged_part_cannot_move_the_client_to_the_proxys_budget() {
+    let app = make_app(builder().trusted_proxies(["10.0.0.0/8"]).build()).await;
+    let proxy = "10.0.0.1:4000";
+    // The proxy's budget is spent by a request that really came from it.
+    assert!(admitted(&app, "/ip", proxy, &[]).await);
+    // A client pads the part it controls past 2 KB, or breaks its grammar: it is still
+    // counted as itself (its first request passes, its second does not), never as the proxy.
+    let padded = format!("{}198.51.100.9", "6.6.6.6, ".repeat(400));
+    assert!(padded.len() > 2_048);
+    assert!(admitted(&app, "/ip", proxy, &[("x-forwarded-for", &padded)]).await);
+    assert!(!admitted(&app, "/ip", proxy, &[("x-forwarded-for", "198.51.100.9")]).await);
+    let open_quote = "for=\"6.6.6.6, for=198.51.100.10";
+    assert!(admitted(&app, "/ip", proxy, &[("forwarded", open_quote)]).await);
+    assert!(!admitted(&app, "/ip", proxy, &[("forwarded", "for=198.51.100.10")]).await);
+}
+
+#[actix_web::test]
+async fn proxies_written_as_ipv4_mapped_ipv6_are_trusted() {
+    let app = make_app(builder().trusted_proxies(["::ffff:10.0.0.0/104"]).build()).await;
+    let proxy = "10.0.0.1:4000";
+    assert!(admitted(&app, "/ip", proxy, &[("x-forwarded-for", "198.51.100.20")]).await);
+    // The client is the forwarded address, not the proxy: the proxy still has its budget.
+    assert!(admitted(&app, "/ip", proxy, &[]).await);
 }
 
 #[actix_web::test]

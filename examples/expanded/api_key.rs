@@ -10,6 +10,7 @@
 //! cargo run --example api_key
 //! curl -si -H 'X-Api-Key: k-123' http://127.0.0.1:8080/v1/items
 //! ```
+#![allow(unused_imports)]
 use actix_web::{get, App, HttpServer};
 use limiter::{rate_limit, Limiter};
 #[get("/v1/items")]
@@ -19,19 +20,36 @@ async fn items(
     async fn items() -> &'static str {
         "[]\n"
     }
+    /// Names the handler: its `type_name` is the handler's path.
+    struct __LimiterHandler;
+    const __LIMITER_POLICY_0: ::limiter::__private::Policy = match ::limiter::__private::Policy::__try_from_attribute(
+        100u32,
+        60000u64,
+        ::limiter::__private::Algorithm::TokenBucket,
+        20u32,
+    ) {
+        ::core::result::Result::Ok(policy) => policy,
+        ::core::result::Result::Err(error) => ::core::panic!("{}", error.message()),
+    };
     static __LIMITER_LIMITS: ::limiter::__private::LazyLock<
         ::limiter::__private::HandlerLimits,
     > = ::limiter::__private::LazyLock::new(|| ::limiter::__private::HandlerLimits::new(
         ::std::vec![
-            ::limiter::__private::LimitSpec::new(::core::concat!(::core::module_path!(),
-            "::", "items"), "items", 100u32, 60000u64,
-            ::limiter::__private::Algorithm::TokenBucket,
-            ::core::option::Option::Some(20u32),
+            ::limiter::__private::LimitSpec::new(::core::option::Option::None,
+            ::core::any::type_name:: < __LimiterHandler > (), 0usize, "items",
+            __LIMITER_POLICY_0,
             ::limiter::__private::KeySpec::Header(::limiter::__private::HeaderName::from_static("x-api-key")),)
         ],
     ));
+    fn __limiter_limits() -> &'static ::limiter::__private::HandlerLimits {
+        &__LIMITER_LIMITS
+    }
+    ::limiter::__private::inventory::submit! {
+        ::limiter::__private::Registration::new(__limiter_limits, ::core::file!(),
+        ::core::line!())
+    }
     ::limiter::__private::handle(
-            &*__LIMITER_LIMITS,
+            &__LIMITER_LIMITS,
             __limiter_request,
             move |(): ()| items(),
         )

@@ -9,6 +9,7 @@
 //! cargo run --example basic            # http://127.0.0.1:8080 (PORT=9000 to change)
 //! for i in 1 2 3 4 5 6; do curl -si -X POST -d 'user=ann&password=x' http://127.0.0.1:8080/login | head -1; done
 //! ```
+#![allow(unused_imports)]
 use actix_web::{get, post, web, App, HttpResponse, HttpServer, Responder};
 use limiter::{rate_limit, Limiter};
 use serde::Deserialize;
@@ -27,18 +28,35 @@ async fn login(
     async fn login(form: web::Form<Login>) -> impl Responder {
         HttpResponse::Ok().body(format!("Checked the password of {}.\n", form.user))
     }
+    /// Names the handler: its `type_name` is the handler's path.
+    struct __LimiterHandler;
+    const __LIMITER_POLICY_0: ::limiter::__private::Policy = match ::limiter::__private::Policy::__try_from_attribute(
+        5u32,
+        60000u64,
+        ::limiter::__private::Algorithm::SlidingWindow,
+        0u32,
+    ) {
+        ::core::result::Result::Ok(policy) => policy,
+        ::core::result::Result::Err(error) => ::core::panic!("{}", error.message()),
+    };
     static __LIMITER_LIMITS: ::limiter::__private::LazyLock<
         ::limiter::__private::HandlerLimits,
     > = ::limiter::__private::LazyLock::new(|| ::limiter::__private::HandlerLimits::new(
         ::std::vec![
-            ::limiter::__private::LimitSpec::new(::core::concat!(::core::module_path!(),
-            "::", "login"), "login", 5u32, 60000u64,
-            ::limiter::__private::Algorithm::SlidingWindow, ::core::option::Option::None,
-            ::limiter::__private::KeySpec::Ip,)
+            ::limiter::__private::LimitSpec::new(::core::option::Option::None,
+            ::core::any::type_name:: < __LimiterHandler > (), 0usize, "login",
+            __LIMITER_POLICY_0, ::limiter::__private::KeySpec::Ip,)
         ],
     ));
+    fn __limiter_limits() -> &'static ::limiter::__private::HandlerLimits {
+        &__LIMITER_LIMITS
+    }
+    ::limiter::__private::inventory::submit! {
+        ::limiter::__private::Registration::new(__limiter_limits, ::core::file!(),
+        ::core::line!())
+    }
     ::limiter::__private::handle(
-            &*__LIMITER_LIMITS,
+            &__LIMITER_LIMITS,
             __limiter_request,
             move |(__limiter_arg0,): (web::Form<Login>,)| login(__limiter_arg0),
         )

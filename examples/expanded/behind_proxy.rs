@@ -20,6 +20,7 @@
 //!
 //! Without `.trusted_proxies(...)` nothing in those headers is believed: every request
 //! above would count against 127.0.0.1.
+#![allow(unused_imports)]
 use actix_web::{get, App, HttpServer};
 use limiter::{rate_limit, Limiter};
 #[get("/")]
@@ -29,18 +30,35 @@ async fn index(
     async fn index() -> &'static str {
         "hello\n"
     }
+    /// Names the handler: its `type_name` is the handler's path.
+    struct __LimiterHandler;
+    const __LIMITER_POLICY_0: ::limiter::__private::Policy = match ::limiter::__private::Policy::__try_from_attribute(
+        3u32,
+        60000u64,
+        ::limiter::__private::Algorithm::SlidingWindow,
+        0u32,
+    ) {
+        ::core::result::Result::Ok(policy) => policy,
+        ::core::result::Result::Err(error) => ::core::panic!("{}", error.message()),
+    };
     static __LIMITER_LIMITS: ::limiter::__private::LazyLock<
         ::limiter::__private::HandlerLimits,
     > = ::limiter::__private::LazyLock::new(|| ::limiter::__private::HandlerLimits::new(
         ::std::vec![
-            ::limiter::__private::LimitSpec::new(::core::concat!(::core::module_path!(),
-            "::", "index"), "index", 3u32, 60000u64,
-            ::limiter::__private::Algorithm::SlidingWindow, ::core::option::Option::None,
-            ::limiter::__private::KeySpec::Ip,)
+            ::limiter::__private::LimitSpec::new(::core::option::Option::None,
+            ::core::any::type_name:: < __LimiterHandler > (), 0usize, "index",
+            __LIMITER_POLICY_0, ::limiter::__private::KeySpec::Ip,)
         ],
     ));
+    fn __limiter_limits() -> &'static ::limiter::__private::HandlerLimits {
+        &__LIMITER_LIMITS
+    }
+    ::limiter::__private::inventory::submit! {
+        ::limiter::__private::Registration::new(__limiter_limits, ::core::file!(),
+        ::core::line!())
+    }
     ::limiter::__private::handle(
-            &*__LIMITER_LIMITS,
+            &__LIMITER_LIMITS,
             __limiter_request,
             move |(): ()| index(),
         )

@@ -10,6 +10,7 @@
 //! cargo run --example custom_key
 //! curl -si -H 'X-Tenant: acme' http://127.0.0.1:8080/reports
 //! ```
+#![allow(unused_imports)]
 use actix_web::{get, App, HttpRequest, HttpServer};
 use limiter::{rate_limit, Limiter};
 /// The tenant, when the request names one.
@@ -24,20 +25,37 @@ async fn reports(
     async fn reports() -> &'static str {
         "a heavy report\n"
     }
+    /// Names the handler: its `type_name` is the handler's path.
+    struct __LimiterHandler;
+    const __LIMITER_POLICY_0: ::limiter::__private::Policy = match ::limiter::__private::Policy::__try_from_attribute(
+        10u32,
+        3600000u64,
+        ::limiter::__private::Algorithm::SlidingWindow,
+        0u32,
+    ) {
+        ::core::result::Result::Ok(policy) => policy,
+        ::core::result::Result::Err(error) => ::core::panic!("{}", error.message()),
+    };
     static __LIMITER_LIMITS: ::limiter::__private::LazyLock<
         ::limiter::__private::HandlerLimits,
     > = ::limiter::__private::LazyLock::new(|| ::limiter::__private::HandlerLimits::new(
         ::std::vec![
-            ::limiter::__private::LimitSpec::new(::core::concat!(::core::module_path!(),
-            "::", "reports"), "reports", 10u32, 3600000u64,
-            ::limiter::__private::Algorithm::SlidingWindow, ::core::option::Option::None,
-            ::limiter::__private::KeySpec::Function(tenant as fn (&
+            ::limiter::__private::LimitSpec::new(::core::option::Option::None,
+            ::core::any::type_name:: < __LimiterHandler > (), 0usize, "reports",
+            __LIMITER_POLICY_0, ::limiter::__private::KeySpec::Function(tenant as fn (&
             ::limiter::__private::HttpRequest) -> ::core::option::Option <
             ::std::string::String >),)
         ],
     ));
+    fn __limiter_limits() -> &'static ::limiter::__private::HandlerLimits {
+        &__LIMITER_LIMITS
+    }
+    ::limiter::__private::inventory::submit! {
+        ::limiter::__private::Registration::new(__limiter_limits, ::core::file!(),
+        ::core::line!())
+    }
     ::limiter::__private::handle(
-            &*__LIMITER_LIMITS,
+            &__LIMITER_LIMITS,
             __limiter_request,
             move |(): ()| reports(),
         )

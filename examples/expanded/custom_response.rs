@@ -10,6 +10,7 @@
 //! cargo run --example custom_response
 //! for i in 1 2 3 4; do curl -si http://127.0.0.1:8080/search?q=rust | head -1; done
 //! ```
+#![allow(unused_imports)]
 use actix_web::{get, web, App, HttpResponse, HttpServer, Responder};
 use limiter::{rate_limit, Limiter};
 use serde::Deserialize;
@@ -24,18 +25,35 @@ async fn search(
     async fn search(query: web::Query<Search>) -> impl Responder {
         format!("results for {:?}\n", query.q)
     }
+    /// Names the handler: its `type_name` is the handler's path.
+    struct __LimiterHandler;
+    const __LIMITER_POLICY_0: ::limiter::__private::Policy = match ::limiter::__private::Policy::__try_from_attribute(
+        3u32,
+        10000u64,
+        ::limiter::__private::Algorithm::TokenBucket,
+        0u32,
+    ) {
+        ::core::result::Result::Ok(policy) => policy,
+        ::core::result::Result::Err(error) => ::core::panic!("{}", error.message()),
+    };
     static __LIMITER_LIMITS: ::limiter::__private::LazyLock<
         ::limiter::__private::HandlerLimits,
     > = ::limiter::__private::LazyLock::new(|| ::limiter::__private::HandlerLimits::new(
         ::std::vec![
-            ::limiter::__private::LimitSpec::new(::core::concat!(::core::module_path!(),
-            "::", "search"), "search", 3u32, 10000u64,
-            ::limiter::__private::Algorithm::TokenBucket, ::core::option::Option::None,
-            ::limiter::__private::KeySpec::Ip,)
+            ::limiter::__private::LimitSpec::new(::core::option::Option::None,
+            ::core::any::type_name:: < __LimiterHandler > (), 0usize, "search",
+            __LIMITER_POLICY_0, ::limiter::__private::KeySpec::Ip,)
         ],
     ));
+    fn __limiter_limits() -> &'static ::limiter::__private::HandlerLimits {
+        &__LIMITER_LIMITS
+    }
+    ::limiter::__private::inventory::submit! {
+        ::limiter::__private::Registration::new(__limiter_limits, ::core::file!(),
+        ::core::line!())
+    }
     ::limiter::__private::handle(
-            &*__LIMITER_LIMITS,
+            &__LIMITER_LIMITS,
             __limiter_request,
             move |(__limiter_arg0,): (web::Query<Search>,)| search(__limiter_arg0),
         )

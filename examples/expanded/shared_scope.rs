@@ -10,6 +10,7 @@
 //! cargo run --example shared_scope
 //! curl -si -X POST http://127.0.0.1:8080/sign-in; curl -si -X POST http://127.0.0.1:8080/reset
 //! ```
+#![allow(unused_imports)]
 use actix_web::{post, App, HttpServer};
 use limiter::{rate_limit, Limiter};
 #[post("/sign-in")]
@@ -19,17 +20,35 @@ async fn sign_in(
     async fn sign_in() -> &'static str {
         "signed in\n"
     }
+    /// Names the handler: its `type_name` is the handler's path.
+    struct __LimiterHandler;
+    const __LIMITER_POLICY_0: ::limiter::__private::Policy = match ::limiter::__private::Policy::__try_from_attribute(
+        10u32,
+        900000u64,
+        ::limiter::__private::Algorithm::SlidingWindow,
+        0u32,
+    ) {
+        ::core::result::Result::Ok(policy) => policy,
+        ::core::result::Result::Err(error) => ::core::panic!("{}", error.message()),
+    };
     static __LIMITER_LIMITS: ::limiter::__private::LazyLock<
         ::limiter::__private::HandlerLimits,
     > = ::limiter::__private::LazyLock::new(|| ::limiter::__private::HandlerLimits::new(
         ::std::vec![
-            ::limiter::__private::LimitSpec::new("auth", "auth", 10u32, 900000u64,
-            ::limiter::__private::Algorithm::SlidingWindow, ::core::option::Option::None,
-            ::limiter::__private::KeySpec::Ip,)
+            ::limiter::__private::LimitSpec::new(::core::option::Option::Some("auth"),
+            ::core::any::type_name:: < __LimiterHandler > (), 0usize, "auth",
+            __LIMITER_POLICY_0, ::limiter::__private::KeySpec::Ip,)
         ],
     ));
+    fn __limiter_limits() -> &'static ::limiter::__private::HandlerLimits {
+        &__LIMITER_LIMITS
+    }
+    ::limiter::__private::inventory::submit! {
+        ::limiter::__private::Registration::new(__limiter_limits, ::core::file!(),
+        ::core::line!())
+    }
     ::limiter::__private::handle(
-            &*__LIMITER_LIMITS,
+            &__LIMITER_LIMITS,
             __limiter_request,
             move |(): ()| sign_in(),
         )
@@ -42,17 +61,35 @@ async fn reset_password(
     async fn reset_password() -> &'static str {
         "reset link sent\n"
     }
+    /// Names the handler: its `type_name` is the handler's path.
+    struct __LimiterHandler;
+    const __LIMITER_POLICY_0: ::limiter::__private::Policy = match ::limiter::__private::Policy::__try_from_attribute(
+        10u32,
+        900000u64,
+        ::limiter::__private::Algorithm::SlidingWindow,
+        0u32,
+    ) {
+        ::core::result::Result::Ok(policy) => policy,
+        ::core::result::Result::Err(error) => ::core::panic!("{}", error.message()),
+    };
     static __LIMITER_LIMITS: ::limiter::__private::LazyLock<
         ::limiter::__private::HandlerLimits,
     > = ::limiter::__private::LazyLock::new(|| ::limiter::__private::HandlerLimits::new(
         ::std::vec![
-            ::limiter::__private::LimitSpec::new("auth", "auth", 10u32, 900000u64,
-            ::limiter::__private::Algorithm::SlidingWindow, ::core::option::Option::None,
-            ::limiter::__private::KeySpec::Ip,)
+            ::limiter::__private::LimitSpec::new(::core::option::Option::Some("auth"),
+            ::core::any::type_name:: < __LimiterHandler > (), 0usize, "auth",
+            __LIMITER_POLICY_0, ::limiter::__private::KeySpec::Ip,)
         ],
     ));
+    fn __limiter_limits() -> &'static ::limiter::__private::HandlerLimits {
+        &__LIMITER_LIMITS
+    }
+    ::limiter::__private::inventory::submit! {
+        ::limiter::__private::Registration::new(__limiter_limits, ::core::file!(),
+        ::core::line!())
+    }
     ::limiter::__private::handle(
-            &*__LIMITER_LIMITS,
+            &__LIMITER_LIMITS,
             __limiter_request,
             move |(): ()| reset_password(),
         )

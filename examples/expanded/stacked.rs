@@ -12,6 +12,7 @@
 //! ```
 //!
 //! Responses carry both limits: `RateLimit-Policy: "comment";q=5;w=60, "comment-1d";q=100;w=86400`.
+#![allow(unused_imports)]
 use actix_web::{post, web, App, HttpResponse, HttpServer, Responder};
 use limiter::{rate_limit, Limiter};
 use serde::Deserialize;
@@ -27,22 +28,47 @@ async fn comment(
         HttpResponse::Created()
             .body(format!("Saved a comment of {} bytes.\n", form.text.len()))
     }
+    /// Names the handler: its `type_name` is the handler's path.
+    struct __LimiterHandler;
+    const __LIMITER_POLICY_0: ::limiter::__private::Policy = match ::limiter::__private::Policy::__try_from_attribute(
+        5u32,
+        60000u64,
+        ::limiter::__private::Algorithm::SlidingWindow,
+        0u32,
+    ) {
+        ::core::result::Result::Ok(policy) => policy,
+        ::core::result::Result::Err(error) => ::core::panic!("{}", error.message()),
+    };
+    const __LIMITER_POLICY_1: ::limiter::__private::Policy = match ::limiter::__private::Policy::__try_from_attribute(
+        100u32,
+        86400000u64,
+        ::limiter::__private::Algorithm::SlidingWindow,
+        0u32,
+    ) {
+        ::core::result::Result::Ok(policy) => policy,
+        ::core::result::Result::Err(error) => ::core::panic!("{}", error.message()),
+    };
     static __LIMITER_LIMITS: ::limiter::__private::LazyLock<
         ::limiter::__private::HandlerLimits,
     > = ::limiter::__private::LazyLock::new(|| ::limiter::__private::HandlerLimits::new(
         ::std::vec![
-            ::limiter::__private::LimitSpec::new(::core::concat!(::core::module_path!(),
-            "::", "comment"), "comment", 5u32, 60000u64,
-            ::limiter::__private::Algorithm::SlidingWindow, ::core::option::Option::None,
-            ::limiter::__private::KeySpec::Ip,),
-            ::limiter::__private::LimitSpec::new(::core::concat!(::core::module_path!(),
-            "::", "comment", "#", "2"), "comment-1d", 100u32, 86400000u64,
-            ::limiter::__private::Algorithm::SlidingWindow, ::core::option::Option::None,
-            ::limiter::__private::KeySpec::Ip,)
+            ::limiter::__private::LimitSpec::new(::core::option::Option::None,
+            ::core::any::type_name:: < __LimiterHandler > (), 0usize, "comment",
+            __LIMITER_POLICY_0, ::limiter::__private::KeySpec::Ip,),
+            ::limiter::__private::LimitSpec::new(::core::option::Option::None,
+            ::core::any::type_name:: < __LimiterHandler > (), 1usize, "comment-1d",
+            __LIMITER_POLICY_1, ::limiter::__private::KeySpec::Ip,)
         ],
     ));
+    fn __limiter_limits() -> &'static ::limiter::__private::HandlerLimits {
+        &__LIMITER_LIMITS
+    }
+    ::limiter::__private::inventory::submit! {
+        ::limiter::__private::Registration::new(__limiter_limits, ::core::file!(),
+        ::core::line!())
+    }
     ::limiter::__private::handle(
-            &*__LIMITER_LIMITS,
+            &__LIMITER_LIMITS,
             __limiter_request,
             move |(__limiter_arg0,): (web::Form<Comment>,)| comment(__limiter_arg0),
         )

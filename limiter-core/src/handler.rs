@@ -1,52 +1,62 @@
 //! What `#[rate_limit]` expands to at run time: decide every limit of a handler, in order,
 //! before its extractors run; then run it and put the rate limit fields on its response.
 
+use std::borrow::Cow;
 use std::future::Future;
-use std::time::Duration;
 
 use actix_web::body::BoxBody;
 use actix_web::http::header::HeaderValue;
-use actix_web::http::StatusCode;
 use actix_web::{FromRequest, HttpRequest, HttpResponse, Responder};
 
-use crate::key::{KeySpec, NoClientAddress};
+use crate::key::{KeyError, KeySpec};
 use crate::response::{
-    self, complete_rejection, problem, HeaderOptions, RateLimitFields, Rejection,
+    self, complete_rejection, Failure, HeaderOptions, RateLimitFields, Rejection,
 };
-use crate::{Algorithm, Decision, Limit, Limiter, OnStoreError, Policy, StoreError};
+use crate::{Decision, Limit, Limiter, OnStoreError, Policy};
 
 /// One `#[rate_limit(...)]`: the limit, the name its header fields use, and its key.
 #[derive(Debug)]
 pub struct LimitSpec {
     limit: Limit,
-    name: &'static str,
+    name: Cow<'static, str>,
     key: KeySpec,
+    handler: String,
 }
 
 impl LimitSpec {
-    /// A limit as the attribute declares it. The attribute has checked every value at
-    /// compile time, so the policy is valid.
-    #[allow(clippy::too_many_arguments)]
+    /// A limit as the attribute declares it: its policy was built in a `const`, so every
+    /// mistake was a compile error.
+    ///
+    /// `scope` is the one the attribute names; without one, the budget belongs to the
+    /// handler alone and is named after its path ([`handler_path`] of `handler`, the
+    /// `type_name` of a type declared in the generated handler), with `#2`, `#3`... for the
+    /// stacked limits below the first. `name` is what the header fields call the limit;
+    /// characters a header cannot carry are percent-encoded.
     pub fn new(
-        scope: &'static str,
+        scope: Option<&'static str>,
+        handler: &'static str,
+        position: usize,
         name: &'static str,
-        max: u32,
-        window_ms: u64,
-        algorithm: Algorithm,
-        burst: Option<u32>,
+        policy: Policy,
         key: KeySpec,
     ) -> LimitSpec {
-        let policy = Policy::for_algorithm(algorithm, max, Duration::from_millis(window_ms))
-            .and_then(|policy| match burst {
-                Some(burst) => policy.with_burst(burst),
-                None => Ok(policy),
-            })
-            .unwrap_or_else(|error| panic!("#[rate_limit] on `{name}`: {error}"));
+        let handler = handler_path(handler);
+        let scope: Cow<'static, str> = match scope {
+            Some(scope) => Cow::Borrowed(scope),
+            None if position == 0 => Cow::Owned(handler.clone()),
+            None => Cow::Owned(format!("{handler}#{}", position + 1)),
+        };
         LimitSpec {
             limit: Limit::new(scope, policy),
-            name,
+            name: response::field_name(name),
             key,
+            handler,
         }
+    }
+
+    /// The path of the handler it limits.
+    pub fn handler(&self) -> &str {
+        &self.handler
     }
 
     /// The limit (scope and policy).
@@ -55,9 +65,81 @@ impl LimitSpec {
     }
 
     /// The name in the RateLimit header fields.
-    pub fn name(&self) -> &'static str {
-        self.name
+    pub fn name(&self) -> &str {
+        &self.name
     }
+}
+
+/// The path of a handler, from the `type_name` of a type declared inside its generated
+/// function: `my_app::auth::login` for `async fn login` in module `auth`, with the `impl`
+/// type or enclosing function when there is one (`my_app::auth::Admin::login`,
+/// `my_app::routes::login`), so that two handlers of one name never share a budget by
+/// accident. What the route macros and `async` add to the path is removed.
+///
+/// It is the default scope, and names the budget in Redis: moving or renaming a handler
+/// starts a new budget. Name scopes (`scope = "login"`) where budgets must outlive such
+/// changes across a rolling deploy.
+///
+/// ```
+/// use limiter_core::handler_path;
+/// assert_eq!(handler_path("app::auth::login::{{closure}}::__LimiterHandler"), "app::auth::login");
+/// assert_eq!(
+///     handler_path("<app::login as actix_web::service::HttpServiceFactory>::register::login::{{closure}}::__LimiterHandler"),
+///     "app::login"
+/// );
+/// ```
+pub fn handler_path(marker: &str) -> String {
+    let mut segments = split_path(marker);
+    if segments.last() == Some(&"__LimiterHandler") {
+        segments.pop();
+    }
+    segments.retain(|s| !(s.starts_with("{{closure") || s.starts_with("{closure")));
+    let mut out: Vec<&str> = Vec::with_capacity(segments.len());
+    let mut i = 0;
+    while i < segments.len() {
+        let segment = segments[i];
+        // The route macros turn `fn NAME` into a type `NAME` whose
+        // `HttpServiceFactory::register` holds the function.
+        if let Some(inner) = segment
+            .strip_prefix('<')
+            .and_then(|s| s.strip_suffix('>'))
+            .and_then(|s| s.split_once(" as "))
+            .filter(|(_, t)| t.ends_with("HttpServiceFactory"))
+            .map(|(ty, _)| ty)
+        {
+            if segments.get(i + 1) == Some(&"register") {
+                out.extend(split_path(inner));
+                i += 3; // the type, `register`, and the function of the same name
+                continue;
+            }
+        }
+        out.push(segment);
+        i += 1;
+    }
+    out.join("::")
+}
+
+/// Splits a Rust path on `::`, except inside `<...>`.
+fn split_path(path: &str) -> Vec<&str> {
+    let mut segments = Vec::new();
+    let (mut depth, mut start) = (0usize, 0);
+    let bytes = path.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'<' => depth += 1,
+            b'>' => depth = depth.saturating_sub(1),
+            b':' if depth == 0 && bytes.get(i + 1) == Some(&b':') => {
+                segments.push(&path[start..i]);
+                start = i + 2;
+                i += 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    segments.push(&path[start..]);
+    segments
 }
 
 /// The limits of one handler, in the order they are checked, and their fixed
@@ -71,23 +153,19 @@ pub struct HandlerLimits {
 
 impl HandlerLimits {
     /// The limits of a handler, first checked first.
-    ///
-    /// Handlers keep theirs in a `static` for the life of the process, so its fixed
-    /// `RateLimit-Policy` value is leaked once, to be sent without copying.
     pub fn new(limits: Vec<LimitSpec>) -> HandlerLimits {
         let mut policy = String::new();
         for spec in &limits {
             let p = spec.limit.policy();
-            response::policy_member(&mut policy, spec.name, p.max().get(), p.window_ms());
+            response::policy_member(&mut policy, &spec.name, p.max().get(), p.window_ms());
         }
-        let policy: &'static str = Box::leak(policy.into_boxed_str());
         HandlerLimits {
-            policy: HeaderValue::from_str(policy)
-                .map(|_| HeaderValue::from_static(policy))
-                .unwrap_or(HeaderValue::from_static("")),
+            // Names are made of what a header carries, so this cannot fail; if it did, the
+            // field would be left empty rather than the handler broken.
+            policy: HeaderValue::from_str(&policy).unwrap_or(HeaderValue::from_static("")),
             prefixes: limits
                 .iter()
-                .map(|s| response::member_prefix(s.name))
+                .map(|s| response::member_prefix(&s.name))
                 .collect(),
             limits,
         }
@@ -151,11 +229,7 @@ where
 {
     let RequestParts { req, mut payload } = parts;
     let limiter = Limiter::of(&req);
-    let decided = match limiter.decide_now(&req, limits) {
-        Some(decided) => decided,
-        None => decide(limiter, &req, limits).await,
-    };
-    let fields = match decided {
+    let fields = match limiter.decide(&req, limits).await {
         Ok(fields) => fields,
         Err(response) => return Guarded(Outcome::Refused(*response)),
     };
@@ -170,112 +244,115 @@ where
     }
 }
 
-/// Checks each limit in order; the first rejection ends the run, so the limits after it
-/// consume nothing. This is the path of stores that answer later (Redis).
-async fn decide(
-    limiter: &Limiter,
-    req: &HttpRequest,
-    limits: &HandlerLimits,
-) -> Result<RateLimitFields, Box<HttpResponse>> {
-    let mut fields = RateLimitFields::new();
-    for (index, spec) in limits.limits.iter().enumerate() {
-        let key = match spec.key.key_of(req, limiter) {
-            Ok(key) => key,
-            Err(NoClientAddress) => return Err(Box::new(no_client_address())),
-        };
-        let decision = match limiter.check(&spec.limit, key.as_bytes()).await {
-            Ok(decision) => decision,
-            // Unlimited meanwhile; the limit's RateLimit member is left out.
-            Err(_) if limiter.on_store_error() == OnStoreError::FailOpen => {
-                fields.skip();
-                continue;
-            }
-            Err(error) => return Err(Box::new(store_failed(&error))),
-        };
-        record(limiter, limits, &mut fields, index, decision)?;
-    }
-    Ok(fields)
-}
-
-/// The same as [`decide`], for a store that answers at once (the in-memory one): no future
-/// to build, poll and carry inside the handler's.
 impl Limiter {
-    fn decide_now(
+    /// Decides `req` against every limit of a handler, all or nothing: the header fields
+    /// for an admitted request, or the response for one that is not.
+    async fn decide(
         &self,
         req: &HttpRequest,
         limits: &HandlerLimits,
-    ) -> Option<Result<RateLimitFields, Box<HttpResponse>>> {
-        let memory = self.memory_store()?;
-        let now = self.clock().now();
-        let mut fields = RateLimitFields::new();
-        for (index, spec) in limits.limits.iter().enumerate() {
-            let key = match spec.key.key_of(req, self) {
-                Ok(key) => key,
-                Err(NoClientAddress) => return Some(Err(Box::new(no_client_address()))),
-            };
-            let decision = memory.check_at(&spec.limit, key.as_bytes(), now);
-            if let Err(response) = record(self, limits, &mut fields, index, decision) {
-                return Some(Err(response));
+    ) -> Result<RateLimitFields, Box<HttpResponse>> {
+        let mut keys = Vec::with_capacity(limits.limits.len());
+        for spec in &limits.limits {
+            match spec.key.key_of(req, self) {
+                Ok(key) => keys.push(key),
+                Err(error) => return Err(Box::new(self.key_failure(limits, &error))),
             }
         }
-        Some(Ok(fields))
-    }
-}
-
-/// Keeps a decision for the header fields; a rejection becomes the response.
-fn record(
-    limiter: &Limiter,
-    limits: &HandlerLimits,
-    fields: &mut RateLimitFields,
-    index: usize,
-    decision: Decision,
-) -> Result<(), Box<HttpResponse>> {
-    fields.add(decision);
-    if decision.allowed() {
-        return Ok(());
-    }
-    let name = limits.limits[index].name;
-    let rejection = Rejection::new(name, decision, limiter.rejection_message());
-    let custom = limiter.rejection_response().is_some();
-    let mut response = match limiter.rejection_response() {
-        Some(build) => {
-            let mut response = build(&rejection);
-            complete_rejection(&mut response, rejection.retry_after_secs());
-            response
+        let decided = match (limits.limits.as_slice(), keys.as_slice()) {
+            ([spec], [key]) => {
+                let mut check = self.check(&spec.limit, key.as_bytes());
+                let result = match check.take_ready() {
+                    Some(result) => result,
+                    None => check.await,
+                };
+                result.map(RateLimitFields::one)
+            }
+            _ => {
+                let requests: Vec<(&Limit, &[u8])> = limits
+                    .limits
+                    .iter()
+                    .zip(&keys)
+                    .map(|(spec, key)| (&spec.limit, key.as_bytes()))
+                    .collect();
+                let mut check = self.check_all(&requests);
+                let result = match check.take_ready() {
+                    Some(result) => result,
+                    None => check.await,
+                };
+                result.map(RateLimitFields::many)
+            }
+        };
+        match decided {
+            Ok(fields) => match fields.rejection() {
+                None => Ok(fields),
+                Some((index, decision)) => {
+                    Err(Box::new(self.rejection(limits, &fields, index, decision)))
+                }
+            },
+            // Unlimited meanwhile; the RateLimit fields are left out.
+            Err(_) if self.on_store_error() == OnStoreError::FailOpen => {
+                Ok(RateLimitFields::undecided())
+            }
+            Err(_) => Err(Box::new(self.failure(limits, Failure::StoreUnavailable))),
         }
-        None => rejection.problem_response(),
-    };
-    fields.apply(
-        response.headers_mut(),
-        &limits.policy,
-        &limits.prefixes,
-        limiter.header_options(),
-        custom,
-    );
-    Err(Box::new(response))
-}
+    }
 
-/// Fail closed: `503` with `Retry-After: 1`, the store's error in the detail.
-fn store_failed(error: &StoreError) -> HttpResponse {
-    let mut response = problem(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "Rate Limit Store Unavailable",
-        &format!("the rate limit store failed: {error}"),
-    );
-    complete_rejection(&mut response, 1);
-    response
-}
+    /// The 429 (or the configured rejection response) for a request some limits rejected:
+    /// `decision` says when every one of them admits it again.
+    fn rejection(
+        &self,
+        limits: &HandlerLimits,
+        fields: &RateLimitFields,
+        index: usize,
+        decision: Decision,
+    ) -> HttpResponse {
+        let name = &limits.limits[index].name;
+        let rejection = Rejection::new(name, decision, self.rejection_message());
+        let custom = self.rejection_response().is_some();
+        let mut response = match self.rejection_response() {
+            Some(build) => {
+                let mut response = build(&rejection);
+                complete_rejection(&mut response, rejection.retry_after_secs());
+                response
+            }
+            None => rejection.problem_response(),
+        };
+        fields.apply(
+            response.headers_mut(),
+            &limits.policy,
+            &limits.prefixes,
+            self.header_options(),
+            custom,
+        );
+        response
+    }
 
-/// The documented outcome for a request without a peer address (a Unix socket, or a test
-/// request built without `.peer_addr(...)`): it cannot be told apart from anyone, and
-/// counting it in a shared bucket would silently throttle or free everyone alike.
-fn no_client_address() -> HttpResponse {
-    problem(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "Client Address Unknown",
-        "the rate limiter keys this route by client address, and the request has no peer \
-         address (a Unix socket, or a test request without .peer_addr(...))",
-    )
+    fn key_failure(&self, limits: &HandlerLimits, error: &KeyError) -> HttpResponse {
+        match error {
+            KeyError::NoClientAddress => {
+                tracing::debug!(
+                    "rate limit: a request without a peer address on a route keyed by address"
+                );
+                self.failure(limits, Failure::NoClientAddress)
+            }
+            KeyError::Contradiction(contradiction) => {
+                tracing::debug!(%contradiction, "rate limit: contradictory forwarding headers");
+                self.failure(limits, Failure::ContradictoryForwarding)
+            }
+        }
+    }
+
+    /// The response for a request the limiter could not decide: the default problem, or
+    /// the configured one, with what every such response carries.
+    fn failure(&self, limits: &HandlerLimits, failure: Failure) -> HttpResponse {
+        let mut response = match self.failure_response() {
+            Some(build) => build(&failure),
+            None => failure.problem_response(),
+        };
+        failure.complete(&mut response, &limits.policy, self.header_options());
+        response
+    }
 }
 
 /// The response of a rate-limited handler.

@@ -8,7 +8,7 @@ use std::net::{IpAddr, Ipv6Addr};
 use actix_web::http::header::{self, HeaderName};
 use actix_web::HttpRequest;
 
-use crate::proxy::{client_of, unmap, Client};
+use crate::proxy::{client_of, unmap, Client, Contradiction};
 use crate::Limiter;
 
 /// How a limit picks the client key (the `key = ...` of `#[rate_limit]`).
@@ -74,9 +74,14 @@ mod tag {
     pub(super) const FUNCTION: u8 = b'f';
 }
 
-/// The request carries no usable peer address, so no client can be told apart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct NoClientAddress;
+/// Why a request's client key could not be found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum KeyError {
+    /// The request carries no usable peer address, so no client can be told apart.
+    NoClientAddress,
+    /// The trusted proxy's forwarding headers name different clients.
+    Contradiction(Contradiction),
+}
 
 impl KeySpec {
     /// The key of `req` under this spec.
@@ -84,7 +89,7 @@ impl KeySpec {
         &self,
         req: &HttpRequest,
         limiter: &Limiter,
-    ) -> Result<ClientKey, NoClientAddress> {
+    ) -> Result<ClientKey, KeyError> {
         let value = match self {
             KeySpec::Ip => None,
             KeySpec::Global => {
@@ -113,8 +118,8 @@ impl KeySpec {
 
 /// The client's address as a key: the peer, or the address a trusted proxy vouched for;
 /// IPv4-mapped IPv6 counted as IPv4, IPv6 cut to its prefix, ports ignored.
-fn ip_key(req: &HttpRequest, limiter: &Limiter) -> Result<ClientKey, NoClientAddress> {
-    let peer = req.peer_addr().ok_or(NoClientAddress)?.ip();
+fn ip_key(req: &HttpRequest, limiter: &Limiter) -> Result<ClientKey, KeyError> {
+    let peer = req.peer_addr().ok_or(KeyError::NoClientAddress)?.ip();
     let trusted = limiter.trusted_proxies();
     if trusted.is_empty() || !trusted.contains(peer) {
         return Ok(ip_key_of(peer, limiter.ipv6_prefix()));
@@ -128,8 +133,9 @@ fn ip_key(req: &HttpRequest, limiter: &Limiter) -> Result<ClientKey, NoClientAdd
         trusted,
         limiter.forwarding_headers(),
     ) {
-        Client::Address(ip) => Ok(ip_key_of(ip, limiter.ipv6_prefix())),
-        Client::Obfuscated(id) => Ok(ClientKey::tagged(tag::OBFUSCATED, id.as_bytes())),
+        Ok(Client::Address(ip)) => Ok(ip_key_of(ip, limiter.ipv6_prefix())),
+        Ok(Client::Obfuscated(id)) => Ok(ClientKey::tagged(tag::OBFUSCATED, id.as_bytes())),
+        Err(contradiction) => Err(KeyError::Contradiction(contradiction)),
     }
 }
 

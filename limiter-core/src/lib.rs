@@ -26,18 +26,22 @@ mod key;
 mod limiter;
 mod policy;
 pub mod proxy;
+mod registry;
 mod response;
 pub mod store;
 
 pub use clock::{Clock, ManualClock, PreciseClock, SystemClock};
 pub use decision::Decision;
 pub use failover::OnStoreError;
-pub use handler::{Guarded, HandlerLimits, LimitSpec};
+pub use handler::{handler_path, Guarded, HandlerLimits, LimitSpec};
 pub use key::{client_ip, KeySpec};
 pub use limiter::{Limiter, LimiterBuilder};
 pub use policy::{Algorithm, Policy, PolicyError};
-pub use proxy::{client_of, Client, ForwardingHeaders, InvalidProxy, TrustedProxies};
-pub use response::Rejection;
+pub use proxy::{
+    client_of, Client, Contradiction, ForwardingHeaders, InvalidProxy, TrustedProxies,
+};
+pub use registry::{Declaration, ScopeConflict};
+pub use response::{Failure, Rejection};
 #[cfg(feature = "redis")]
 pub use store::RedisStore;
 pub use store::{Check, Limit, MemoryStore, Store, StoreError};
@@ -48,8 +52,10 @@ pub use store::{Check, Limit, MemoryStore, Store, StoreError};
 pub mod __private {
     pub use crate::handler::{handle, HandlerLimits, LimitSpec, RequestParts};
     pub use crate::key::KeySpec;
-    pub use crate::Algorithm;
+    pub use crate::registry::Registration;
+    pub use crate::{Algorithm, Policy};
     pub use actix_web::http::header::HeaderName;
     pub use actix_web::{HttpRequest, Responder};
+    pub use inventory;
     pub use std::sync::LazyLock;
 }

@@ -12,12 +12,14 @@ use actix_web::{HttpRequest, HttpResponse};
 use crate::clock::{Clock, SystemClock};
 use crate::failover::{OnStoreError, StoreHealth};
 use crate::proxy::{ForwardingHeaders, InvalidProxy, ProxyNet, TrustedProxies};
-use crate::response::{HeaderOptions, Rejection};
+use crate::registry::{self, ScopeConflict};
+use crate::response::{Failure, HeaderOptions, Rejection};
 use crate::store::{Check, Limit, MemoryStore, Store, StoreError};
 use crate::Decision;
 
 type UserKey = dyn Fn(&HttpRequest) -> Option<String> + Send + Sync;
 type RejectionResponse = dyn Fn(&Rejection<'_>) -> HttpResponse + Send + Sync;
+type FailureResponse = dyn Fn(&Failure) -> HttpResponse + Send + Sync;
 
 /// Decides requests: reads its clock, asks its store, and says how responses look.
 ///
@@ -64,6 +66,7 @@ struct Options {
     user_key: Option<Arc<UserKey>>,
     rejection_message: Cow<'static, str>,
     rejection_response: Option<Arc<RejectionResponse>>,
+    failure_response: Option<Arc<FailureResponse>>,
     headers: HeaderOptions,
     on_store_error: OnStoreError,
     store_timeout: Duration,
@@ -98,12 +101,19 @@ impl Limiter {
     }
 
     /// The process-wide default: [`MemoryStore::global`], [`SystemClock`], default settings.
+    ///
+    /// Conflicting scopes (see [`LimiterBuilder::build`]) cannot stop a program that never
+    /// builds a limiter: they are logged as an `error` event when this one is first used,
+    /// and each conflicting limit keeps a budget of its own.
     pub fn global() -> &'static Limiter {
         static GLOBAL: OnceLock<Limiter> = OnceLock::new();
         GLOBAL.get_or_init(|| {
+            for conflict in registry::conflicts() {
+                tracing::error!(%conflict, "rate limit scopes in conflict");
+            }
             Limiter::builder()
                 .store(MemoryStore::global().clone())
-                .build()
+                .build_unchecked()
         })
     }
 
@@ -118,28 +128,59 @@ impl Limiter {
         let now = self.inner.clock.now();
         match &self.inner.store {
             Backend::Memory(memory) => Check::ready(Ok(memory.check_at(limit, key, now))),
-            Backend::Other(store) => Check::pending(self.check_remote(&**store, limit, key, now)),
+            Backend::Other(store) => Check::pending(
+                self.check_remote(store.check(limit, key, now), move |fallback| {
+                    fallback.check_at(limit, key, now)
+                }),
+            ),
         }
     }
 
-    async fn check_remote(
-        &self,
-        store: &dyn Store,
-        limit: &Limit,
-        key: &[u8],
-        now: Duration,
-    ) -> Result<Decision, StoreError> {
+    /// Counts one request against several limits (each with its key) now, all or nothing:
+    /// see [`Store::check_all`]. The store error policy applies as for
+    /// [`check`](Self::check).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use limiter_core::{Limit, Limiter, Policy};
+    /// let limiter = Limiter::builder().build();
+    /// let minute = Limit::new("comment", Policy::new(5, Duration::from_secs(60))?);
+    /// let day = Limit::new("comment-1d", Policy::new(1, Duration::from_secs(86_400))?);
+    /// let both = [(&minute, &b"client"[..]), (&day, &b"client"[..])];
+    /// let first = limiter.check_all(&both).now_or_never().unwrap()?;
+    /// assert!(first.iter().all(|d| d.allowed()));
+    /// let second = limiter.check_all(&both).now_or_never().unwrap()?;
+    /// // The daily limit rejects it, so the minute limit did not count it either.
+    /// assert_eq!((second[0].remaining(), second[1].allowed()), (4, false));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn check_all<'a>(
+        &'a self,
+        requests: &'a [(&'a Limit, &'a [u8])],
+    ) -> Check<'a, Vec<Decision>> {
+        let now = self.inner.clock.now();
+        match &self.inner.store {
+            Backend::Memory(memory) => Check::ready(Ok(memory.check_all_at(requests, now))),
+            Backend::Other(store) => Check::pending(
+                self.check_remote(store.check_all(requests, now), move |fallback| {
+                    fallback.check_all_at(requests, now)
+                }),
+            ),
+        }
+    }
+
+    /// A networked store's check, within the timeout and under the store error policy.
+    async fn check_remote<'a, T: Unpin>(
+        &'a self,
+        attempt: Check<'a, T>,
+        fallback: impl FnOnce(&MemoryStore) -> T,
+    ) -> Result<T, StoreError> {
         let settings = &*self.inner;
         let error = if settings.health.should_try() {
-            let error = match tokio::time::timeout(
-                settings.options.store_timeout,
-                store.check(limit, key, now),
-            )
-            .await
-            {
-                Ok(Ok(decision)) => {
+            let error = match tokio::time::timeout(settings.options.store_timeout, attempt).await {
+                Ok(Ok(answer)) => {
                     settings.health.answered();
-                    return Ok(decision);
+                    return Ok(answer);
                 }
                 Ok(Err(error)) => error,
                 Err(_) => StoreError::msg(format!(
@@ -155,7 +196,7 @@ impl Limiter {
             StoreError::msg("the rate limit store is unavailable; retrying it shortly")
         };
         match settings.options.on_store_error {
-            OnStoreError::FallBackToMemory => Ok(settings.fallback.check_at(limit, key, now)),
+            OnStoreError::FallBackToMemory => Ok(fallback(&settings.fallback)),
             OnStoreError::FailOpen | OnStoreError::FailClosed => Err(error),
         }
     }
@@ -175,14 +216,6 @@ impl Limiter {
         match &self.inner.store {
             Backend::Memory(memory) => memory,
             Backend::Other(store) => &**store,
-        }
-    }
-
-    /// The in-memory store, when that is the store: it decides without a future.
-    pub(crate) fn memory_store(&self) -> Option<&MemoryStore> {
-        match &self.inner.store {
-            Backend::Memory(memory) => Some(memory),
-            Backend::Other(_) => None,
         }
     }
 
@@ -210,6 +243,10 @@ impl Limiter {
 
     pub(crate) fn rejection_response(&self) -> Option<&RejectionResponse> {
         self.inner.options.rejection_response.as_deref()
+    }
+
+    pub(crate) fn failure_response(&self) -> Option<&FailureResponse> {
+        self.inner.options.failure_response.as_deref()
     }
 
     pub(crate) fn header_options(&self) -> HeaderOptions {
@@ -258,6 +295,7 @@ impl Default for LimiterBuilder {
                 user_key: None,
                 rejection_message: Cow::Borrowed(DEFAULT_MESSAGE),
                 rejection_response: None,
+                failure_response: None,
                 headers: HeaderOptions {
                     ietf: true,
                     legacy: false,
@@ -385,6 +423,29 @@ impl LimiterBuilder {
         self
     }
 
+    /// Builds the response for a request the limiter could not decide (a [`Failure`]: the
+    /// store is unavailable and the limiter fails closed, no client address, contradictory
+    /// forwarding headers) instead of the default problem body. `Cache-Control: no-store`,
+    /// `Retry-After` (for a 503) and `RateLimit-Policy` are added unless the response sets
+    /// them itself.
+    ///
+    /// ```
+    /// use actix_web::HttpResponse;
+    /// use limiter_core::{Failure, Limiter};
+    /// let limiter = Limiter::builder()
+    ///     .failure_response(|failure: &Failure| {
+    ///         HttpResponse::build(failure.status()).body(failure.title())
+    ///     })
+    ///     .build();
+    /// ```
+    pub fn failure_response(
+        mut self,
+        build: impl Fn(&Failure) -> HttpResponse + Send + Sync + 'static,
+    ) -> LimiterBuilder {
+        self.options.failure_response = Some(Arc::new(build));
+        self
+    }
+
     /// Whether responses carry `RateLimit-Policy` and `RateLimit` (default: yes).
     pub fn ietf_headers(mut self, on: bool) -> LimiterBuilder {
         self.options.headers.ietf = on;
@@ -399,7 +460,32 @@ impl LimiterBuilder {
     }
 
     /// The limiter.
+    ///
+    /// # Panics
+    ///
+    /// When two `#[rate_limit]` handlers of the program name one `scope` with different
+    /// limits: a scope is one budget, so the program does not say which limit it means. The
+    /// message names both handlers and where they are; [`try_build`](Self::try_build)
+    /// returns the conflict instead.
     pub fn build(self) -> Limiter {
+        match self.try_build() {
+            Ok(limiter) => limiter,
+            Err(conflict) => panic!("{conflict}"),
+        }
+    }
+
+    /// The limiter, or the first conflict between the program's rate-limited handlers (see
+    /// [`build`](Self::build)).
+    // Called once at start-up: the size of its error costs nothing.
+    #[allow(clippy::result_large_err)]
+    pub fn try_build(self) -> Result<Limiter, ScopeConflict> {
+        match registry::conflicts().into_iter().next() {
+            Some(conflict) => Err(conflict),
+            None => Ok(self.build_unchecked()),
+        }
+    }
+
+    fn build_unchecked(self) -> Limiter {
         Limiter {
             inner: Arc::new(Settings {
                 store: self

@@ -58,8 +58,9 @@ impl fmt::Display for Algorithm {
 
 /// A limit: at most `max` requests per `window`, counted by `algorithm`.
 ///
-/// Built with checked constructors, so a `Policy` always holds values every store can
-/// represent exactly (see [`Policy::MAX_WINDOW`] and [`Policy::max_limit`]).
+/// Built with checked constructors, so a `Policy` always holds values every store computes
+/// exactly (see [`Policy::MAX_WINDOW`], [`Policy::max_limit_for`] and
+/// [`Policy::MAX_REFILL`]): a policy that exists is never refused by a store at run time.
 ///
 /// ```
 /// use std::time::Duration;
@@ -125,8 +126,8 @@ impl fmt::Display for PolicyError {
                 algorithm,
             } => write!(
                 f,
-                "{algorithm} counts at most {limit} requests per window, got {max}; \
-                 use a shorter window or another algorithm"
+                "{algorithm} counts at most {limit} requests per window of this length, got \
+                 {max}; use a shorter window or another algorithm"
             ),
             PolicyError::WindowTooShort(w) => {
                 write!(f, "the window must be at least 1ms, got {w:?}")
@@ -145,12 +146,49 @@ impl fmt::Display for PolicyError {
             PolicyError::ZeroBurst => f.write_str("the burst must be at least 1"),
             PolicyError::BurstTooLarge { burst } => write!(
                 f,
-                "a burst of {burst} takes more than 100 years to refill at this rate"
+                "a burst of {burst} takes more than {} days to refill at this rate",
+                Policy::MAX_REFILL.as_secs() / 86_400
             ),
             PolicyError::BurstWithoutTokenBucket(a) => write!(
                 f,
                 "burst only applies to token_bucket, but the algorithm is {a}"
             ),
+        }
+    }
+}
+
+impl PolicyError {
+    /// The error in words without its numbers, usable where formatting is not: in a `const`
+    /// (the attribute builds its policies at compile time, so these are compile errors).
+    pub const fn message(&self) -> &'static str {
+        match self {
+            PolicyError::ZeroMax => "rate_limit: the maximum must be at least 1",
+            PolicyError::MaxTooLarge { algorithm, .. } => match algorithm {
+                Algorithm::SlidingWindow => {
+                    "rate_limit: sliding_window counts at most 65535 requests per window; \
+                     use sliding_window_counter or token_bucket"
+                }
+                Algorithm::SlidingWindowCounter => {
+                    "rate_limit: sliding_window_counter counts at most 16777215 requests per \
+                     window, and max × window (in ms) must stay below 2^52; use a shorter \
+                     window, fixed_window or token_bucket"
+                }
+                Algorithm::FixedWindow | Algorithm::TokenBucket => {
+                    "rate_limit: the maximum must fit in a u32"
+                }
+            },
+            PolicyError::WindowTooShort(_) => "rate_limit: the window must be at least 1ms",
+            PolicyError::WindowTooLong(_) => "rate_limit: the window must be at most 7 days",
+            PolicyError::WindowNotWholeMillis(_) => {
+                "rate_limit: the window must be a whole number of milliseconds"
+            }
+            PolicyError::ZeroBurst => "rate_limit: the burst must be at least 1",
+            PolicyError::BurstWithoutTokenBucket(_) => {
+                "rate_limit: burst only applies to token_bucket"
+            }
+            PolicyError::BurstTooLarge { .. } => {
+                "rate_limit: this burst takes more than 49 days to refill at this rate; lower it"
+            }
         }
     }
 }
@@ -162,12 +200,17 @@ impl Policy {
     /// stay unambiguous for a few windows of that length; a longer "rate" is a quota.
     pub const MAX_WINDOW: Duration = Duration::from_secs(7 * 86_400);
 
-    /// The longest time a token bucket may take to refill completely: 100 years, so that
-    /// its arithmetic in nanoseconds never overflows.
-    pub const MAX_REFILL: Duration = Duration::from_secs(100 * 365 * 86_400);
+    /// The longest time a token bucket may take to refill completely: 49 days (seven of the
+    /// longest windows), which keeps its arithmetic in nanoseconds below 2⁵² — exact in
+    /// every store, Redis's Lua doubles included.
+    pub const MAX_REFILL: Duration = Duration::from_secs(49 * 86_400);
+
+    /// The largest product `max × window in ms` of the sliding window counter: its weighted
+    /// estimate stays exact in every store, Redis's Lua doubles included.
+    pub const MAX_COUNTER_PRODUCT: u64 = (1 << 52) - 1;
 
     /// At most `max` requests per `window`, counted by the default sliding window.
-    pub fn new(max: u32, window: Duration) -> Result<Policy, PolicyError> {
+    pub const fn new(max: u32, window: Duration) -> Result<Policy, PolicyError> {
         Policy::for_algorithm(Algorithm::SlidingWindow, max, window)
     }
 
@@ -178,26 +221,34 @@ impl Policy {
     /// use limiter_core::{Algorithm, Policy};
     /// let global = Policy::for_algorithm(Algorithm::FixedWindow, 1_000_000, Duration::from_secs(3600))?;
     /// assert_eq!(global.window(), Duration::from_secs(3600));
+    /// // Usable in a `const`: a mistake there is a compile error.
+    /// const LOGIN: Policy = match Policy::new(5, Duration::from_secs(60)) {
+    ///     Ok(policy) => policy,
+    ///     Err(error) => panic!("{}", error.message()),
+    /// };
     /// # Ok::<(), limiter_core::PolicyError>(())
     /// ```
-    pub fn for_algorithm(
+    pub const fn for_algorithm(
         algorithm: Algorithm,
         max: u32,
         window: Duration,
     ) -> Result<Policy, PolicyError> {
-        let max = NonZeroU32::new(max).ok_or(PolicyError::ZeroMax)?;
-        if window < Duration::from_millis(1) {
+        let Some(max) = NonZeroU32::new(max) else {
+            return Err(PolicyError::ZeroMax);
+        };
+        let nanos = window.as_nanos();
+        if nanos < 1_000_000 {
             return Err(PolicyError::WindowTooShort(window));
         }
-        if window > Policy::MAX_WINDOW {
+        if nanos > Policy::MAX_WINDOW.as_nanos() {
             return Err(PolicyError::WindowTooLong(window));
         }
-        if !window.subsec_nanos().is_multiple_of(1_000_000) {
+        if !nanos.is_multiple_of(1_000_000) {
             return Err(PolicyError::WindowNotWholeMillis(window));
         }
         let policy = Policy {
             max,
-            window_ms: window.as_millis() as u64,
+            window_ms: (nanos / 1_000_000) as u64,
             algorithm,
             burst: None,
         };
@@ -208,16 +259,23 @@ impl Policy {
     ///
     /// Refused when `max` is beyond what that algorithm counts exactly, or when a burst was
     /// set and the algorithm is not `token_bucket`.
-    pub fn with_algorithm(self, algorithm: Algorithm) -> Result<Policy, PolicyError> {
+    pub const fn with_algorithm(self, algorithm: Algorithm) -> Result<Policy, PolicyError> {
         Policy { algorithm, ..self }.validate()
     }
 
-    fn validate(self) -> Result<Policy, PolicyError> {
-        self.check_max()?;
-        if self.burst.is_some() && self.algorithm != Algorithm::TokenBucket {
+    const fn validate(self) -> Result<Policy, PolicyError> {
+        let limit = Policy::max_limit_for(self.algorithm, self.window_ms);
+        if self.max.get() > limit {
+            return Err(PolicyError::MaxTooLarge {
+                max: self.max.get(),
+                limit,
+                algorithm: self.algorithm,
+            });
+        }
+        if self.burst.is_some() && !matches!(self.algorithm, Algorithm::TokenBucket) {
             return Err(PolicyError::BurstWithoutTokenBucket(self.algorithm));
         }
-        let refill = u128::from(self.burst().get()) * u128::from(self.emission_interval_ns());
+        let refill = self.burst().get() as u128 * self.emission_interval_ns() as u128;
         if refill > Policy::MAX_REFILL.as_nanos() {
             return Err(PolicyError::BurstTooLarge {
                 burst: self.burst().get(),
@@ -227,8 +285,10 @@ impl Policy {
     }
 
     /// The bucket capacity for `token_bucket` (default: `max`).
-    pub fn with_burst(self, burst: u32) -> Result<Policy, PolicyError> {
-        let burst = NonZeroU32::new(burst).ok_or(PolicyError::ZeroBurst)?;
+    pub const fn with_burst(self, burst: u32) -> Result<Policy, PolicyError> {
+        let Some(burst) = NonZeroU32::new(burst) else {
+            return Err(PolicyError::ZeroBurst);
+        };
         Policy {
             burst: Some(burst),
             ..self
@@ -236,8 +296,9 @@ impl Policy {
         .validate()
     }
 
-    /// The largest `max` that `algorithm` counts exactly: the sliding log indexes its ring
-    /// with 16 bits, the counter packs both windows' counts into 24 bits each.
+    /// The largest `max` that `algorithm` counts exactly with any window: the sliding log
+    /// indexes its ring with 16 bits, the counter packs both windows' counts into 24 bits
+    /// each. See [`max_limit_for`](Self::max_limit_for) for the bound with a given window.
     pub const fn max_limit(algorithm: Algorithm) -> u32 {
         match algorithm {
             Algorithm::SlidingWindow => u16::MAX as u32,
@@ -246,16 +307,46 @@ impl Policy {
         }
     }
 
-    fn check_max(&self) -> Result<(), PolicyError> {
-        let limit = Policy::max_limit(self.algorithm);
-        if self.max.get() > limit {
-            return Err(PolicyError::MaxTooLarge {
-                max: self.max.get(),
-                limit,
-                algorithm: self.algorithm,
-            });
+    /// The largest `max` that `algorithm` counts exactly with a window of `window_ms`: also,
+    /// for the counter, `max × window_ms` at most [`Policy::MAX_COUNTER_PRODUCT`].
+    ///
+    /// ```
+    /// use limiter_core::{Algorithm, Policy};
+    /// let week = 7 * 86_400_000;
+    /// assert_eq!(Policy::max_limit_for(Algorithm::SlidingWindowCounter, 60_000), 16_777_215);
+    /// assert_eq!(Policy::max_limit_for(Algorithm::SlidingWindowCounter, week), 7_446_427);
+    /// ```
+    pub const fn max_limit_for(algorithm: Algorithm, window_ms: u64) -> u32 {
+        let limit = Policy::max_limit(algorithm);
+        match algorithm {
+            Algorithm::SlidingWindowCounter if window_ms > 0 => {
+                let by_product = Policy::MAX_COUNTER_PRODUCT / window_ms;
+                if by_product < limit as u64 {
+                    by_product as u32
+                } else {
+                    limit
+                }
+            }
+            _ => limit,
         }
-        Ok(())
+    }
+
+    /// The policy `#[rate_limit]` declares, built in a `const` that panics (a compile error)
+    /// with [`PolicyError::message`] when it is refused. `burst` 0 means none. Not a public
+    /// API.
+    #[doc(hidden)]
+    pub const fn __try_from_attribute(
+        max: u32,
+        window_ms: u64,
+        algorithm: Algorithm,
+        burst: u32,
+    ) -> Result<Policy, PolicyError> {
+        let window = Duration::from_millis(window_ms);
+        match Policy::for_algorithm(algorithm, max, window) {
+            Ok(policy) if burst == 0 => Ok(policy),
+            Ok(policy) => policy.with_burst(burst),
+            Err(error) => Err(error),
+        }
     }
 
     /// Requests admitted per window.
@@ -280,13 +371,16 @@ impl Policy {
 
     /// The token bucket's time per token, `window / max` in nanoseconds, rounded up so that
     /// rounding can never admit more than `max` per window.
-    pub fn emission_interval_ns(&self) -> u64 {
-        (self.window_ms * 1_000_000).div_ceil(u64::from(self.max.get()))
+    pub const fn emission_interval_ns(&self) -> u64 {
+        (self.window_ms * 1_000_000).div_ceil(self.max.get() as u64)
     }
 
     /// The token bucket's capacity: the configured burst, else `max`.
-    pub fn burst(&self) -> NonZeroU32 {
-        self.burst.unwrap_or(self.max)
+    pub const fn burst(&self) -> NonZeroU32 {
+        match self.burst {
+            Some(burst) => burst,
+            None => self.max,
+        }
     }
 }
 
@@ -336,6 +430,48 @@ mod tests {
         assert_eq!(bucket.with_burst(0), Err(PolicyError::ZeroBurst));
         assert_eq!(bucket.with_burst(3).unwrap().burst().get(), 3);
         assert_eq!(bucket.burst().get(), 1);
+    }
+
+    #[test]
+    fn every_policy_stays_exact_in_every_store() {
+        let week = Duration::from_secs(7 * 86_400);
+        let counter = |max| Policy::for_algorithm(Algorithm::SlidingWindowCounter, max, week);
+        assert!(counter(7_446_427).is_ok());
+        assert!(matches!(
+            counter(7_446_428),
+            Err(PolicyError::MaxTooLarge {
+                limit: 7_446_427,
+                ..
+            })
+        ));
+        // The bucket computes no `max × window`: any u32 maximum is fine...
+        let hour = Duration::from_secs(3600);
+        assert!(Policy::for_algorithm(Algorithm::TokenBucket, 4_000_000_000, hour).is_ok());
+        // ...but its refill time is bounded: 7 tokens of a week each is 49 days exactly.
+        let weekly = Policy::for_algorithm(Algorithm::TokenBucket, 1, week).unwrap();
+        assert!(weekly.with_burst(7).is_ok());
+        assert_eq!(
+            weekly.with_burst(8),
+            Err(PolicyError::BurstTooLarge { burst: 8 })
+        );
+    }
+
+    #[test]
+    fn policies_build_in_a_const() {
+        const BUCKET: Result<Policy, PolicyError> =
+            Policy::__try_from_attribute(10, 60_000, Algorithm::TokenBucket, 20);
+        assert_eq!(BUCKET.map(|p| p.burst().get()), Ok(20));
+        const LOG: Result<Policy, PolicyError> =
+            Policy::__try_from_attribute(5, 1_000, Algorithm::SlidingWindow, 0);
+        assert_eq!(LOG.map(|p| p.burst().get()), Ok(5));
+        const WRONG: Result<Policy, PolicyError> =
+            Policy::__try_from_attribute(5, 1_000, Algorithm::SlidingWindow, 2);
+        assert_eq!(
+            WRONG,
+            Err(PolicyError::BurstWithoutTokenBucket(
+                Algorithm::SlidingWindow
+            ))
+        );
     }
 
     #[test]

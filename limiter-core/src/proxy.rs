@@ -6,9 +6,15 @@
 //! client — the address the outermost trusted proxy saw. Everything left of it was written
 //! by the client and is ignored, so a client cannot pick its own key.
 //!
-//! A header that cannot be read (malformed, or more than [`MAX_HOPS`] entries to walk), and
-//! two headers that name different clients, make the request count against the peer — the
-//! proxy it came through — never against an address the client could choose.
+//! Headers are read from the right and only as far as needed, so nothing a client writes
+//! further left — however long, however malformed — changes who it is counted as. When
+//! both headers are read, a definite answer from one wins over a header that says nothing
+//! usable (absent, `unknown`, or unreadable where it matters: a client may forge the header
+//! your proxy does not write); two headers that name **different** clients are a
+//! contradiction the request cannot be counted through ([`Contradiction`]). A header whose
+//! trusted part cannot be read (which only a misconfigured proxy writes), or more than
+//! [`MAX_HOPS`] trusted entries, count the request against the peer: the proxy it came
+//! through.
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
@@ -43,15 +49,23 @@ impl TrustedProxies {
 
     /// Trusts these addresses and networks (`"10.0.0.0/8"`, `"::1"`, an [`IpNet`] or an
     /// [`IpAddr`]), or says which entry is not one.
+    ///
+    /// Addresses are compared as clients are counted: IPv4-mapped IPv6 as IPv4. So a network
+    /// written in the mapped form (`"::ffff:10.0.0.0/104"`) trusts those IPv4 addresses, and
+    /// an IPv6 network spanning the mapped range (`"::/0"`) trusts all of IPv4 too.
     pub fn parse<I>(list: I) -> Result<TrustedProxies, InvalidProxy>
     where
         I: IntoIterator,
         I::Item: ProxyNet,
     {
-        let nets = list
-            .into_iter()
-            .map(ProxyNet::to_net)
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut nets = Vec::new();
+        for item in list {
+            let net = item.to_net()?;
+            nets.push(net);
+            if let Some(v4) = mapped_part(net) {
+                nets.push(v4);
+            }
+        }
         Ok(TrustedProxies { nets })
     }
 
@@ -138,6 +152,27 @@ pub enum ForwardingHeaders {
     XForwardedFor,
 }
 
+/// The IPv4 networks an IPv6 network covers through the mapped range `::ffff:0:0/96`.
+fn mapped_part(net: IpNet) -> Option<IpNet> {
+    let IpNet::V6(v6) = net else {
+        return None;
+    };
+    const MAPPED: u128 = 0xffff << 32;
+    let bits = u128::from(v6.network());
+    let prefix = v6.prefix_len();
+    if prefix >= 96 {
+        // Inside the mapped range, or not in it at all.
+        (bits >> 32 == MAPPED >> 32).then(|| {
+            let v4 = std::net::Ipv4Addr::from(bits as u32);
+            IpNet::V4(ipnet::Ipv4Net::new(v4, prefix - 96).unwrap_or_default())
+        })
+    } else {
+        // Spans the whole mapped range, or none of it.
+        let mask = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
+        (MAPPED & mask == bits).then(|| IpNet::V4(ipnet::Ipv4Net::default()))
+    }
+}
+
 /// Who a request is counted as.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Client {
@@ -147,11 +182,38 @@ pub enum Client {
     Obfuscated(String),
 }
 
+/// A trusted proxy's `Forwarded` and `X-Forwarded-For` name different clients. One of them
+/// was written by the client (your proxy writes only the other): the request cannot be
+/// counted through them. Name the header your proxy writes with
+/// [`LimiterBuilder::forwarding_headers`](crate::LimiterBuilder::forwarding_headers).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Contradiction {
+    /// What `Forwarded` says.
+    pub forwarded: Client,
+    /// What `X-Forwarded-For` says.
+    pub x_forwarded_for: Client,
+}
+
+impl fmt::Display for Contradiction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Forwarded names {:?} and X-Forwarded-For names {:?}",
+            self.forwarded, self.x_forwarded_for
+        )
+    }
+}
+
+impl std::error::Error for Contradiction {}
+
 /// What one forwarding header says.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Said {
     Nothing,
     Client(Client),
+    /// The hop would not say who it is (`unknown`, or no `for`): the proxy that reported it
+    /// is all that is known.
+    Unknown(IpAddr),
     Unreadable,
 }
 
@@ -171,8 +233,11 @@ enum Node<'a> {
 /// let peer = "10.0.0.1".parse()?;
 /// // The client forged the left-most entry; the proxy appended what it saw.
 /// let xff: [&[u8]; 1] = [b"6.6.6.6, 203.0.113.9"];
-/// let client = client_of(peer, &[], &xff, &trusted, ForwardingHeaders::Both);
+/// let client = client_of(peer, &[], &xff, &trusted, ForwardingHeaders::Both)?;
 /// assert_eq!(client, Client::Address("203.0.113.9".parse()?));
+/// // A forged Forwarded that contradicts it cannot pick another key.
+/// let forged: [&[u8]; 1] = [b"for=6.6.6.6"];
+/// assert!(client_of(peer, &forged, &xff, &trusted, ForwardingHeaders::Both).is_err());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn client_of(
@@ -181,10 +246,10 @@ pub fn client_of(
     x_forwarded_for: &[&[u8]],
     trusted: &TrustedProxies,
     headers: ForwardingHeaders,
-) -> Client {
+) -> Result<Client, Contradiction> {
     let peer = unmap(peer);
     if !trusted.contains(peer) {
-        return Client::Address(peer);
+        return Ok(Client::Address(peer));
     }
     let from_forwarded = || walk(peer, forwarded, trusted, forwarded_nodes);
     let from_xff = || walk(peer, x_forwarded_for, trusted, xff_nodes);
@@ -192,24 +257,34 @@ pub fn client_of(
         ForwardingHeaders::Forwarded => from_forwarded(),
         ForwardingHeaders::XForwardedFor => from_xff(),
         ForwardingHeaders::Both => match (from_forwarded(), from_xff()) {
-            (Said::Nothing, other) | (other, Said::Nothing) => other,
             (Said::Client(a), Said::Client(b)) if a == b => Said::Client(a),
-            _ => Said::Unreadable, // contradictory
+            (Said::Client(a), Said::Client(b)) => {
+                return Err(Contradiction {
+                    forwarded: a,
+                    x_forwarded_for: b,
+                })
+            }
+            // A definite answer wins over a header that says nothing usable.
+            (Said::Client(c), _) | (_, Said::Client(c)) => Said::Client(c),
+            (Said::Unknown(a), _) | (_, Said::Unknown(a)) => Said::Unknown(a),
+            (Said::Unreadable, _) | (_, Said::Unreadable) => Said::Unreadable,
+            (Said::Nothing, Said::Nothing) => Said::Nothing,
         },
     };
-    match said {
+    Ok(match said {
         Said::Client(client) => client,
+        Said::Unknown(hop) => Client::Address(hop),
         Said::Nothing | Said::Unreadable => Client::Address(peer),
-    }
+    })
 }
 
 /// Walks a header's nodes from the right; see the module documentation. `nodes` gives a
-/// value's entries right to left.
+/// value's entries right to left, lazily: what lies left of the client is never looked at.
 fn walk<'a, I>(
     peer: IpAddr,
     values: &[&'a [u8]],
     trusted: &TrustedProxies,
-    nodes: fn(&'a str) -> Option<I>,
+    nodes: fn(&'a [u8]) -> I,
 ) -> Said
 where
     I: Iterator<Item = Option<Node<'a>>>,
@@ -220,13 +295,7 @@ where
     let mut last_trusted = peer;
     let mut seen = 0;
     for value in values.iter().rev() {
-        let Ok(text) = std::str::from_utf8(value) else {
-            return Said::Unreadable;
-        };
-        let Some(entries) = nodes(text) else {
-            return Said::Unreadable;
-        };
-        for entry in entries {
+        for entry in nodes(value) {
             seen += 1;
             if seen > MAX_HOPS {
                 return Said::Unreadable;
@@ -238,8 +307,7 @@ where
                 Some(Node::Obfuscated(id)) => {
                     return Said::Client(Client::Obfuscated(id.to_string()))
                 }
-                // The hop would not say who it is: count it as the proxy that reported it.
-                Some(Node::Unknown) => return Said::Client(Client::Address(last_trusted)),
+                Some(Node::Unknown) => return Said::Unknown(last_trusted),
             }
         }
     }
@@ -252,42 +320,82 @@ where
 
 /// The entries of one `X-Forwarded-For` value, right to left: addresses, optionally with a
 /// port. `None` for an entry that is not one.
-fn xff_nodes(text: &str) -> Option<impl Iterator<Item = Option<Node<'_>>>> {
-    if text.len() > MAX_HOPS * 64 {
-        return None;
-    }
-    Some(text.rsplit(',').map(|entry| match entry.trim() {
-        e if e.eq_ignore_ascii_case("unknown") => Some(Node::Unknown),
-        e => parse_address(e).map(Node::Ip),
-    }))
+fn xff_nodes(value: &[u8]) -> impl Iterator<Item = Option<Node<'_>>> {
+    value.rsplit(|&b| b == b',').map(|entry| {
+        let entry = std::str::from_utf8(entry).ok()?.trim();
+        if entry.eq_ignore_ascii_case("unknown") {
+            Some(Node::Unknown)
+        } else {
+            parse_address(entry).map(Node::Ip)
+        }
+    })
 }
 
 /// The `for` nodes of one `Forwarded` value (RFC 7239 §4), right to left: elements separated
-/// by commas, pairs by semicolons, values tokens or quoted strings. `None` when the value
-/// cannot be split (an unterminated quote); an entry is `None` when its node is malformed.
-fn forwarded_nodes(text: &str) -> Option<impl Iterator<Item = Option<Node<'_>>>> {
-    if text.len() > MAX_HOPS * 128 {
-        return None;
+/// by commas, pairs by semicolons, values tokens or quoted strings. An element is `None`
+/// when its node is malformed.
+fn forwarded_nodes(value: &[u8]) -> impl Iterator<Item = Option<Node<'_>>> {
+    ElementsFromTheRight {
+        value,
+        end: value.len(),
+        done: false,
     }
-    let mut nodes = Vec::new();
-    for element in split_outside_quotes(text, ',')? {
+    .map(|element| {
+        let element = std::str::from_utf8(element).ok()?;
         let mut node = Some(Node::Unknown); // an element without `for` names no one
         for pair in split_outside_quotes(element, ';')? {
             let Some((name, value)) = pair.split_once('=') else {
                 if pair.trim().is_empty() {
                     continue;
                 }
-                node = None;
-                break;
+                return None;
             };
-            if !name.trim().eq_ignore_ascii_case("for") {
-                continue;
+            if name.trim().eq_ignore_ascii_case("for") {
+                node = unquote(value.trim()).and_then(parse_forwarded_node);
             }
-            node = unquote(value.trim()).and_then(parse_forwarded_node);
         }
-        nodes.push(node);
+        node
+    })
+}
+
+/// A `Forwarded` value's elements, from the right: split on commas outside quoted strings.
+/// Quotes are matched from the right too, so a malformed element further left (an open
+/// quote a client wrote) cannot swallow the elements the proxies appended after it.
+struct ElementsFromTheRight<'a> {
+    value: &'a [u8],
+    end: usize,
+    done: bool,
+}
+
+impl<'a> Iterator for ElementsFromTheRight<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.done {
+            return None;
+        }
+        let mut quoted = false;
+        let mut i = self.end;
+        while i > 0 {
+            i -= 1;
+            match self.value[i] {
+                b'"' if !escaped(&self.value[..i]) => quoted = !quoted,
+                b',' if !quoted => {
+                    let element = &self.value[i + 1..self.end];
+                    self.end = i;
+                    return Some(element);
+                }
+                _ => {}
+            }
+        }
+        self.done = true;
+        Some(&self.value[..self.end])
     }
-    Some(nodes.into_iter().rev())
+}
+
+/// Whether the byte after `before` is escaped: preceded by an odd run of backslashes.
+fn escaped(before: &[u8]) -> bool {
+    before.iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 1
 }
 
 /// Splits on `separator` outside double quotes; `None` for an unterminated quote.
@@ -391,6 +499,7 @@ mod tests {
             &trusted(),
             ForwardingHeaders::Both,
         )
+        .unwrap()
     }
 
     #[test]
@@ -431,6 +540,12 @@ mod tests {
         let peer = Client::Address(ip("10.0.0.1"));
         assert_eq!(via_forwarded("for=\"192.0.2.1"), peer); // unterminated quote
         assert_eq!(via_forwarded("for=not-an-address"), peer);
+        // ...unless the part that matters is readable: a client's open quote on the left
+        // cannot swallow what the proxy appended.
+        assert_eq!(
+            via_forwarded("for=\"6.6.6.6, for=192.0.2.1"),
+            Client::Address(ip("192.0.2.1"))
+        );
         // Unquoted brackets break the grammar, but a trusted proxy wrote them: read leniently.
         assert_eq!(
             via_forwarded("for=[2001:db8::1]:80"),
@@ -449,11 +564,11 @@ mod tests {
             &trusted(),
             ForwardingHeaders::Both,
         );
-        assert_eq!(client, Client::Address(ip("203.0.113.7")));
+        assert_eq!(client, Ok(Client::Address(ip("203.0.113.7"))));
     }
 
     #[test]
-    fn contradictory_headers_count_against_the_peer() {
+    fn contradictory_headers_are_refused_and_silent_ones_give_way() {
         let both = |fwd: &str, xff: &str, which| {
             client_of(
                 ip("10.0.0.1"),
@@ -463,13 +578,17 @@ mod tests {
                 which,
             )
         };
+        let client = Ok(Client::Address(ip("198.51.100.1")));
         assert_eq!(
             both("for=198.51.100.1", "198.51.100.1", ForwardingHeaders::Both),
-            Client::Address(ip("198.51.100.1"))
+            client
         );
         assert_eq!(
             both("for=6.6.6.6", "198.51.100.1", ForwardingHeaders::Both),
-            Client::Address(ip("10.0.0.1"))
+            Err(Contradiction {
+                forwarded: Client::Address(ip("6.6.6.6")),
+                x_forwarded_for: Client::Address(ip("198.51.100.1")),
+            })
         );
         assert_eq!(
             both(
@@ -477,8 +596,59 @@ mod tests {
                 "198.51.100.1",
                 ForwardingHeaders::XForwardedFor
             ),
-            Client::Address(ip("198.51.100.1"))
+            client
         );
+        // A Forwarded that names nobody, or cannot be read, leaves the answer to the other.
+        for silent in [
+            "proto=https",
+            "for=unknown",
+            "for=\"open",
+            "for=[::1",
+            "garbage",
+        ] {
+            assert_eq!(
+                both(silent, "198.51.100.1", ForwardingHeaders::Both),
+                client,
+                "{silent}"
+            );
+        }
+        assert_eq!(
+            both(
+                "for=198.51.100.1",
+                "not an address",
+                ForwardingHeaders::Both
+            ),
+            client
+        );
+    }
+
+    #[test]
+    fn long_or_non_utf8_left_parts_are_never_read() {
+        let xff = format!("{}, 198.51.100.1, 10.0.0.2", "6.6.6.6, ".repeat(1_000));
+        let mut bytes = vec![0xff, 0xfe, b','];
+        bytes.extend_from_slice(b" 198.51.100.1");
+        for value in [xff.as_bytes(), &bytes] {
+            let client = client_of(
+                ip("10.0.0.1"),
+                &[],
+                &[value],
+                &trusted(),
+                ForwardingHeaders::Both,
+            );
+            assert_eq!(client, Ok(Client::Address(ip("198.51.100.1"))));
+        }
+    }
+
+    #[test]
+    fn mapped_networks_trust_what_they_map() {
+        let mapped = TrustedProxies::parse(["::ffff:10.0.0.0/104"]).unwrap();
+        assert!(mapped.contains(ip("10.1.2.3")));
+        assert!(mapped.contains(ip("::ffff:10.1.2.3")));
+        assert!(!mapped.contains(ip("11.1.2.3")));
+        let all = TrustedProxies::parse(["::/0"]).unwrap();
+        assert!(all.contains(ip("192.0.2.1")));
+        let unrelated = TrustedProxies::parse(["2001:db8::/32"]).unwrap();
+        assert!(!unrelated.contains(ip("192.0.2.1")));
     }
 
     #[test]

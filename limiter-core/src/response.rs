@@ -1,6 +1,7 @@
 //! What a client is told: the IETF RateLimit header fields, the legacy `X-RateLimit-*`
 //! ones, and the 429 itself (RFC 9457 problem details).
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use actix_web::http::header::{self, HeaderMap, HeaderName, HeaderValue};
@@ -16,6 +17,28 @@ pub(crate) static RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 static X_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
 static X_REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
 static X_RESET: HeaderName = HeaderName::from_static("x-ratelimit-reset");
+
+/// A limit's name as the header fields carry it (a structured-field string): printable
+/// ASCII, with `"`, `\\`, `%` and everything else percent-encoded from UTF-8 (`über` is
+/// `%C3%BCber`), so that any handler name makes a valid field.
+pub(crate) fn field_name(name: &'static str) -> Cow<'static, str> {
+    let plain = |c: char| (' '..='~').contains(&c) && !matches!(c, '"' | '\\' | '%');
+    if name.chars().all(plain) {
+        return Cow::Borrowed(name);
+    }
+    let mut out = String::with_capacity(name.len() * 3);
+    for c in name.chars() {
+        if plain(c) {
+            out.push(c);
+        } else {
+            let mut buf = [0u8; 4];
+            for byte in c.encode_utf8(&mut buf).bytes() {
+                let _ = write!(out, "%{byte:02X}");
+            }
+        }
+    }
+    Cow::Owned(out)
+}
 
 /// One `RateLimit-Policy` list member: `"login";q=5;w=60` (the window in whole seconds,
 /// rounded up).
@@ -42,26 +65,45 @@ pub(crate) struct RateLimitFields {
 }
 
 impl RateLimitFields {
-    pub(crate) fn new() -> RateLimitFields {
+    /// The decision of a handler's one limit.
+    #[inline]
+    pub(crate) fn one(decision: Decision) -> RateLimitFields {
         RateLimitFields {
-            first: None,
+            first: Some(decision),
             stacked: Vec::new(),
             incomplete: false,
         }
     }
 
-    /// Notes a limit left undecided.
-    pub(crate) fn skip(&mut self) {
-        self.incomplete = true;
+    /// The decisions of a handler's stacked limits, in order.
+    pub(crate) fn many(mut decisions: Vec<Decision>) -> RateLimitFields {
+        let first = (!decisions.is_empty()).then(|| decisions.remove(0));
+        RateLimitFields {
+            first,
+            stacked: decisions,
+            incomplete: false,
+        }
     }
 
-    /// Records the decision of the next limit.
-    #[inline]
-    pub(crate) fn add(&mut self, decision: Decision) {
-        match self.first {
-            None => self.first = Some(decision),
-            Some(_) => self.stacked.push(decision),
+    /// No decision: the store failed and the limiter lets requests through meanwhile.
+    pub(crate) fn undecided() -> RateLimitFields {
+        RateLimitFields {
+            first: None,
+            stacked: Vec::new(),
+            incomplete: true,
         }
+    }
+
+    /// If any limit rejected the request: the one with the longest wait (its index), and a
+    /// rejection whose `retry_after` is that wait — the time until every limit admits the
+    /// request again, since a limit that admits now still admits later while nothing is
+    /// counted.
+    pub(crate) fn rejection(&self) -> Option<(usize, Decision)> {
+        self.decisions()
+            .enumerate()
+            .filter(|(_, d)| !d.allowed())
+            .max_by_key(|(_, d)| d.retry_after())
+            .map(|(i, d)| (i, *d))
     }
 
     fn decisions(&self) -> impl Iterator<Item = &Decision> {
@@ -227,18 +269,101 @@ pub(crate) fn complete_rejection(response: &mut HttpResponse, retry_after: u64) 
     set_if_absent(headers, &header::CACHE_CONTROL, NO_STORE.clone());
 }
 
-/// A problem response for a request the limiter could not decide.
-pub(crate) fn problem(status: StatusCode, title: &str, detail: &str) -> HttpResponse {
-    let body = serde_json::json!({
-        "type": "about:blank",
-        "title": title,
-        "status": status.as_u16(),
-        "detail": detail,
-    });
-    HttpResponse::build(status)
-        .insert_header((header::CACHE_CONTROL, "no-store"))
-        .content_type(PROBLEM_JSON.clone())
-        .body(body.to_string())
+/// A request a limited handler could not decide. Each has a fixed, documented response that
+/// never shows clients internal details (the cause goes to `tracing`); replace it with
+/// [`LimiterBuilder::failure_response`](crate::LimiterBuilder::failure_response).
+///
+/// | failure | status | when |
+/// | --- | --- | --- |
+/// | [`StoreUnavailable`](Failure::StoreUnavailable) | 503, `Retry-After: 1` | the store failed or timed out and the limiter fails closed |
+/// | [`NoClientAddress`](Failure::NoClientAddress) | 500 | a route keyed by address, and the request has no peer address (a Unix socket, a test request without one) |
+/// | [`ContradictoryForwarding`](Failure::ContradictoryForwarding) | 400 | a trusted proxy's `Forwarded` and `X-Forwarded-For` name different clients |
+///
+/// Every one carries `Cache-Control: no-store` and the handler's `RateLimit-Policy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Failure {
+    /// The store failed or exceeded its timeout, under [`OnStoreError::FailClosed`](crate::OnStoreError).
+    StoreUnavailable,
+    /// The route counts by address and the request has none.
+    NoClientAddress,
+    /// The trusted proxy's forwarding headers name different clients: one was written by
+    /// the client. See [`Contradiction`](crate::Contradiction).
+    ContradictoryForwarding,
+}
+
+impl Failure {
+    /// The response status.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Failure::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Failure::NoClientAddress => StatusCode::INTERNAL_SERVER_ERROR,
+            Failure::ContradictoryForwarding => StatusCode::BAD_REQUEST,
+        }
+    }
+
+    /// The problem's `title`.
+    pub fn title(&self) -> &'static str {
+        match self {
+            Failure::StoreUnavailable => "Rate Limit Unavailable",
+            Failure::NoClientAddress => "Client Address Unknown",
+            Failure::ContradictoryForwarding => "Contradictory Forwarding Headers",
+        }
+    }
+
+    /// The problem's `detail`: fixed, and free of internals.
+    pub fn detail(&self) -> &'static str {
+        match self {
+            Failure::StoreUnavailable => {
+                "The rate limit could not be checked just now; try again in a second."
+            }
+            Failure::NoClientAddress => {
+                "This route is rate limited by client address, and the request has none."
+            }
+            Failure::ContradictoryForwarding => {
+                "The request's Forwarded and X-Forwarded-For headers name different clients."
+            }
+        }
+    }
+
+    /// `Retry-After` in seconds, for the failures that pass.
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        match self {
+            Failure::StoreUnavailable => Some(1),
+            Failure::NoClientAddress | Failure::ContradictoryForwarding => None,
+        }
+    }
+
+    /// The default response: an RFC 9457 problem with the status, title and detail above.
+    pub fn problem_response(&self) -> HttpResponse {
+        let status = self.status();
+        let body = serde_json::json!({
+            "type": "about:blank",
+            "title": self.title(),
+            "status": status.as_u16(),
+            "detail": self.detail(),
+        });
+        HttpResponse::build(status)
+            .content_type(PROBLEM_JSON.clone())
+            .body(body.to_string())
+    }
+
+    /// Adds what every such response carries, unless the response set it itself.
+    pub(crate) fn complete(
+        &self,
+        response: &mut HttpResponse,
+        policy: &HeaderValue,
+        options: HeaderOptions,
+    ) {
+        let headers = response.headers_mut();
+        set_if_absent(headers, &header::CACHE_CONTROL, NO_STORE.clone());
+        if let Some(secs) = self.retry_after_secs() {
+            set_if_absent(headers, &header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if options.ietf && !policy.is_empty() {
+            set_if_absent(headers, &RATELIMIT_POLICY, policy.clone());
+        }
+    }
 }
 
 /// The opening of a limit's `RateLimit` list member: `"login";r=`.

@@ -1,126 +1,26 @@
 //! Writes the guarded handler.
 //!
 //! The user's function stays as written, nested inside a new handler of the same name that
-//! takes the request and the payload. The new handler decides every limit first, in the
-//! order written, and only then runs the user's extractors and the user's function, so a
-//! rejected request's body is never read. The user's `?`, `return` and errors keep their
-//! types and spans, since their function is untouched.
+//! takes the request and the payload (or, when it names `Self`, beside it in the `impl`
+//! block). The new handler decides every limit first — all of them at once — and only then
+//! runs the user's extractors and the user's function, so a rejected request's body is
+//! never read. The user's `?`, `return` and errors keep their types and spans, since their
+//! function is untouched. Each policy is built in a `const`, so a constant `MAX` out of
+//! bounds is a compile error on it; every handler registers its limits, so that conflicts
+//! between handlers are found when the `Limiter` is built, before any request.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Group, Span, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned};
-use syn::spanned::Spanned;
-use syn::{Attribute, FnArg, ItemFn, Meta};
+use syn::ext::IdentExt;
+use syn::{Attribute, FnArg, ItemFn};
 
-use crate::args::{self, Key, LimitArgs, Max};
-use crate::errors::Errors;
+use crate::ast::{Key, Max};
 use crate::input;
+use crate::valid::{self, Limit};
 
-pub(crate) fn rate_limit(args: TokenStream, item: TokenStream) -> TokenStream {
-    let mut errors = Errors::default();
-    let mut function: ItemFn = match syn::parse2(item.clone()) {
-        Ok(function) => function,
-        Err(_) => {
-            let error = syn::Error::new(
-                Span::call_site(),
-                "#[rate_limit] goes on an `async fn` handler",
-            )
-            .to_compile_error();
-            return quote!(#item #error);
-        }
-    };
-
-    // This attribute, then every other #[rate_limit] on the function, in the order written.
-    let mut limits = vec![args::parse(args, Span::call_site(), &mut errors)];
-    let mut attrs = Vec::new();
-    for attr in std::mem::take(&mut function.attrs) {
-        if !is_rate_limit(&attr) {
-            attrs.push(attr);
-            continue;
-        }
-        match &attr.meta {
-            Meta::List(list) => {
-                limits.push(args::parse(list.tokens.clone(), attr.span(), &mut errors))
-            }
-            _ => errors.at(
-                &attr,
-                "missing the maximum and the window: write e.g. #[rate_limit(5, per = \"1m\")]",
-            ),
-        }
-    }
-    function.attrs = attrs;
-    input::check(&function, &mut errors);
-    let limits: Vec<LimitArgs> = limits.into_iter().flatten().collect();
-    let names = names(&function, &limits, &mut errors);
-
-    if let Some(compile_errors) = errors.to_compile_errors() {
-        // The function as written (without our attributes) plus the errors: one mistake
-        // gives one message, not a cascade of type errors.
-        return quote!(#function #compile_errors);
-    }
-    generate(function, &limits, &names)
-}
-
-fn is_rate_limit(attr: &Attribute) -> bool {
-    attr.path()
-        .segments
-        .last()
-        .is_some_and(|segment| segment.ident == "rate_limit")
-}
-
-/// Each limit's budget scope and header name. Unscoped limits count per handler: their scope
-/// is the module path and function name (and, when stacked, their position); their name is
-/// the function's, then `name-WINDOW` for the ones below it.
-struct Names {
-    scope: TokenStream,
-    name: String,
-}
-
-fn names(function: &ItemFn, limits: &[LimitArgs], errors: &mut Errors) -> Vec<Names> {
-    let fn_name = function.sig.ident.to_string();
-    let mut taken: Vec<String> = Vec::new();
-    let mut out = Vec::new();
-    for (index, limit) in limits.iter().enumerate() {
-        let (scope, mut name) = match &limit.scope {
-            Some(scope) => {
-                if limits[..index]
-                    .iter()
-                    .any(|l| l.scope.as_ref() == Some(scope))
-                {
-                    errors.at(
-                        &function.sig.ident,
-                        format!("two limits on `{fn_name}` share the scope \"{scope}\": give each its own"),
-                    );
-                }
-                (quote!(#scope), scope.clone())
-            }
-            None if index == 0 => (
-                quote!(::core::concat!(::core::module_path!(), "::", #fn_name)),
-                fn_name.clone(),
-            ),
-            None => {
-                let position = (index + 1).to_string();
-                (
-                    quote!(::core::concat!(::core::module_path!(), "::", #fn_name, "#", #position)),
-                    format!("{fn_name}-{}", limit.window_text),
-                )
-            }
-        };
-        if taken.contains(&name) {
-            name = format!("{name}-{}", index + 1);
-        }
-        taken.push(name.clone());
-        out.push(Names { scope, name });
-    }
-    out
-}
-
-fn generate(function: ItemFn, limits: &[LimitArgs], names: &[Names]) -> TokenStream {
-    let krate = limits
-        .iter()
-        .find_map(|l| l.krate.clone())
-        .unwrap_or_else(|| syn::parse_quote!(::limiter));
+pub(crate) fn handler(function: ItemFn, limits: &[Limit], krate: &syn::Path) -> TokenStream {
     let private = quote!(#krate::__private);
-
+    let uses_self = input::uses_self(&function);
     let ItemFn {
         attrs,
         vis,
@@ -128,10 +28,7 @@ fn generate(function: ItemFn, limits: &[LimitArgs], names: &[Names]) -> TokenStr
         block,
     } = function;
     let ident = &sig.ident;
-    let lint_attrs: Vec<&Attribute> = attrs
-        .iter()
-        .filter(|a| a.path().is_ident("allow"))
-        .collect();
+    let lint_attrs: Vec<&Attribute> = attrs.iter().filter(|a| is_lint(a)).collect();
 
     let mut arg_names = Vec::new();
     let mut arg_types = Vec::new();
@@ -142,36 +39,53 @@ fn generate(function: ItemFn, limits: &[LimitArgs], names: &[Names]) -> TokenStr
         }
     }
 
-    let mut checks = Vec::new();
+    // The user's function: nested, or beside the handler when it names `Self`.
+    let (beside, nested, call) = if uses_self {
+        let inner = format_ident!("__limiter_{}", ident.unraw());
+        let mut inner_sig = sig.clone();
+        inner_sig.ident = inner.clone();
+        (
+            quote! {
+                #[doc(hidden)]
+                #(#lint_attrs)*
+                #inner_sig #block
+            },
+            TokenStream::new(),
+            quote!(Self::#inner),
+        )
+    } else {
+        (
+            TokenStream::new(),
+            quote! {
+                #(#lint_attrs)*
+                #sig #block
+            },
+            quote!(#ident),
+        )
+    };
+
+    let names = valid::field_names(&ident.unraw().to_string(), limits);
+    let mut policies = Vec::new();
     let mut specs = Vec::new();
-    for (index, (limit, names)) in limits.iter().zip(names).enumerate() {
-        let max = match &limit.max {
+    for (index, (limit, name)) in limits.iter().zip(&names).enumerate() {
+        let policy = format_ident!("__LIMITER_POLICY_{}", index);
+        let max = match &limit.max.value {
             Max::Literal(value) => quote!(#value),
-            Max::Expr(expr) => {
-                let constant = format_ident!("__LIMITER_MAX_{}", index);
-                let most = args::max_limit(&limit.algorithm) as u32;
-                let algorithm = &limit.algorithm;
-                let too_many =
-                    format!("rate_limit: {algorithm} counts at most {most} requests per window");
-                checks.push(quote_spanned! {expr.span()=>
-                    const #constant: u32 = #expr;
-                    const _: () = ::core::assert!(#constant >= 1, "rate_limit: the maximum must be at least 1");
-                    const _: () = ::core::assert!(#constant <= #most, #too_many);
-                });
-                quote!(#constant)
-            }
+            Max::Expr(expr) => quote!(#expr),
         };
-        let window_ms = limit.window_ms;
-        let algorithm = match limit.algorithm.as_str() {
-            "fixed_window" => quote!(FixedWindow),
-            "sliding_window_counter" => quote!(SlidingWindowCounter),
-            "token_bucket" => quote!(TokenBucket),
-            _ => quote!(SlidingWindow),
-        };
-        let burst = match limit.burst {
-            Some(burst) => quote!(::core::option::Option::Some(#burst)),
-            None => quote!(::core::option::Option::None),
-        };
+        let window_ms = limit.window.ms;
+        let algorithm = format_ident!("{}", limit.algorithm.variant());
+        let burst = limit.burst.unwrap_or(0);
+        // On the maximum's tokens: a constant out of bounds fails to evaluate right there.
+        let private_here = respan(private.clone(), limit.max.span);
+        policies.push(quote_spanned! {limit.max.span=>
+            const #policy: #private_here::Policy = match #private_here::Policy::__try_from_attribute(
+                #max, #window_ms, #private_here::Algorithm::#algorithm, #burst,
+            ) {
+                ::core::result::Result::Ok(policy) => policy,
+                ::core::result::Result::Err(error) => ::core::panic!("{}", error.message()),
+            };
+        });
         let key = match &limit.key {
             Key::Ip => quote!(#private::KeySpec::Ip),
             Key::User => quote!(#private::KeySpec::User),
@@ -179,39 +93,82 @@ fn generate(function: ItemFn, limits: &[LimitArgs], names: &[Names]) -> TokenStr
             Key::Header(name) => {
                 quote!(#private::KeySpec::Header(#private::HeaderName::from_static(#name)))
             }
-            Key::Function(path) => quote_spanned! {path.span()=>
-                #private::KeySpec::Function(
-                    #path as fn(&#private::HttpRequest) -> ::core::option::Option<::std::string::String>
-                )
-            },
+            Key::Function(path) => {
+                quote_spanned! {path.segments.last().map_or_else(proc_macro2::Span::call_site, |s| s.ident.span())=>
+                    #private::KeySpec::Function(
+                        #path as fn(&#private::HttpRequest) -> ::core::option::Option<::std::string::String>
+                    )
+                }
+            }
         };
-        let scope = &names.scope;
-        let name = &names.name;
+        let scope = match &limit.scope {
+            Some(scope) => {
+                let scope = &scope.value;
+                quote!(::core::option::Option::Some(#scope))
+            }
+            None => quote!(::core::option::Option::None),
+        };
         specs.push(quote! {
             #private::LimitSpec::new(
-                #scope, #name, #max, #window_ms, #private::Algorithm::#algorithm, #burst, #key,
+                #scope,
+                ::core::any::type_name::<__LimiterHandler>(),
+                #index,
+                #name,
+                #policy,
+                #key,
             )
         });
     }
 
     quote! {
+        #beside
         #(#attrs)*
         #vis async fn #ident(
             __limiter_request: #private::RequestParts,
         ) -> impl #private::Responder {
-            #(#lint_attrs)*
-            #sig #block
+            #nested
 
-            #(#checks)*
+            /// Names the handler: its `type_name` is the handler's path.
+            struct __LimiterHandler;
+            #(#policies)*
             static __LIMITER_LIMITS: #private::LazyLock<#private::HandlerLimits> =
                 #private::LazyLock::new(|| #private::HandlerLimits::new(::std::vec![#(#specs),*]));
+            fn __limiter_limits() -> &'static #private::HandlerLimits {
+                &__LIMITER_LIMITS
+            }
+            #private::inventory::submit! {
+                #private::Registration::new(__limiter_limits, ::core::file!(), ::core::line!())
+            }
 
             #private::handle(
-                &*__LIMITER_LIMITS,
+                &__LIMITER_LIMITS,
                 __limiter_request,
-                move |(#(#arg_names,)*): (#(#arg_types,)*)| #ident(#(#arg_names),*),
+                move |(#(#arg_names,)*): (#(#arg_types,)*)| #call(#(#arg_names),*),
             )
             .await
         }
     }
+}
+
+/// The same tokens, all blamed on `span`.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tree| {
+            if let TokenTree::Group(group) = &tree {
+                let mut inner = Group::new(group.delimiter(), respan(group.stream(), span));
+                inner.set_span(span);
+                tree = TokenTree::Group(inner);
+            } else {
+                tree.set_span(span);
+            }
+            tree
+        })
+        .collect()
+}
+
+fn is_lint(attr: &Attribute) -> bool {
+    ["allow", "expect", "warn", "deny", "forbid"]
+        .iter()
+        .any(|lint| attr.path().is_ident(lint))
 }

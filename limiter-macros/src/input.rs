@@ -1,6 +1,8 @@
-//! Checks on the function under `#[rate_limit]`: an async, non-const, non-generic free
-//! function with at most 16 extractors, as actix handlers are.
+//! Checks on the function under `#[rate_limit]`: an async, non-const, non-generic function
+//! without `self`, with at most 16 extractors, as actix handlers are.
 
+use proc_macro2::{TokenStream, TokenTree};
+use quote::ToTokens;
 use syn::spanned::Spanned;
 use syn::{FnArg, ItemFn, Type};
 
@@ -57,4 +59,17 @@ pub(crate) fn check(item: &ItemFn, errors: &mut Errors) {
             ),
         );
     }
+}
+
+/// Whether the function names `Self`: then it is a method of an `impl` block, and cannot be
+/// nested inside the generated handler (an inner function cannot name the outer `Self`).
+pub(crate) fn uses_self(item: &ItemFn) -> bool {
+    fn mentions(tokens: TokenStream) -> bool {
+        tokens.into_iter().any(|tree| match tree {
+            TokenTree::Ident(ident) => ident == "Self",
+            TokenTree::Group(group) => mentions(group.stream()),
+            _ => false,
+        })
+    }
+    mentions(item.sig.to_token_stream()) || mentions(item.block.to_token_stream())
 }

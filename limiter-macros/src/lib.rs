@@ -1,21 +1,33 @@
 //! The `#[rate_limit]` attribute of [limiter](https://docs.rs/limiter). Use it through the
-//! `limiter` crate, which also holds the runtime it expands to.
+//! `limiter` crate, which also holds the runtime it expands to and documents the attribute.
 //!
-//! The pipeline, one file each: `args.rs` parses and checks the attribute, `period.rs` the
-//! window grammar, `input.rs` the function, `expand.rs` writes the guarded handler.
+//! The pipeline, one file each: `ast.rs` parses an attribute into typed values with their
+//! spans (`period.rs` the window grammar), `valid.rs` checks what depends on several values
+//! and on the other limits of a handler, `input.rs` checks the function, `stack.rs` gathers
+//! the attributes of one handler, and `expand.rs` writes the guarded handler.
 
-mod args;
+mod ast;
 mod errors;
 mod expand;
 mod input;
 mod period;
+mod stack;
+mod valid;
 
 use proc_macro::TokenStream;
 
 /// Rate limits an actix-web handler: `#[rate_limit(5, per = "1m", key = "ip")]`.
 ///
-/// See the `limiter` crate for the arguments, the responses and the configuration.
+/// The `limiter` crate documents the arguments, the responses and the configuration.
 #[proc_macro_attribute]
 pub fn rate_limit(args: TokenStream, item: TokenStream) -> TokenStream {
-    expand::rate_limit(args.into(), item.into()).into()
+    stack::rate_limit(args.into(), item.into()).into()
+}
+
+/// The limits of one handler, gathered by its `#[rate_limit]` attributes. Not a public API:
+/// `#[rate_limit]` adds it.
+#[doc(hidden)]
+#[proc_macro_attribute]
+pub fn __rate_limit_stack(args: TokenStream, item: TokenStream) -> TokenStream {
+    stack::finish(args.into(), item.into()).into()
 }

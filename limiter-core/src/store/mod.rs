@@ -171,6 +171,16 @@ impl<'a, T> Check<'a, T> {
         }
     }
 
+    /// The result, if it was decided at once (the in-memory store's always are); the check
+    /// is left to be awaited otherwise. Never polls.
+    #[inline]
+    pub fn take_ready(&mut self) -> Option<Result<T, StoreError>> {
+        match &mut self.state {
+            CheckState::Ready(result) => result.take(),
+            CheckState::Pending(_) => None,
+        }
+    }
+
     /// The result if it is available without waiting (always, for the in-memory store).
     ///
     /// ```

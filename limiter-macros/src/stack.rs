@@ -1,0 +1,100 @@
+//! How the attributes of one handler find each other, whatever name they are imported
+//! under (`use limiter::rate_limit as limit;`) and whatever other attributes sit between
+//! them (`#[tracing::instrument]`, the route macros).
+//!
+//! Each `#[rate_limit]` checks its own arguments, then adds them to a marker attribute it
+//! keeps as the function's **last** attribute: `#[::limiter::__private::rate_limit_stack(
+//! [first] [second] ...)]`. Attributes expand from the outermost in, so the marker expands
+//! last, once every other attribute macro has had its turn on the user's function, and it
+//! sees the limits in the order they were written. It then writes the guarded handler
+//! ([`expand`](crate::expand)).
+
+use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
+use quote::quote;
+use syn::{Attribute, ItemFn, Meta};
+
+use crate::errors::Errors;
+use crate::{ast, expand, input, valid};
+
+/// The marker's name, as `limiter::__private` exports it.
+const MARKER: &str = "rate_limit_stack";
+
+/// `#[rate_limit(...)]`: checks the arguments, then carries them in the marker.
+pub(crate) fn rate_limit(args: TokenStream, item: TokenStream) -> TokenStream {
+    let mut function: ItemFn = match syn::parse2(item.clone()) {
+        Ok(function) => function,
+        Err(_) => {
+            let error = syn::Error::new(
+                Span::call_site(),
+                "#[rate_limit] goes on an `async fn` handler",
+            )
+            .to_compile_error();
+            return quote!(#item #error);
+        }
+    };
+    let mut errors = Errors::default();
+    if let Some(attr) = ast::parse(args.clone(), Span::call_site(), &mut errors) {
+        valid::limit(attr, &mut errors);
+    }
+    if let Some(compile_errors) = errors.to_compile_errors() {
+        // The function as written plus the errors: one mistake, one message. Other limits on
+        // it still expand (and report their own mistakes).
+        return quote!(#function #compile_errors);
+    }
+    let carried = Group::new(Delimiter::Bracket, args.clone());
+    match function.attrs.iter_mut().find(|a| is_marker(a)) {
+        Some(marker) => {
+            if let Meta::List(list) = &mut marker.meta {
+                list.tokens.extend([TokenTree::Group(carried)]);
+            }
+        }
+        None => {
+            let krate = ast::crate_path(args).unwrap_or_else(|| syn::parse_quote!(::limiter));
+            let marker: Attribute =
+                syn::parse_quote!(#[#krate::__private::rate_limit_stack(#carried)]);
+            function.attrs.push(marker);
+        }
+    }
+    quote!(#function)
+}
+
+fn is_marker(attr: &Attribute) -> bool {
+    attr.path()
+        .segments
+        .last()
+        .is_some_and(|segment| segment.ident == MARKER)
+}
+
+/// The marker: every limit of the handler, in the order written.
+pub(crate) fn finish(args: TokenStream, item: TokenStream) -> TokenStream {
+    let function: ItemFn = match syn::parse2(item.clone()) {
+        Ok(function) => function,
+        Err(error) => {
+            let error = error.to_compile_error();
+            return quote!(#item #error);
+        }
+    };
+    let mut errors = Errors::default();
+    let mut limits = Vec::new();
+    let mut krate = None;
+    for tree in args {
+        let TokenTree::Group(group) = tree else {
+            continue;
+        };
+        if krate.is_none() {
+            krate = ast::crate_path(group.stream());
+        }
+        if let Some(limit) = ast::parse(group.stream(), group.span(), &mut errors)
+            .and_then(|attr| valid::limit(attr, &mut errors))
+        {
+            limits.push(limit);
+        }
+    }
+    valid::stack(&limits, &mut errors);
+    input::check(&function, &mut errors);
+    if let Some(compile_errors) = errors.to_compile_errors() {
+        return quote!(#function #compile_errors);
+    }
+    let krate = krate.unwrap_or_else(|| syn::parse_quote!(::limiter));
+    expand::handler(function, &limits, &krate)
+}

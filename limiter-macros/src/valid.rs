@@ -1,0 +1,133 @@
+//! The checks that look at several arguments at once — within one attribute, and across the
+//! limits stacked on one handler — turning parsed attributes into complete limits.
+
+use crate::ast::{Algorithm, Key, LimitAttr, Max, Spanned, Window};
+use crate::errors::Errors;
+
+/// The longest a token bucket may take to refill (`limiter_core::Policy::MAX_REFILL`).
+const MAX_REFILL_NS: u128 = 49 * 86_400 * 1_000_000_000;
+
+/// One limit, complete and consistent.
+pub(crate) struct Limit {
+    pub(crate) max: Spanned<Max>,
+    pub(crate) window: Window,
+    pub(crate) key: Key,
+    pub(crate) algorithm: Algorithm,
+    pub(crate) scope: Option<Spanned<String>>,
+    pub(crate) burst: Option<u32>,
+}
+
+/// Checks one attribute on its own; `None` when something is wrong (reported in `errors`)
+/// or missing.
+pub(crate) fn limit(attr: LimitAttr, errors: &mut Errors) -> Option<Limit> {
+    let before = errors.count();
+    if !attr.per_given {
+        errors.at(
+            attr.span,
+            "missing `per`: say the window, e.g. #[rate_limit(5, per = \"1m\")]",
+        );
+    }
+    // A misspelled algorithm is reported once, by the parser: checks that depend on the
+    // algorithm wait until it is known, rather than blame `burst` for it.
+    let algorithm = match (&attr.algorithm, attr.algorithm_given) {
+        (Some(algorithm), _) => Some(algorithm.value),
+        (None, false) => Some(Algorithm::SlidingWindow),
+        (None, true) => None,
+    };
+    if let (Some(burst), Some(algorithm)) = (&attr.burst, algorithm) {
+        if algorithm != Algorithm::TokenBucket {
+            errors.at(
+                burst.span,
+                format!(
+                    "`burst` only applies to algorithm = \"token_bucket\" (this limit uses {}): remove it or set the algorithm",
+                    algorithm.name()
+                ),
+            );
+        }
+    }
+    if let (
+        Some(Spanned {
+            value: Max::Literal(max),
+            span: max_span,
+        }),
+        Some(per),
+        Some(algorithm),
+    ) = (&attr.max, &attr.per, algorithm)
+    {
+        let limit = algorithm.max_limit(per.value.ms);
+        if u64::from(*max) > limit {
+            let span = attr.algorithm.as_ref().map_or(*max_span, |a| a.span);
+            let hint = match algorithm {
+                Algorithm::SlidingWindowCounter => {
+                    "use a shorter window, or fixed_window or token_bucket"
+                }
+                _ => "use a shorter window, or sliding_window_counter or token_bucket",
+            };
+            errors.at(
+                span,
+                format!(
+                    "{} counts at most {limit} requests per window of {}, got {max}: {hint}",
+                    algorithm.name(),
+                    per.value.text
+                ),
+            );
+        }
+        if let Some(burst) = &attr.burst {
+            let interval_ns = (u128::from(per.value.ms) * 1_000_000).div_ceil(u128::from(*max));
+            if u128::from(burst.value) * interval_ns > MAX_REFILL_NS {
+                errors.at(
+                    burst.span,
+                    "this burst takes more than 49 days to refill at this rate: lower it",
+                );
+            }
+        }
+    }
+    if errors.count() != before {
+        return None;
+    }
+    Some(Limit {
+        max: attr.max?,
+        window: attr.per?.value,
+        key: attr.key.map_or(Key::Ip, |k| k.value),
+        algorithm: algorithm?,
+        scope: attr.scope,
+        burst: attr.burst.map(|b| b.value),
+    })
+}
+
+/// Checks the limits stacked on one handler together: each scope once.
+pub(crate) fn stack(limits: &[Limit], errors: &mut Errors) {
+    for (index, limit) in limits.iter().enumerate() {
+        let Some(scope) = &limit.scope else { continue };
+        if limits[..index]
+            .iter()
+            .any(|l| l.scope.as_ref().map(|s| &s.value) == Some(&scope.value))
+        {
+            errors.at(
+                scope.span,
+                format!(
+                    "scope \"{}\" is given to two limits of this handler: a scope is one budget, so give each limit its own",
+                    scope.value
+                ),
+            );
+        }
+    }
+}
+
+/// Names each limit in the header fields: the function's name for the first, then
+/// `NAME-WINDOW` (or the scope, when one is given), made unique within the handler.
+pub(crate) fn field_names(fn_name: &str, limits: &[Limit]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for (index, limit) in limits.iter().enumerate() {
+        let mut name = match (&limit.scope, index) {
+            (Some(scope), _) => scope.value.clone(),
+            (None, 0) => fn_name.to_string(),
+            (None, _) => format!("{fn_name}-{}", limit.window.text),
+        };
+        if names.contains(&name) {
+            name = format!("{name}-{}", index + 1);
+        }
+        names.push(name);
+    }
+    names
+}
