@@ -70,6 +70,131 @@ fn decisions_equal_the_memory_stores_for_every_algorithm() {
     }
 }
 
+// ---- readings out of order, stacks, and policies at their bounds ---------------------------
+
+#[path = "../limiter-core/tests/common/lagging.rs"]
+mod lagging;
+
+/// Readings that reach Redis out of order (callers whose clocks read a few ms apart) keep
+/// every algorithm within its bound, as in memory.
+#[::std::prelude::v1::test]
+fn lagging_readings_keep_every_bound_in_the_scripts() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let redis = rt
+        .block_on(RedisStore::connect(&server.url()))
+        .unwrap()
+        .use_caller_clock();
+    let case = std::cell::Cell::new(0u32);
+    for algorithm in Algorithm::ALL {
+        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(40));
+        runner
+            .run(
+                &(lagging::any_policy(algorithm), lagging::schedule(50)),
+                |(policy, schedule)| {
+                    case.set(case.get() + 1);
+                    let limit = Limit::new(format!("lagging-{}", case.get()), policy);
+                    let check = |key: u8, reading: u64| {
+                        rt.block_on(redis.check(&limit, &[key], Duration::from_millis(reading)))
+                            .unwrap()
+                    };
+                    let runs = lagging::run(check, 1_700_000_000_000, &schedule);
+                    lagging::within_bound(&policy, &runs)
+                },
+            )
+            .unwrap();
+    }
+}
+
+fn stack() -> impl Strategy<Value = Vec<Policy>> {
+    let one = prop_oneof![
+        policy(Algorithm::SlidingWindow),
+        policy(Algorithm::FixedWindow),
+        policy(Algorithm::SlidingWindowCounter),
+        policy(Algorithm::TokenBucket),
+    ];
+    prop::collection::vec(one, 2..=3)
+}
+
+/// Stacked limits in one script answer exactly as the memory store's all-or-nothing
+/// check: the same admissions, the same statuses for the limits that did not reject.
+#[::std::prelude::v1::test]
+fn stacks_answer_as_the_memory_store_does() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let redis = rt
+        .block_on(RedisStore::connect(&server.url()))
+        .unwrap()
+        .use_caller_clock();
+    let case = std::cell::Cell::new(0u32);
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(60));
+    runner
+        .run(&(stack(), steps()), |(policies, steps)| {
+            case.set(case.get() + 1);
+            let limits: Vec<Limit> = policies
+                .iter()
+                .enumerate()
+                .map(|(i, p)| Limit::new(format!("stack-{}-{i}", case.get()), *p))
+                .collect();
+            let memory = MemoryStore::new();
+            let mut now = Duration::from_secs(1_700_000_000);
+            for (i, (key, step)) in steps.iter().enumerate() {
+                now += Duration::from_millis(*step);
+                let keys = [[*key], [*key + 10], [*key]];
+                let requests: Vec<(&Limit, &[u8])> =
+                    limits.iter().zip(&keys).map(|(l, k)| (l, &k[..])).collect();
+                let expected = memory.check_all_at(&requests, now);
+                let got = rt.block_on(redis.check_all(&requests, now)).unwrap();
+                prop_assert_eq!(got, expected, "request {} at {:?}", i, now);
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// Every policy the attribute accepts is computed, exactly, by the scripts: none is refused
+/// (a refusal would look like an outage and flip every route to the fault policy).
+#[::std::prelude::v1::test]
+fn policies_at_their_bounds_are_exact_in_the_scripts() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let redis = rt
+        .block_on(RedisStore::connect(&server.url()))
+        .unwrap()
+        .use_caller_clock();
+    let week = Duration::from_secs(7 * 86_400);
+    let hour = Duration::from_secs(3_600);
+    let at_bounds = [
+        Policy::for_algorithm(Algorithm::TokenBucket, 4_000_000_000, hour).unwrap(),
+        Policy::for_algorithm(Algorithm::TokenBucket, 1, week)
+            .unwrap()
+            .with_burst(7)
+            .unwrap(),
+        Policy::for_algorithm(Algorithm::TokenBucket, u32::MAX, Duration::from_millis(1)).unwrap(),
+        Policy::for_algorithm(
+            Algorithm::SlidingWindowCounter,
+            Policy::max_limit_for(Algorithm::SlidingWindowCounter, week.as_millis() as u64),
+            week,
+        )
+        .unwrap(),
+        Policy::for_algorithm(Algorithm::SlidingWindowCounter, (1 << 24) - 1, hour).unwrap(),
+        Policy::for_algorithm(Algorithm::FixedWindow, u32::MAX, week).unwrap(),
+        Policy::for_algorithm(Algorithm::SlidingWindow, 65_535, week).unwrap(),
+        Policy::new(1, Duration::from_millis(1)).unwrap(),
+    ];
+    for (i, policy) in at_bounds.into_iter().enumerate() {
+        let limit = Limit::new(format!("bounds-{i}"), policy);
+        let memory = MemoryStore::new();
+        let mut now = Duration::from_secs(1_700_000_000);
+        for step in [0u64, 0, 1, 999, 3_600_000, 0, 86_400_000, 1] {
+            now += Duration::from_millis(step);
+            let expected = memory.check_at(&limit, b"k", now);
+            let got = rt.block_on(redis.check(&limit, b"k", now));
+            assert_eq!(got.unwrap(), expected, "{policy:?} at {now:?}");
+        }
+    }
+}
+
 // ---- many instances, one budget -------------------------------------------------------------
 
 #[rate_limit(100, per = "1m", algorithm = "sliding_window", key = "global")]
