@@ -13,12 +13,17 @@ use proptest::prelude::*;
 /// instant kept, brute force where a formula would need thought.
 trait Model {
     fn check(&mut self, key: u8, now: u64) -> Decision;
+    /// Where `key` stands at `now` with nothing counted: what would be admitted, and when
+    /// used quota next comes back (zero when none is used).
+    fn status(&self, key: u8, now: u64) -> Decision;
+    fn boxed(&self) -> Box<dyn Model>;
 }
 
 fn ms(v: u64) -> Duration {
     Duration::from_millis(v)
 }
 
+#[derive(Clone)]
 struct SlidingLog {
     max: u64,
     window: u64,
@@ -48,8 +53,31 @@ impl Model for SlidingLog {
             Decision::reject(self.max as u32, ms(oldest + self.window - now))
         }
     }
+
+    fn status(&self, key: u8, now: u64) -> Decision {
+        let counted: Vec<u64> = self
+            .admitted
+            .get(&key)
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|&t| now - t < self.window)
+            .collect();
+        let reset = counted.iter().min().map_or(0, |t| t + self.window - now);
+        let left = self.max - counted.len() as u64;
+        if left == 0 {
+            Decision::reject(self.max as u32, ms(reset))
+        } else {
+            Decision::allow(self.max as u32, left as u32, ms(reset))
+        }
+    }
+
+    fn boxed(&self) -> Box<dyn Model> {
+        Box::new(self.clone())
+    }
 }
 
+#[derive(Clone)]
 struct Fixed {
     max: u64,
     window: u64,
@@ -70,10 +98,30 @@ impl Model for Fixed {
             Decision::reject(self.max as u32, ends_in)
         }
     }
+
+    fn status(&self, key: u8, now: u64) -> Decision {
+        let max = self.max as u32;
+        match self.windows.get(&key) {
+            Some(&(start, count)) if now < start + self.window && count > 0 => {
+                let ends_in = ms(start + self.window - now);
+                if count == self.max {
+                    Decision::reject(max, ends_in)
+                } else {
+                    Decision::allow(max, (self.max - count) as u32, ends_in)
+                }
+            }
+            _ => Decision::allow(max, max, Duration::ZERO),
+        }
+    }
+
+    fn boxed(&self) -> Box<dyn Model> {
+        Box::new(self.clone())
+    }
 }
 
 /// The token bucket as a bucket: its content (in nanoseconds of refill) grows by one per
 /// nanosecond up to the capacity, and a request takes one token's worth.
+#[derive(Clone)]
 struct Bucket {
     max: u64,
     interval: u64,
@@ -103,8 +151,37 @@ impl Model for Bucket {
             )
         }
     }
+
+    fn status(&self, key: u8, now: u64) -> Decision {
+        let now = now * 1_000_000;
+        let content = match self.buckets.get(&key) {
+            Some(&(content, last)) => (content + (now - last)).min(self.capacity),
+            None => self.capacity,
+        };
+        if content < self.interval {
+            return Decision::reject(
+                self.max as u32,
+                Duration::from_nanos(self.interval - content),
+            );
+        }
+        let next_token = match (content == self.capacity, content % self.interval) {
+            (true, _) => 0,
+            (false, 0) => self.interval,
+            (false, partial) => self.interval - partial,
+        };
+        Decision::allow(
+            self.max as u32,
+            (content / self.interval) as u32,
+            Duration::from_nanos(next_token),
+        )
+    }
+
+    fn boxed(&self) -> Box<dyn Model> {
+        Box::new(self.clone())
+    }
 }
 
+#[derive(Clone)]
 struct Counter {
     max: u64,
     window: u64,
@@ -159,8 +236,27 @@ impl Model for Counter {
         let wait = self.wait_until(now, |at| self.remaining(key, at) > remaining);
         Decision::allow(self.max as u32, remaining as u32, ms(wait))
     }
+
+    fn status(&self, key: u8, now: u64) -> Decision {
+        if !self.admits(key, now) {
+            let wait = self.wait_until(now, |at| self.admits(key, at));
+            return Decision::reject(self.max as u32, ms(wait));
+        }
+        let remaining = self.remaining(key, now);
+        let wait = if remaining >= self.max {
+            0
+        } else {
+            self.wait_until(now, |at| self.remaining(key, at) > remaining)
+        };
+        Decision::allow(self.max as u32, remaining as u32, ms(wait))
+    }
+
+    fn boxed(&self) -> Box<dyn Model> {
+        Box::new(self.clone())
+    }
 }
 
+#[allow(clippy::borrowed_box)]
 fn model_for(policy: &Policy) -> Box<dyn Model> {
     let max = u64::from(policy.max().get());
     let window = policy.window_ms();
@@ -345,6 +441,79 @@ proptest! {
         let decisions = run(policy, start, &schedule);
         let densest = densest_window(&decisions, policy.window_ms());
         prop_assert!(densest <= 2 * policy.max().get() as usize);
+    }
+}
+
+// ---- stacked limits --------------------------------------------------------------------
+
+/// Limits stacked on one handler, by the definition: a request is counted by every limit if
+/// each admits it, and by none otherwise; then the limits that would have admitted it say
+/// where they stand.
+struct Stack {
+    models: Vec<Box<dyn Model>>,
+}
+
+impl Stack {
+    fn check(&mut self, keys: &[u8], now: u64) -> Vec<Decision> {
+        let mut trial: Vec<Box<dyn Model>> = self.models.iter().map(|m| m.boxed()).collect();
+        let decisions: Vec<Decision> = trial
+            .iter_mut()
+            .zip(keys)
+            .map(|(m, &k)| m.check(k, now))
+            .collect();
+        if decisions.iter().all(Decision::allowed) {
+            self.models = trial;
+            return decisions;
+        }
+        decisions
+            .into_iter()
+            .zip(self.models.iter().zip(keys))
+            .map(|(d, (m, &k))| if d.allowed() { m.status(k, now) } else { d })
+            .collect()
+    }
+}
+
+fn any_policy() -> impl Strategy<Value = Policy> {
+    prop_oneof![
+        policy(Algorithm::SlidingWindow),
+        policy(Algorithm::FixedWindow),
+        policy(Algorithm::SlidingWindowCounter),
+        policy(Algorithm::TokenBucket),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Two or three limits (each keyed its own way: by the same client, or by another key),
+    /// through a real limiter, against the stack of their models.
+    #[test]
+    fn stacks_match_their_model(
+        policies in prop::collection::vec(any_policy(), 2..=3),
+        start in start(),
+        schedule in schedule(),
+    ) {
+        let clock = ManualClock::starting_at(ms(start));
+        let limiter = Limiter::builder().clock(clock.clone()).build();
+        let limits: Vec<Limit> = policies
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Limit::new(format!("stack-{i}"), *p))
+            .collect();
+        let mut model = Stack { models: policies.iter().map(model_for).collect() };
+        let window = policies.iter().map(Policy::window_ms).max().unwrap();
+        for (i, &(key, step)) in schedule.iter().enumerate() {
+            clock.advance(ms(step.millis(window)));
+            let now = clock.now().as_millis() as u64;
+            // The second limit counts per client; the others share one key.
+            let keys = [0, key, 0];
+            let key_bytes: Vec<[u8; 1]> = keys.iter().map(|&k| [k]).collect();
+            let requests: Vec<(&Limit, &[u8])> =
+                limits.iter().zip(&key_bytes).map(|(l, k)| (l, &k[..])).collect();
+            let got = limiter.check_all(&requests).now_or_never().unwrap().unwrap();
+            let expected = model.check(&keys[..limits.len()], now);
+            prop_assert_eq!(got, expected, "request {} at {}", i, now);
+        }
     }
 }
 
