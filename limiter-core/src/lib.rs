@@ -40,7 +40,7 @@ pub use policy::{Algorithm, Policy, PolicyError};
 pub use proxy::{
     client_of, Client, Contradiction, ForwardingHeaders, InvalidProxy, TrustedProxies,
 };
-pub use registry::{Declaration, ScopeConflict};
+pub use registry::{routes, Declaration, Route, ScopeConflict};
 pub use response::{Failure, Rejection};
 #[cfg(feature = "redis")]
 pub use store::RedisStore;

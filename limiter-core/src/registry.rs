@@ -79,6 +79,46 @@ impl fmt::Display for ScopeConflict {
 
 impl std::error::Error for ScopeConflict {}
 
+/// A rate-limited handler of the program: where it is, and its limits.
+#[derive(Clone, Debug)]
+pub struct Route {
+    /// The handler's path (see [`handler_path`](crate::handler_path)).
+    pub handler: String,
+    /// The source file and line of its `#[rate_limit]`.
+    pub location: String,
+    /// Its limits, in the order they are checked.
+    pub limits: Vec<crate::Limit>,
+}
+
+/// Every `#[rate_limit]` handler of the program, known before any request: each registers
+/// itself at compile time.
+///
+/// ```
+/// for route in limiter_core::routes() {
+///     for limit in &route.limits {
+///         println!("{} ({}): {:?}", route.handler, limit.scope(), limit.policy());
+///     }
+/// }
+/// ```
+pub fn routes() -> Vec<Route> {
+    let mut routes: Vec<Route> = inventory::iter::<Registration>
+        .into_iter()
+        .map(|registration| {
+            let limits = (registration.limits)();
+            Route {
+                handler: limits
+                    .limits()
+                    .first()
+                    .map_or_else(String::new, |spec| spec.handler().to_string()),
+                location: format!("{}:{}", registration.file, registration.line),
+                limits: limits.limits().iter().map(|s| s.limit().clone()).collect(),
+            }
+        })
+        .collect();
+    routes.sort_by(|a, b| a.handler.cmp(&b.handler));
+    routes
+}
+
 /// Every conflict among the program's rate-limited handlers.
 pub(crate) fn conflicts() -> Vec<ScopeConflict> {
     let mut declared: Vec<(String, Declaration)> = Vec::new();
