@@ -32,12 +32,18 @@ fn try_build_names_both_handlers_and_where_they_are() {
     let _ = (sign_in, sign_up, reset, confirm);
     let conflict = Limiter::builder().try_build().unwrap_err();
     assert_eq!(conflict.scope, "shared");
-    let mut handlers = [conflict.first.handler.as_str(), conflict.second.handler.as_str()];
+    let mut handlers = [
+        conflict.first.handler.as_str(),
+        conflict.second.handler.as_str(),
+    ];
     handlers.sort_unstable();
     assert_eq!(handlers, ["conflicts::sign_in", "conflicts::sign_up"]);
     let message = conflict.to_string();
     assert!(message.contains("tests/conflicts.rs:"), "{message}");
-    assert!(message.contains("5 per 60000ms") && message.contains("10 per 60000ms"), "{message}");
+    assert!(
+        message.contains("5 per 60000ms") && message.contains("10 per 60000ms"),
+        "{message}"
+    );
 }
 
 #[test]

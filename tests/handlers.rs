@@ -246,7 +246,10 @@ fn default_scopes_are_the_handlers_paths() {
         "handlers::renamed::renamed#2",
         "handlers::über",
     ] {
-        assert!(scopes.iter().any(|s| s == expected), "{expected} in {scopes:?}");
+        assert!(
+            scopes.iter().any(|s| s == expected),
+            "{expected} in {scopes:?}"
+        );
     }
 }
 
@@ -256,12 +259,7 @@ fn default_scopes_are_the_handlers_paths() {
 struct Broken;
 
 impl Store for Broken {
-    fn check<'a>(
-        &'a self,
-        _: &'a Limit,
-        _: &'a [u8],
-        _: Duration,
-    ) -> limiter::Check<'a> {
+    fn check<'a>(&'a self, _: &'a Limit, _: &'a [u8], _: Duration) -> limiter::Check<'a> {
         limiter::Check::ready(Err(StoreError::msg(
             "connection to 10.1.2.3:6379 refused (internal)",
         )))
@@ -304,7 +302,10 @@ async fn error_responses_show_no_internals_and_can_be_replaced() {
         Some("\"guarded\";q=5;w=60")
     );
     let body = String::from_utf8(test::read_body(res).await.to_vec()).unwrap();
-    assert!(!body.contains("10.1.2.3") && !body.contains("refused"), "{body}");
+    assert!(
+        !body.contains("10.1.2.3") && !body.contains("refused"),
+        "{body}"
+    );
     assert!(body.contains("Rate Limit Unavailable"), "{body}");
 
     // Replaced: the 503, and the 500 of a request without an address.
