@@ -2,9 +2,16 @@
 //! (a token bucket); requests without a key are limited per address. Long keys are hashed,
 //! so a client cannot make the limiter store arbitrary data.
 //!
+//! The key is whatever the client sends, checked by nobody before the limiter reads it: a
+//! client that invents a new key per request gets a fresh budget each time. The second
+//! limit, per address, is what stops that (and key guessing): 300 per minute whatever the
+//! keys, generous for an honest client with many keys, a wall for one that rotates them.
+//!
 //! ```sh
 //! cargo run --example api_key
 //! curl -si -H 'X-Api-Key: k-123' http://127.0.0.1:8080/v1/items
+//! # rotating keys: each is fresh, but the address runs out after 300
+//! for i in $(seq 1 305); do curl -s -o /dev/null -w "%{http_code} " -H "X-Api-Key: k-$i" http://127.0.0.1:8080/v1/items; done
 //! ```
 
 use actix_web::{get, App, HttpServer};
@@ -18,6 +25,7 @@ use limiter::{rate_limit, Limiter};
     algorithm = "token_bucket",
     burst = 20
 )]
+#[rate_limit(300, per = "1m", key = "ip")]
 async fn items() -> &'static str {
     "[]\n"
 }

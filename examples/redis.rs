@@ -12,12 +12,16 @@
 //!
 //! If Redis goes away, each instance keeps limiting on its own (the default store error
 //! policy) and logs the transition once; when Redis is back, shared counting resumes.
+//!
+//! The limit names its scope: budgets in Redis are named after it, so they survive a
+//! rolling deploy that renames or moves the handler (an unnamed limit's scope is the
+//! handler's path, and would start afresh).
 
 use actix_web::{post, App, HttpServer};
 use limiter::{rate_limit, Limiter, RedisStore};
 
 #[post("/login")]
-#[rate_limit(5, per = "1m")]
+#[rate_limit(5, per = "1m", scope = "login")]
 async fn login() -> &'static str {
     "checked\n"
 }

@@ -1,5 +1,6 @@
-//! What `#[rate_limit]` expands to at run time: decide every limit of a handler, in order,
-//! before its extractors run; then run it and put the rate limit fields on its response.
+//! What `#[rate_limit]` expands to at run time: decide every limit of a handler at once, all
+//! or nothing, before its extractors run; then run it and put the rate limit fields on its
+//! response.
 
 use std::borrow::Cow;
 use std::future::Future;

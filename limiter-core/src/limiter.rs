@@ -123,7 +123,7 @@ impl Limiter {
     /// policy decides: under [`OnStoreError::FallBackToMemory`] the answer comes from this
     /// instance's memory, under the others the error is returned for the handler to apply.
     /// That path needs a Tokio runtime (actix provides one).
-    #[inline]
+    #[inline(always)]
     pub fn check<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> Check<'a> {
         let now = self.inner.clock.now();
         match &self.inner.store {

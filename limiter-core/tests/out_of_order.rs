@@ -243,3 +243,27 @@ fn threads_that_yield_between_reading_and_checking_never_exceed_the_limit() {
         );
     }
 }
+
+/// Readings at the far ends of time decide without a panic: a custom clock or a test may
+/// pass anything.
+#[test]
+fn extreme_readings_never_panic() {
+    for algorithm in Algorithm::ALL {
+        let store = MemoryStore::new();
+        let limit = Limit::new("extreme", policy(algorithm, 2, 1_000));
+        for reading in [
+            Duration::ZERO,
+            Duration::MAX,
+            Duration::from_secs(u64::MAX / 2),
+        ] {
+            for _ in 0..3 {
+                store
+                    .check(&limit, b"k", reading)
+                    .now_or_never()
+                    .unwrap()
+                    .unwrap();
+            }
+            store.sweep(reading);
+        }
+    }
+}

@@ -75,7 +75,7 @@ impl Stamp {
     pub const fn catch_up(self, now_ms: u64) -> u64 {
         let signed = (now_ms as u32).wrapping_sub(self.0) as i32;
         if signed < 0 {
-            now_ms + signed.unsigned_abs() as u64
+            now_ms.saturating_add(signed.unsigned_abs() as u64)
         } else {
             now_ms
         }

@@ -55,18 +55,20 @@ impl SlidingWindowCounter {
         }
     }
 
-    /// `now_ms`, or the start of the state's window when the reading lies in an earlier
-    /// window (it reached the store after a later one): counts are never shifted backwards.
+    /// The window number and the time into it of `now_ms` — or of the start of the state's
+    /// window when the reading lies in an earlier one (it reached the store after a later
+    /// one): counts are never shifted backwards.
     #[inline]
-    fn catch_up(self, now_ms: u64, t: u64) -> u64 {
-        let (window, previous, current) = self.unpack();
-        if previous == 0 && current == 0 {
-            return now_ms;
-        }
+    fn catch_up(self, now_ms: u64, t: u64) -> (u64, u64) {
         let index = now_ms / t;
+        let elapsed = now_ms - index * t;
+        if self.packed >> (2 * COUNT_BITS) == u64::from(index as u16) || self.packed == 0 {
+            return (index, elapsed);
+        }
+        let (window, previous, current) = self.unpack();
         match window.wrapping_sub(index as u16) as i16 {
-            ahead @ 1.. => (index + ahead as u64) * t,
-            _ => now_ms,
+            ahead @ 1.. if previous > 0 || current > 0 => (index + ahead as u64, 0),
+            _ => (index, elapsed),
         }
     }
 
@@ -90,9 +92,7 @@ impl SlidingWindowCounter {
     pub fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {
         let t = policy.window_ms();
         let max = u64::from(policy.max().get());
-        let now_ms = self.catch_up(now_ms, t);
-        let index = now_ms / t;
-        let elapsed = now_ms - index * t;
+        let (index, elapsed) = self.catch_up(now_ms, t);
         let (previous, current) = self.counts_in(index);
         // Everything is scaled by T to stay in integers: estimate × T.
         let weighted = previous * (t - elapsed) + current * t;
@@ -114,9 +114,7 @@ impl SlidingWindowCounter {
     pub fn status(&self, now_ms: u64, policy: &Policy) -> Decision {
         let t = policy.window_ms();
         let max = u64::from(policy.max().get());
-        let now_ms = self.catch_up(now_ms, t);
-        let index = now_ms / t;
-        let elapsed = now_ms - index * t;
+        let (index, elapsed) = self.catch_up(now_ms, t);
         let (previous, current) = self.counts_in(index);
         let weighted = previous * (t - elapsed) + current * t;
         if weighted >= max * t {

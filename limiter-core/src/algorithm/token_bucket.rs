@@ -39,13 +39,13 @@ impl TokenBucket {
         let interval = policy.emission_interval_ns();
         // Policy bounds B × I to 100 years of nanoseconds, so this fits in u64.
         let capacity = u64::from(policy.burst().get()) * interval;
-        let now = now_ms * 1_000_000;
+        let now = nanos(now_ms);
         let used = self.tat_ns.saturating_sub(now);
         if used + interval > capacity {
             return Decision::reject_ns(max, used + interval - capacity);
         }
         let used = used + interval;
-        self.tat_ns = now + used;
+        self.tat_ns = now.saturating_add(used);
         // One division gives both: the whole tokens left, and (as the capacity is a whole
         // number of tokens) how far `used` is from its next whole token.
         let left = capacity - used;
@@ -63,7 +63,7 @@ impl TokenBucket {
         let max = policy.max().get();
         let interval = policy.emission_interval_ns();
         let capacity = u64::from(policy.burst().get()) * interval;
-        let used = self.tat_ns.saturating_sub(now_ms * 1_000_000);
+        let used = self.tat_ns.saturating_sub(nanos(now_ms));
         if used + interval > capacity {
             return Decision::reject_ns(max, used + interval - capacity);
         }
@@ -79,18 +79,25 @@ impl TokenBucket {
 
     /// Whether the bucket is full at `now_ms`: the state can be forgotten.
     pub fn is_expired(&self, now_ms: u64) -> bool {
-        self.tat_ns <= now_ms * 1_000_000
+        self.tat_ns <= nanos(now_ms)
     }
 
     /// Milliseconds until the bucket is full again, rounded up.
     pub fn expires_in(&self, now_ms: u64) -> u64 {
         self.tat_ns
-            .saturating_sub(now_ms * 1_000_000)
+            .saturating_sub(nanos(now_ms))
             .div_ceil(1_000_000)
     }
 
     /// The time until the bucket is full again.
     pub fn full_in(&self, now_ms: u64) -> Duration {
-        Duration::from_nanos(self.tat_ns.saturating_sub(now_ms * 1_000_000))
+        Duration::from_nanos(self.tat_ns.saturating_sub(nanos(now_ms)))
     }
+}
+
+/// A reading in nanoseconds. Readings are time since boot (or the epoch, for Redis): far
+/// from the 584 years where this saturates rather than overflows.
+#[inline]
+fn nanos(now_ms: u64) -> u64 {
+    now_ms.saturating_mul(1_000_000)
 }

@@ -82,7 +82,6 @@ struct Inner {
     bounds: Bounds,
     max_keys: usize,
     max_bytes: usize,
-    evictions: AtomicU64,
     next_housekeeping: AtomicU64,
     housekeeping_cursor: AtomicUsize,
 }
@@ -103,6 +102,8 @@ struct Padded<T>(T);
 struct Shard {
     tables: Vec<Table>,
     keys: usize,
+    /// Keys forgotten to make room, since the store was made.
+    evicted: u64,
 }
 
 impl Shard {
@@ -123,26 +124,60 @@ impl Shard {
         self.tables.iter().map(Table::bytes).sum()
     }
 
+    /// Counts a request of `fp` against `limit` alone: [`check`](Self::check) without what
+    /// it would take to undo it, the path of most handlers.
+    #[inline(always)]
+    fn check_one(&mut self, limit: &Limit, fp: u64, now_ms: u64, bounds: Bounds) -> Decision {
+        let id = limit.id();
+        if let Some(table) = self.tables.iter_mut().find(|t| t.limit_id() == id) {
+            if !table.sweep_due(now_ms) {
+                table.seen(now_ms);
+                if let Some(slot) = table.find(fp) {
+                    if table.growth_for(slot) == 0 {
+                        return table.check_only(slot, now_ms);
+                    }
+                }
+            }
+        }
+        let t = self.table_index(limit, now_ms);
+        self.check_with_room(t, fp, now_ms, bounds).0
+    }
+
     /// Counts a request of `fp` against `limit`, making room for it if the shard is full.
-    /// Returns the decision, what to undo it with, and how many keys were evicted.
+    /// Returns the decision and what to undo it with.
     #[inline]
-    fn check(
+    fn check(&mut self, limit: &Limit, fp: u64, now_ms: u64, bounds: Bounds) -> (Decision, Prior) {
+        let t = self.table_index(limit, now_ms);
+        let table = &mut self.tables[t];
+        // The common case, kept short: a key already held, nothing to sweep or allocate.
+        if !table.sweep_due(now_ms) {
+            table.seen(now_ms);
+            if let Some(slot) = table.find(fp) {
+                if table.growth_for(slot) == 0 {
+                    return table.check(slot, now_ms);
+                }
+            }
+        }
+        self.check_with_room(t, fp, now_ms, bounds)
+    }
+
+    /// [`check`](Self::check) when a sweep is due, the key is new, or its log needs a ring.
+    #[cold]
+    fn check_with_room(
         &mut self,
-        limit: &Limit,
+        t: usize,
         fp: u64,
         now_ms: u64,
         bounds: Bounds,
-    ) -> (Decision, Prior, u64) {
-        let t = self.table_index(limit, now_ms);
+    ) -> (Decision, Prior) {
         if self.tables[t].sweep_due(now_ms) {
             self.keys -= self.tables[t].maintain(now_ms);
         }
         self.tables[t].seen(now_ms);
-        let mut evicted = 0;
         let slot = match self.tables[t].find(fp) {
             Some(slot) => slot,
             None => {
-                evicted += self.make_room(t, fp, now_ms, bounds);
+                self.make_room(t, fp, now_ms, bounds);
                 self.keys += 1;
                 self.tables[t].insert(fp)
             }
@@ -153,7 +188,7 @@ impl Shard {
             // closest to expiring (its key goes with it).
             if self.tables[t].evict(eviction_start(fp), fp, now_ms, true) {
                 self.keys -= 1;
-                evicted += 1;
+                self.evicted += 1;
             }
             self.tables[t]
                 .find(fp)
@@ -161,15 +196,13 @@ impl Shard {
         } else {
             slot
         };
-        let (decision, prior) = self.tables[t].check(slot, now_ms);
-        (decision, prior, evicted)
+        self.tables[t].check(slot, now_ms)
     }
 
     /// Makes room for one more key in table `t`: under the key bound, and within the bytes
-    /// if the table must grow. Returns how many keys were evicted.
+    /// if the table must grow.
     #[cold]
-    fn make_room(&mut self, t: usize, fp: u64, now_ms: u64, bounds: Bounds) -> u64 {
-        let mut evicted = 0;
+    fn make_room(&mut self, t: usize, fp: u64, now_ms: u64, bounds: Bounds) {
         let start = eviction_start(fp);
         if self.keys >= bounds.keys {
             // From the newcomer's own limit; from the fullest table when it has none yet.
@@ -181,7 +214,7 @@ impl Shard {
             if let Some(from) = from {
                 if self.tables[from].evict(start, fp, now_ms, false) {
                     self.keys -= 1;
-                    evicted += 1;
+                    self.evicted += 1;
                 }
             }
         }
@@ -192,9 +225,8 @@ impl Shard {
         if grown > bounds.bytes && table.len() > 0 && self.tables[t].evict(start, fp, now_ms, false)
         {
             self.keys -= 1;
-            evicted += 1;
+            self.evicted += 1;
         }
-        evicted
     }
 
     fn undo(&mut self, limit: &Limit, fp: u64, prior: Prior) {
@@ -277,7 +309,6 @@ impl MemoryStore {
                 },
                 max_keys,
                 max_bytes,
-                evictions: AtomicU64::new(0),
                 next_housekeeping: AtomicU64::new(0),
                 housekeeping_cursor: AtomicUsize::new(0),
             }),
@@ -310,13 +341,10 @@ impl MemoryStore {
     /// All checks on one store must read the same clock; readings may reach the store out
     /// of order (see [`Stamp`](crate::algorithm::Stamp)).
     pub fn check_at(&self, limit: &Limit, key: &[u8], now: Duration) -> Decision {
-        let now_ms = now.as_millis() as u64;
+        let now_ms = millis(now);
         let fp = self.fingerprint(key);
         let shard = &self.inner.shards[self.shard_of(fp)].0;
-        let (decision, _, evicted) = shard.lock().check(limit, fp, now_ms, self.inner.bounds);
-        if evicted > 0 {
-            self.inner.evictions.fetch_add(evicted, Ordering::Relaxed);
-        }
+        let decision = shard.lock().check_one(limit, fp, now_ms, self.inner.bounds);
         self.housekeep(now_ms);
         decision
     }
@@ -344,7 +372,7 @@ impl MemoryStore {
     /// # Ok::<(), limiter_core::PolicyError>(())
     /// ```
     pub fn check_all_at(&self, requests: &[(&Limit, &[u8])], now: Duration) -> Vec<Decision> {
-        let now_ms = now.as_millis() as u64;
+        let now_ms = millis(now);
         let located: Vec<(usize, u64)> = requests
             .iter()
             .map(|(_, key)| {
@@ -367,14 +395,12 @@ impl MemoryStore {
             .collect();
         let mut decisions = Vec::with_capacity(requests.len());
         let mut priors = Vec::with_capacity(requests.len());
-        let mut evicted = 0;
         for (i, (limit, _)) in requests.iter().enumerate() {
             let fp = located[i].1;
-            let (decision, prior, e) =
+            let (decision, prior) =
                 guards[positions[i]].check(limit, fp, now_ms, self.inner.bounds);
             decisions.push(decision);
             priors.push(prior);
-            evicted += e;
         }
         if decisions.iter().any(|d| !d.allowed()) {
             for (i, (limit, _)) in requests.iter().enumerate().rev() {
@@ -387,21 +413,22 @@ impl MemoryStore {
             }
         }
         drop(guards);
-        if evicted > 0 {
-            self.inner.evictions.fetch_add(evicted, Ordering::Relaxed);
-        }
         self.housekeep(now_ms);
         decisions
     }
 
     /// Every [`HOUSEKEEPING_TICK_MS`], the first request to notice visits the next shard.
-    #[inline]
+    #[inline(always)]
     fn housekeep(&self, now_ms: u64) {
         let due = self.inner.next_housekeeping.load(Ordering::Relaxed);
-        if now_ms < due {
-            return;
+        if now_ms >= due {
+            self.visit_next_shard(now_ms, due);
         }
-        let next = now_ms + HOUSEKEEPING_TICK_MS;
+    }
+
+    #[cold]
+    fn visit_next_shard(&self, now_ms: u64, due: u64) {
+        let next = now_ms.saturating_add(HOUSEKEEPING_TICK_MS);
         if self
             .inner
             .next_housekeeping
@@ -423,7 +450,7 @@ impl MemoryStore {
     /// Never needed for correctness or memory — sweeping happens as requests come — but
     /// handy before measuring.
     pub fn sweep(&self, now: Duration) {
-        let now_ms = now.as_millis() as u64;
+        let now_ms = millis(now);
         for shard in self.inner.shards.iter() {
             shard.0.lock().maintain(now_ms);
         }
@@ -446,7 +473,7 @@ impl MemoryStore {
 
     /// How many keys were forgotten to make room for newcomers since the store was made.
     pub fn evictions(&self) -> u64 {
-        self.inner.evictions.load(Ordering::Relaxed)
+        self.inner.shards.iter().map(|s| s.0.lock().evicted).sum()
     }
 
     /// The bound on the number of keys.
@@ -488,4 +515,12 @@ impl Store for MemoryStore {
     ) -> Check<'a, Vec<Decision>> {
         Check::ready(Ok(self.check_all_at(requests, now)))
     }
+}
+
+/// A reading in whole milliseconds (saturating: no clock reads 584 million years).
+#[inline]
+fn millis(now: Duration) -> u64 {
+    now.as_secs()
+        .saturating_mul(1_000)
+        .saturating_add(u64::from(now.subsec_millis()))
 }

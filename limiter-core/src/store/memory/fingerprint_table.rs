@@ -43,7 +43,7 @@ impl<V: Copy + Default> FingerprintTable<V> {
     }
 
     /// Where `fp` is held, if it is.
-    #[inline]
+    #[inline(always)]
     pub(super) fn find(&self, fp: u64) -> Option<usize> {
         if self.slots.is_empty() {
             return None;

@@ -146,7 +146,7 @@ impl InstantLog for LogView<'_> {
                 if len == 1 {
                     self.clear();
                 } else {
-                    self.set_head_len((head + 1) % self.slab.capacity, len - 1);
+                    self.set_head_len(wrap(head + 1, self.slab.capacity), len - 1);
                 }
             }
         }
@@ -187,7 +187,7 @@ impl InstantLog for LogView<'_> {
             _ => {
                 let (head, len) = self.head_len();
                 let capacity = self.slab.capacity;
-                self.slab.ring(self.entry.data)[(head + len) % capacity] = stamp.to_bits();
+                self.slab.ring(self.entry.data)[wrap(head + len, capacity)] = stamp.to_bits();
                 self.set_head_len(head, len + 1);
             }
         }
@@ -202,9 +202,19 @@ fn newest(entry: &LogEntry, slab: &Slab) -> Option<Stamp> {
             let (head, len) = entry.head_len();
             let start = entry.data as usize * slab.capacity;
             Some(Stamp::from_bits(
-                slab.stamps[start + (head + len - 1) % slab.capacity],
+                slab.stamps[start + wrap(head + len - 1, slab.capacity)],
             ))
         }
+    }
+}
+
+/// `i % capacity` for `i < 2 × capacity`, without a division (this runs on every check).
+#[inline]
+fn wrap(i: usize, capacity: usize) -> usize {
+    if i >= capacity {
+        i - capacity
+    } else {
+        i
     }
 }
 
@@ -241,7 +251,9 @@ impl LogTable {
     /// The bytes the slab would add if the key in slot `slot` needed a ring now: zero when
     /// its log needs none (empty, or in a ring already) or a free ring is waiting.
     pub(super) fn ring_growth(&self, slot: Option<usize>) -> usize {
-        let needs_ring = slot.is_some_and(|i| self.entry_meta(i) == INLINE);
+        // A log of one instant gets a ring when it takes a second: never with `N = 1`.
+        let needs_ring =
+            self.slab.capacity >= 2 && slot.is_some_and(|i| self.entry_meta(i) == INLINE);
         if !needs_ring || !self.slab.free.is_empty() {
             return 0;
         }
@@ -301,13 +313,25 @@ impl LogTable {
         }
     }
 
-    /// Counts a request of the key in `slot` (found or just inserted).
-    pub(super) fn check(&mut self, slot: usize, now_ms: u64, policy: &Policy) -> Decision {
+    /// Counts a request of the key in `slot` (found or just inserted). `in_order` says the
+    /// reading is not earlier than any instant the table holds.
+    #[inline]
+    pub(super) fn check(
+        &mut self,
+        slot: usize,
+        now_ms: u64,
+        policy: &Policy,
+        in_order: bool,
+    ) -> Decision {
         let mut log = LogView {
             entry: self.map.at(slot),
             slab: &mut self.slab,
         };
-        sliding_window::check(&mut log, now_ms, policy)
+        if in_order {
+            sliding_window::check_in_order(&mut log, now_ms, policy)
+        } else {
+            sliding_window::check(&mut log, now_ms, policy)
+        }
     }
 
     /// Takes back the instant the last check of the key in `slot` added.
@@ -407,16 +431,16 @@ mod tests {
         // Fill the log, then let instants leave one by one while others arrive, so that the
         // head walks all the way round the ring.
         for t in 0..u64::from(max) {
-            assert!(table.check(slot, t, &policy).allowed());
+            assert!(table.check(slot, t, &policy, true).allowed());
         }
         let window = policy.window_ms();
         for t in 0..u64::from(max) {
             let at = window + t;
             let slot = table.map.find(7).unwrap();
-            let d = table.check(slot, at, &policy);
+            let d = table.check(slot, at, &policy, true);
             assert!(d.allowed(), "at {at}");
             assert_eq!(d.remaining(), 0, "at {at}");
-            assert!(!table.check(slot, at, &policy).allowed(), "at {at}");
+            assert!(!table.check(slot, at, &policy, true).allowed(), "at {at}");
         }
     }
 }

@@ -206,7 +206,8 @@ pub(super) struct Table {
     policy: Policy,
     /// When expired state was last swept out.
     swept_at: u64,
-    /// The latest clock reading a check brought.
+    /// The latest clock reading a check brought: no instant held is later (a check whose
+    /// reading is not earlier need not look for one).
     last_seen: u64,
     counts: Counts,
 }
@@ -253,7 +254,7 @@ impl Table {
     }
 
     /// The slot of `fp`, if held.
-    #[inline]
+    #[inline(always)]
     pub(super) fn find(&self, fp: u64) -> Option<usize> {
         map_of!(&self.counts, m => m.find(fp))
     }
@@ -304,6 +305,18 @@ impl Table {
         now_ms.saturating_sub(self.swept_at) >= self.policy.window_ms()
     }
 
+    /// Counts a request of the key in `slot`, with no way back.
+    #[inline(always)]
+    pub(super) fn check_only(&mut self, slot: usize, now_ms: u64) -> Decision {
+        let policy = &self.policy;
+        match &mut self.counts {
+            Counts::Fixed(t) => t.map.at(slot).check(now_ms, policy),
+            Counts::Counter(t) => t.map.at(slot).check(now_ms, policy),
+            Counts::Bucket(t) => t.map.at(slot).check(now_ms, policy),
+            Counts::Log(t) => t.check(slot, now_ms, policy, now_ms >= self.last_seen),
+        }
+    }
+
     /// Counts a request of the key in `slot`.
     #[inline]
     pub(super) fn check(&mut self, slot: usize, now_ms: u64) -> (Decision, Prior) {
@@ -313,7 +326,7 @@ impl Table {
             Counts::Counter(t) => t.check(slot, now_ms, policy),
             Counts::Bucket(t) => t.check(slot, now_ms, policy),
             Counts::Log(t) => {
-                let decision = t.check(slot, now_ms, policy);
+                let decision = t.check(slot, now_ms, policy, now_ms >= self.last_seen);
                 let prior = if decision.allowed() {
                     Prior::Pushed
                 } else {
