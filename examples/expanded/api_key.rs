@@ -6,9 +6,16 @@
 //! (a token bucket); requests without a key are limited per address. Long keys are hashed,
 //! so a client cannot make the limiter store arbitrary data.
 //!
+//! The key is whatever the client sends, checked by nobody before the limiter reads it: a
+//! client that invents a new key per request gets a fresh budget each time. The second
+//! limit, per address, is what stops that (and key guessing): 300 per minute whatever the
+//! keys, generous for an honest client with many keys, a wall for one that rotates them.
+//!
 //! ```sh
 //! cargo run --example api_key
 //! curl -si -H 'X-Api-Key: k-123' http://127.0.0.1:8080/v1/items
+//! # rotating keys: each is fresh, but the address runs out after 300
+//! for i in $(seq 1 305); do curl -s -o /dev/null -w "%{http_code} " -H "X-Api-Key: k-$i" http://127.0.0.1:8080/v1/items; done
 //! ```
 #![allow(unused_imports)]
 use actix_web::{get, App, HttpServer};
@@ -31,6 +38,15 @@ async fn items(
         ::core::result::Result::Ok(policy) => policy,
         ::core::result::Result::Err(error) => ::core::panic!("{}", error.message()),
     };
+    const __LIMITER_POLICY_1: ::limiter::__private::Policy = match ::limiter::__private::Policy::__try_from_attribute(
+        300u32,
+        60000u64,
+        ::limiter::__private::Algorithm::SlidingWindow,
+        0u32,
+    ) {
+        ::core::result::Result::Ok(policy) => policy,
+        ::core::result::Result::Err(error) => ::core::panic!("{}", error.message()),
+    };
     static __LIMITER_LIMITS: ::limiter::__private::LazyLock<
         ::limiter::__private::HandlerLimits,
     > = ::limiter::__private::LazyLock::new(|| ::limiter::__private::HandlerLimits::new(
@@ -38,7 +54,10 @@ async fn items(
             ::limiter::__private::LimitSpec::new(::core::option::Option::None,
             ::core::any::type_name:: < __LimiterHandler > (), 0usize, "items",
             __LIMITER_POLICY_0,
-            ::limiter::__private::KeySpec::Header(::limiter::__private::HeaderName::from_static("x-api-key")),)
+            ::limiter::__private::KeySpec::Header(::limiter::__private::HeaderName::from_static("x-api-key")),),
+            ::limiter::__private::LimitSpec::new(::core::option::Option::None,
+            ::core::any::type_name:: < __LimiterHandler > (), 1usize, "items-1m",
+            __LIMITER_POLICY_1, ::limiter::__private::KeySpec::Ip,)
         ],
     ));
     fn __limiter_limits() -> &'static ::limiter::__private::HandlerLimits {

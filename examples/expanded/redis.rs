@@ -16,6 +16,10 @@
 //!
 //! If Redis goes away, each instance keeps limiting on its own (the default store error
 //! policy) and logs the transition once; when Redis is back, shared counting resumes.
+//!
+//! The limit names its scope: budgets in Redis are named after it, so they survive a
+//! rolling deploy that renames or moves the handler (an unnamed limit's scope is the
+//! handler's path, and would start afresh).
 #![allow(unused_imports)]
 use actix_web::{post, App, HttpServer};
 use limiter::{rate_limit, Limiter, RedisStore};
@@ -41,7 +45,7 @@ async fn login(
         ::limiter::__private::HandlerLimits,
     > = ::limiter::__private::LazyLock::new(|| ::limiter::__private::HandlerLimits::new(
         ::std::vec![
-            ::limiter::__private::LimitSpec::new(::core::option::Option::None,
+            ::limiter::__private::LimitSpec::new(::core::option::Option::Some("login"),
             ::core::any::type_name:: < __LimiterHandler > (), 0usize, "login",
             __LIMITER_POLICY_0, ::limiter::__private::KeySpec::Ip,)
         ],
