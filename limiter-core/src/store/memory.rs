@@ -254,7 +254,7 @@ fn eviction_start(fp: u64) -> u64 {
 
 impl MemoryStore {
     /// The default bound on the number of keys: 1,000,000, about 34 MB for the fixed-size
-    /// algorithms and 34 to 55 MB for the sliding log with `N = 5`.
+    /// algorithms and 34 to 57 MB for the sliding log with `N = 5`.
     pub const DEFAULT_MAX_KEYS: usize = 1_000_000;
 
     /// The default bound on memory: 64 MiB of tables and logs, which holds the default
