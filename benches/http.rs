@@ -25,7 +25,7 @@ mod redis_server;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-const VARIANTS: [&str; 7] = [
+const VARIANTS: [&str; 9] = [
     "bare",
     "limiter",
     "governor",
@@ -33,7 +33,11 @@ const VARIANTS: [&str; 7] = [
     "quiet",
     "headers",
     "proxied",
+    "post_kept",
+    "post_closed",
 ];
+/// The body of the `post_*` variants: a login form's size.
+const POST_BODY: usize = 512;
 const CONNECTIONS: usize = 32;
 /// Stops a round early, whatever the machine: every load here is bounded in count and time.
 const MAX_REQUESTS_PER_ROUND: u64 = 2_000_000;
@@ -60,6 +64,12 @@ async fn limited_hello() -> &'static str {
 /// Rejects every request but the first.
 #[rate_limit(1, per = "1h")]
 async fn rejecting_hello() -> &'static str {
+    "Hello world!"
+}
+
+/// Rejects every POST but the first; its body is never parsed.
+#[rate_limit(1, per = "1h")]
+async fn rejecting_post(_body: web::Bytes) -> &'static str {
     "Hello world!"
 }
 
@@ -90,6 +100,8 @@ fn serve(variant: &str, listener: TcpListener) -> std::io::Result<()> {
                 Limiter::builder().store(store).build()
             }
             "quiet" => Limiter::builder().ietf_headers(false).build(),
+            // A rejected body left unread closes its connection.
+            "post_closed" => Limiter::builder().keep_alive_body_limit(0).build(),
             // Loopback plays the proxy: the client is read from X-Forwarded-For.
             "proxied" => Limiter::builder().trusted_proxies(["127.0.0.1"]).build(),
             _ => Limiter::builder().build(),
@@ -112,6 +124,7 @@ fn serve(variant: &str, listener: TcpListener) -> std::io::Result<()> {
                     app.route("/", web::get().to(limited_hello))
                 }
                 "rejecting" => app.route("/", web::get().to(rejecting_hello)),
+                "post_kept" | "post_closed" => app.route("/", web::post().to(rejecting_post)),
                 "headers" => app.route("/", web::get().to(hello_with_headers)),
                 _ => app.route("/", web::get().to(hello)),
             }
@@ -141,21 +154,44 @@ fn cpu_ns(pid: u32) -> u64 {
 /// Sends keep-alive GETs on one connection until `deadline`; returns (responses, 429s).
 /// Every variant gets the same requests: each connection speaks for one client, named in
 /// `X-Forwarded-For` (only the `proxied` server believes it).
-async fn connection(addr: SocketAddr, client: usize, deadline: Instant, budget: u64) -> (u64, u64) {
+/// The `post_*` variants send a form body, and reconnect when the server closes.
+async fn connection(
+    addr: SocketAddr,
+    client: usize,
+    deadline: Instant,
+    budget: u64,
+    post: bool,
+) -> (u64, u64) {
     let mut stream = TcpStream::connect(addr).await.unwrap();
     stream.set_nodelay(true).unwrap();
-    let request = format!(
-        "GET / HTTP/1.1\r\nHost: bench\r\nX-Forwarded-For: 198.51.100.3, 203.0.113.{client}\r\n\r\n"
-    );
+    let request = if post {
+        format!(
+            "POST / HTTP/1.1\r\nHost: bench\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+             Content-Length: {POST_BODY}\r\n\r\n{}",
+            "a".repeat(POST_BODY)
+        )
+    } else {
+        format!(
+            "GET / HTTP/1.1\r\nHost: bench\r\nX-Forwarded-For: 198.51.100.3, 203.0.113.{client}\r\n\r\n"
+        )
+    };
     let request = request.as_bytes();
     let mut buf = vec![0u8; 8192];
     let (mut done, mut rejected) = (0, 0);
     while Instant::now() < deadline && done < budget {
-        stream.write_all(request).await.unwrap();
+        if stream.write_all(request).await.is_err() {
+            assert!(post, "the server closed the connection");
+            stream = TcpStream::connect(addr).await.unwrap();
+            stream.set_nodelay(true).unwrap();
+            continue;
+        }
         let mut filled = 0;
         loop {
-            let n = stream.read(&mut buf[filled..]).await.unwrap();
-            assert!(n > 0, "the server closed the connection");
+            let n = stream.read(&mut buf[filled..]).await.unwrap_or(0);
+            if n == 0 {
+                assert!(post, "the server closed the connection");
+                break;
+            }
             filled += n;
             if let Some(end) = find(&buf[..filled], b"\r\n\r\n") {
                 let head = std::str::from_utf8(&buf[..end])
@@ -169,6 +205,10 @@ async fn connection(addr: SocketAddr, client: usize, deadline: Instant, budget: 
                 if filled >= end + 4 + length {
                     if head.starts_with("http/1.1 429") {
                         rejected += 1;
+                    }
+                    if head.contains("connection: close") {
+                        stream = TcpStream::connect(addr).await.unwrap();
+                        stream.set_nodelay(true).unwrap();
                     }
                     break;
                 }
@@ -189,14 +229,20 @@ struct Round {
     rejected: u64,
 }
 
-fn round(runtime: &tokio::runtime::Runtime, addr: SocketAddr, pid: u32, length: Duration) -> Round {
+fn round(
+    runtime: &tokio::runtime::Runtime,
+    addr: SocketAddr,
+    pid: u32,
+    length: Duration,
+    post: bool,
+) -> Round {
     let cpu_before = cpu_ns(pid);
     let start = Instant::now();
     let deadline = start + length;
     let budget = MAX_REQUESTS_PER_ROUND / CONNECTIONS as u64;
     let (done, rejected) = runtime.block_on(async {
         let tasks: Vec<_> = (0..CONNECTIONS)
-            .map(|client| tokio::spawn(connection(addr, client, deadline, budget)))
+            .map(|client| tokio::spawn(connection(addr, client, deadline, budget, post)))
             .collect();
         let mut totals = (0, 0);
         for task in tasks {
@@ -290,18 +336,21 @@ fn main() {
         .build()
         .unwrap();
     // Warm-up: connections, caches, the limiter's first state.
-    for server in &servers {
+    for (i, server) in servers.iter().enumerate() {
+        let post = variants[i].starts_with("post_");
         round(
             &runtime,
             server.addr,
             server.child.id(),
             Duration::from_millis(300),
+            post,
         );
     }
     let mut results: Vec<Vec<Round>> = variants.iter().map(|_| Vec::new()).collect();
     for r in 0..rounds {
         for (i, server) in servers.iter().enumerate() {
-            let result = round(&runtime, server.addr, server.child.id(), length);
+            let post = variants[i].starts_with("post_");
+            let result = round(&runtime, server.addr, server.child.id(), length, post);
             eprintln!(
                 "round {r} {:>9}: {:>8.0} req/s, {:>5.2} µs CPU/req, {} rejected",
                 variants[i], result.per_second, result.cpu_us_per_request, result.rejected
@@ -342,9 +391,13 @@ fn main() {
         rps[3] / rps[1]
     );
     println!("with trusted proxies / without: {:.3}", rps[6] / rps[1]);
+    println!(
+        "rejected POSTs, body read and connection kept / connection closed: {:.3}",
+        rps[7] / rps[8]
+    );
     #[cfg(feature = "redis")]
     {
-        println!("redis store / bare throughput: {:.3}", rps[7] / rps[0]);
+        println!("redis store / bare throughput: {:.3}", rps[9] / rps[0]);
         drop(redis);
     }
 }

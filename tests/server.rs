@@ -102,3 +102,101 @@ async fn the_basic_example_answers_five_200s_then_a_429() {
     assert!(rejected.contains("retry-after: "), "{rejected}");
     assert!(rejected.contains("ratelimit: \"login\";r=0;"), "{rejected}");
 }
+
+#[rate_limit(1, per = "1h")]
+async fn sign_in(_form: web::Form<std::collections::HashMap<String, String>>) -> &'static str {
+    "ok"
+}
+
+/// Sends `count` POSTs with a `size`-byte body on one keep-alive connection; returns each
+/// status, and whether the server closed the connection (after which no more are sent).
+async fn keep_alive_posts(addr: SocketAddr, count: usize, size: usize) -> (Vec<u16>, bool) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let body = format!("user={}", "a".repeat(size - 5));
+        let request = format!(
+            "POST /sign-in HTTP/1.1\r\nHost: test\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let mut statuses = Vec::new();
+        for _ in 0..count {
+            if stream.write_all(request.as_bytes()).await.is_err() {
+                return (statuses, true);
+            }
+            let mut response = Vec::new();
+            let mut buf = [0u8; 4096];
+            let (head_end, length) = loop {
+                let n = stream.read(&mut buf).await.unwrap_or(0);
+                if n == 0 {
+                    return (statuses, true);
+                }
+                response.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&response).to_ascii_lowercase();
+                if let Some(end) = text.find("\r\n\r\n") {
+                    let length: usize = text[..end]
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length: "))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    break (end + 4, length);
+                }
+            };
+            while response.len() < head_end + length {
+                let n = stream.read(&mut buf).await.unwrap_or(0);
+                if n == 0 {
+                    break;
+                }
+                response.extend_from_slice(&buf[..n]);
+            }
+            let head = String::from_utf8_lossy(&response[..head_end]).to_ascii_lowercase();
+            statuses.push(head.split(' ').nth(1).unwrap().parse().unwrap());
+            if head.contains("connection: close") {
+                return (statuses, true);
+            }
+        }
+        (statuses, false)
+    };
+    tokio::time::timeout(Duration::from_secs(10), exchange)
+        .await
+        .expect("the server answered within 10 s")
+}
+
+async fn sign_in_server(limiter: Limiter) -> (SocketAddr, actix_web::dev::ServerHandle) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(limiter.clone())
+            .route("/sign-in", web::post().to(sign_in))
+    })
+    .workers(1)
+    .listen(listener)
+    .unwrap()
+    .run();
+    let handle = server.handle();
+    actix_web::rt::spawn(server);
+    (addr, handle)
+}
+
+#[actix_web::test]
+async fn a_rejected_post_with_a_small_body_keeps_its_connection() {
+    let (addr, handle) = sign_in_server(Limiter::builder().build()).await;
+    // One admitted, then nine rejected, all on one connection: the small bodies of the
+    // rejected ones are read and dropped (not parsed), so the connection stays open.
+    let (statuses, closed) = keep_alive_posts(addr, 10, 200).await;
+    assert_eq!(statuses[0], 200);
+    assert_eq!(&statuses[1..], [429; 9]);
+    assert!(!closed);
+    // A body above the limit is not read: the connection closes after its 429.
+    let (statuses, closed) = keep_alive_posts(addr, 3, 32 * 1024).await;
+    assert_eq!((statuses.as_slice(), closed), (&[429u16][..], true));
+    handle.stop(true).await;
+
+    // With the drain turned off, every rejected POST costs its connection.
+    let (addr, handle) = sign_in_server(Limiter::builder().keep_alive_body_limit(0).build()).await;
+    let (statuses, closed) = keep_alive_posts(addr, 3, 200).await;
+    assert_eq!((statuses.as_slice(), closed), (&[200u16, 429][..], true));
+    handle.stop(true).await;
+}

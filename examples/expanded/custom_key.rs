@@ -42,9 +42,7 @@ async fn reports(
         ::std::vec![
             ::limiter::__private::LimitSpec::new(::core::option::Option::None,
             ::core::any::type_name:: < __LimiterHandler > (), 0usize, "reports",
-            __LIMITER_POLICY_0, ::limiter::__private::KeySpec::Function(tenant as fn (&
-            ::limiter::__private::HttpRequest) -> ::core::option::Option <
-            ::std::string::String >),)
+            __LIMITER_POLICY_0, ::limiter::__private::KeySpec::Function(tenant),)
         ],
     ));
     fn __limiter_limits() -> &'static ::limiter::__private::HandlerLimits {

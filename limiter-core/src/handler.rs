@@ -182,14 +182,21 @@ impl Limiter {
     /// The limiter a request is counted by: the `Limiter` in its app data (given as
     /// `.app_data(limiter)` or, as actix habits go, `.app_data(web::Data::new(limiter))`),
     /// else [`Limiter::global`].
+    ///
+    /// A program that built a `Limiter` and handed it to no `App` gets one `warn` event at
+    /// the first request that falls back to the global one.
     pub fn of(req: &HttpRequest) -> &Limiter {
         if let Some(limiter) = req.app_data::<Limiter>() {
             return limiter;
         }
-        match req.app_data::<actix_web::web::Data<Limiter>>() {
-            Some(data) => data,
-            None => Limiter::global(),
+        if let Some(data) = req.app_data::<actix_web::web::Data<Limiter>>() {
+            return data;
         }
+        if let Some(shared) = req.app_data::<std::sync::Arc<Limiter>>() {
+            return shared;
+        }
+        crate::mistakes::counted_by_the_global_limiter();
+        Limiter::global()
     }
 }
 
@@ -232,7 +239,10 @@ where
     let limiter = Limiter::of(&req);
     let fields = match limiter.decide(&req, limits).await {
         Ok(fields) => fields,
-        Err(response) => return Guarded(Outcome::Refused(*response)),
+        Err(response) => {
+            limiter.discard_small_body(&req, &mut payload).await;
+            return Guarded(Outcome::Refused(*response));
+        }
     };
     let headers = Fields {
         fields,
@@ -246,6 +256,33 @@ where
 }
 
 impl Limiter {
+    /// Reads and drops the body of a refused request when its `Content-Length` is small
+    /// enough ([`LimiterBuilder::keep_alive_body_limit`](crate::LimiterBuilder)): a body
+    /// left unread makes actix close the connection, and a client that is told to wait
+    /// would then pay a new connection for its next request. Larger bodies, and bodies of
+    /// unknown length, are not read: their connection closes. Nothing is ever parsed.
+    async fn discard_small_body(&self, req: &HttpRequest, payload: &mut actix_web::dev::Payload) {
+        let limit = self.keep_alive_body_limit();
+        let length = req
+            .headers()
+            .get(actix_web::http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<usize>().ok());
+        let Some(length) = length.filter(|&n| n > 0 && n <= limit) else {
+            return;
+        };
+        let mut read = 0;
+        while read < length {
+            let next = std::future::poll_fn(|cx| {
+                futures_core::Stream::poll_next(std::pin::Pin::new(&mut *payload), cx)
+            });
+            match next.await {
+                Some(Ok(chunk)) => read += chunk.len(),
+                _ => break,
+            }
+        }
+    }
+
     /// Decides `req` against every limit of a handler, all or nothing: the header fields
     /// for an admitted request, or the response for one that is not.
     async fn decide(
@@ -339,6 +376,7 @@ impl Limiter {
             }
             KeyError::Contradiction(contradiction) => {
                 tracing::debug!(%contradiction, "rate limit: contradictory forwarding headers");
+                crate::mistakes::contradictory_forwarding(contradiction);
                 self.failure(limits, Failure::ContradictoryForwarding)
             }
         }

@@ -8,7 +8,7 @@ use std::net::{IpAddr, Ipv6Addr};
 use actix_web::http::header::{self, HeaderName};
 use actix_web::HttpRequest;
 
-use crate::proxy::{client_of, unmap, Client, Contradiction};
+use crate::proxy::{client_of, unmap, Client, Contradiction, ForwardingHeaders};
 use crate::Limiter;
 
 /// How a limit picks the client key (the `key = ...` of `#[rate_limit]`).
@@ -97,10 +97,13 @@ impl KeySpec {
                 bytes[0] = tag::GLOBAL;
                 return Ok(ClientKey::Inline { bytes, len: 1 });
             }
-            KeySpec::User => limiter
-                .user_key()
-                .and_then(|resolve| resolve(req))
-                .map(|id| ClientKey::tagged(tag::USER, id.as_bytes())),
+            KeySpec::User => match limiter.user_key() {
+                Some(resolve) => resolve(req).map(|id| ClientKey::tagged(tag::USER, id.as_bytes())),
+                None => {
+                    crate::mistakes::user_key_without_resolver();
+                    None
+                }
+            },
             KeySpec::Header(name) => req
                 .headers()
                 .get(name)
@@ -121,11 +124,33 @@ impl KeySpec {
 fn ip_key(req: &HttpRequest, limiter: &Limiter) -> Result<ClientKey, KeyError> {
     let peer = req.peer_addr().ok_or(KeyError::NoClientAddress)?.ip();
     let trusted = limiter.trusted_proxies();
-    if trusted.is_empty() || !trusted.contains(peer) {
+    if trusted.is_empty() {
+        crate::mistakes::forwarded_by_an_untrusted_private_peer(peer, || {
+            let headers = req.headers();
+            headers.contains_key(&X_FORWARDED_FOR) || headers.contains_key(header::FORWARDED)
+        });
+        return Ok(ip_key_of(peer, limiter.ipv6_prefix()));
+    }
+    if !trusted.contains(peer) {
         return Ok(ip_key_of(peer, limiter.ipv6_prefix()));
     }
     let forwarded = Values::of(req, &header::FORWARDED);
     let x_forwarded_for = Values::of(req, &X_FORWARDED_FOR);
+    let (read, other) = match limiter.forwarding_headers() {
+        ForwardingHeaders::Both => (
+            !forwarded.as_slice().is_empty() || !x_forwarded_for.as_slice().is_empty(),
+            false,
+        ),
+        ForwardingHeaders::Forwarded => (
+            !forwarded.as_slice().is_empty(),
+            !x_forwarded_for.as_slice().is_empty(),
+        ),
+        ForwardingHeaders::XForwardedFor => (
+            !x_forwarded_for.as_slice().is_empty(),
+            !forwarded.as_slice().is_empty(),
+        ),
+    };
+    crate::mistakes::trusted_proxy_said(read, other);
     match client_of(
         peer,
         forwarded.as_slice(),

@@ -24,6 +24,7 @@ pub mod failover;
 mod handler;
 mod key;
 mod limiter;
+mod mistakes;
 mod policy;
 pub mod proxy;
 mod registry;

@@ -11,6 +11,7 @@ use actix_web::{HttpRequest, HttpResponse};
 
 use crate::clock::{Clock, SystemClock};
 use crate::failover::{OnStoreError, StoreHealth};
+use crate::mistakes;
 use crate::proxy::{ForwardingHeaders, InvalidProxy, ProxyNet, TrustedProxies};
 use crate::registry::{self, ScopeConflict};
 use crate::response::{Failure, HeaderOptions, Rejection};
@@ -70,6 +71,7 @@ struct Options {
     headers: HeaderOptions,
     on_store_error: OnStoreError,
     store_timeout: Duration,
+    keep_alive_body_limit: usize,
 }
 
 /// The in-memory store is called directly, without a virtual call or a future: it is the
@@ -113,7 +115,7 @@ impl Limiter {
             }
             Limiter::builder()
                 .store(MemoryStore::global().clone())
-                .build_unchecked()
+                .build_unchecked(true)
         })
     }
 
@@ -245,6 +247,10 @@ impl Limiter {
         self.inner.options.rejection_response.as_deref()
     }
 
+    pub(crate) fn keep_alive_body_limit(&self) -> usize {
+        self.inner.options.keep_alive_body_limit
+    }
+
     pub(crate) fn failure_response(&self) -> Option<&FailureResponse> {
         self.inner.options.failure_response.as_deref()
     }
@@ -302,6 +308,7 @@ impl Default for LimiterBuilder {
                 },
                 on_store_error: OnStoreError::FallBackToMemory,
                 store_timeout: LimiterBuilder::DEFAULT_STORE_TIMEOUT,
+                keep_alive_body_limit: LimiterBuilder::DEFAULT_KEEP_ALIVE_BODY_LIMIT,
             },
         }
     }
@@ -310,6 +317,20 @@ impl Default for LimiterBuilder {
 impl LimiterBuilder {
     /// How long a networked store may take per check, by default: 50 ms.
     pub const DEFAULT_STORE_TIMEOUT: Duration = Duration::from_millis(50);
+
+    /// The largest body a refused request has read and dropped, by default: 16 KiB.
+    pub const DEFAULT_KEEP_ALIVE_BODY_LIMIT: usize = 16 * 1024;
+
+    /// Refused requests whose `Content-Length` is at most `bytes` (default
+    /// [`DEFAULT_KEEP_ALIVE_BODY_LIMIT`](Self::DEFAULT_KEEP_ALIVE_BODY_LIMIT)) have their
+    /// body read and dropped — never parsed — so that their connection is kept alive: actix
+    /// closes a connection whose request body was left unread, and a client told to wait
+    /// would pay a new connection for its next request. Larger bodies, and bodies of unknown
+    /// length, are left unread and their connection closes. `0` reads none.
+    pub fn keep_alive_body_limit(mut self, bytes: usize) -> LimiterBuilder {
+        self.options.keep_alive_body_limit = bytes;
+        self
+    }
 
     /// What limited handlers do when a networked store fails or exceeds the timeout
     /// (default: [`OnStoreError::FallBackToMemory`]). Transitions (lost, back) are logged
@@ -481,16 +502,23 @@ impl LimiterBuilder {
     pub fn try_build(self) -> Result<Limiter, ScopeConflict> {
         match registry::conflicts().into_iter().next() {
             Some(conflict) => Err(conflict),
-            None => Ok(self.build_unchecked()),
+            None => Ok(self.build_unchecked(false)),
         }
     }
 
-    fn build_unchecked(self) -> Limiter {
+    fn build_unchecked(self, global: bool) -> Limiter {
+        if !global {
+            mistakes::limiter_built();
+        }
+        let store = self
+            .store
+            .unwrap_or_else(|| Backend::Memory(MemoryStore::new()));
+        if let (false, Backend::Memory(memory)) = (global, &store) {
+            mistakes::memory_limiter_built(memory.identity());
+        }
         Limiter {
             inner: Arc::new(Settings {
-                store: self
-                    .store
-                    .unwrap_or_else(|| Backend::Memory(MemoryStore::new())),
+                store,
                 clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
                 options: self.options,
                 health: StoreHealth::new(),

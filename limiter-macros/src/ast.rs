@@ -295,6 +295,18 @@ fn parse_per(value: &Expr, errors: &mut Errors) -> Option<Spanned<Window>> {
 fn parse_key(value: &Expr, errors: &mut Errors) -> Option<Spanned<Key>> {
     let span = value.span();
     if let Expr::Path(path) = value {
+        // `key = ip` means the key kind, written without its quotes: a function of that
+        // name would be a surprising coincidence, and its error a confusing cascade.
+        if let Some(ident) = path.path.get_ident() {
+            let name = ident.to_string();
+            if ["ip", "user", "global"].contains(&name.as_str()) {
+                errors.at(
+                    ident,
+                    format!("the key kinds are strings: write key = \"{name}\""),
+                );
+                return None;
+            }
+        }
         if path.qself.is_none() {
             return Some(Spanned {
                 value: Key::Function(path.path.clone()),
@@ -327,12 +339,41 @@ fn parse_key(value: &Expr, errors: &mut Errors) -> Option<Spanned<Key>> {
                 return None;
             }
             None => {
-                errors.at(text, format!("unknown key \"{key}\": expected {KEYS}"));
+                let meant = match key_suggestion(&key) {
+                    Some(meant) => format!("; did you mean \"{meant}\"?"),
+                    None => String::new(),
+                };
+                errors.at(
+                    text,
+                    format!("unknown key \"{key}\": expected {KEYS}{meant}"),
+                );
                 return None;
             }
         },
     };
     Some(Spanned { value, span })
+}
+
+/// The key a slip most likely stands for.
+fn key_suggestion(key: &str) -> Option<String> {
+    let plain: String = key
+        .to_ascii_lowercase()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    match plain.as_str() {
+        "ipaddress" | "ipaddr" | "address" | "addr" | "remoteaddr" | "remoteip" | "clientip"
+        | "peer" | "peeraddr" | "realip" => Some("ip".to_string()),
+        "userid" | "users" | "username" | "session" | "account" => Some("user".to_string()),
+        "all" | "everyone" | "shared" | "none" => Some("global".to_string()),
+        // A header's name: it needs its prefix.
+        _ if key.contains('-') && is_token(key) => Some(format!("header:{key}")),
+        _ if key.to_ascii_lowercase().starts_with("header") => {
+            let name = key[6..].trim_start_matches([':', '=', ' ', '_']);
+            is_token(name).then(|| format!("header:{name}"))
+        }
+        _ => None,
+    }
 }
 
 /// An HTTP token (RFC 9110): what a header name may be made of.
@@ -352,13 +393,38 @@ fn parse_algorithm(value: &Expr, errors: &mut Errors) -> Option<Spanned<Algorith
             span: text.span(),
         });
     }
+    let meant = match algorithm_suggestion(&name) {
+        Some(meant) => format!("; did you mean \"{}\"?", meant.name()),
+        None => String::new(),
+    };
     errors.at(
         &text,
         format!(
-            "unknown algorithm \"{name}\": expected one of \"sliding_window\" (exact, the default), \"fixed_window\", \"sliding_window_counter\", \"token_bucket\""
+            "unknown algorithm \"{name}\": expected one of \"sliding_window\" (exact, the default), \"fixed_window\", \"sliding_window_counter\", \"token_bucket\"{meant}"
         ),
     );
     None
+}
+
+/// The algorithm a slip (a dash, a capital, a common other name) most likely stands for.
+fn algorithm_suggestion(name: &str) -> Option<Algorithm> {
+    let plain: String = name
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    if let Some(algorithm) = Algorithm::ALL.into_iter().find(|a| a.name() == plain) {
+        return Some(algorithm);
+    }
+    match plain.replace('_', "").as_str() {
+        "sliding" | "slidinglog" | "log" | "slidingwindowlog" | "exact" => {
+            Some(Algorithm::SlidingWindow)
+        }
+        "fixed" | "window" | "fixedwindowcounter" => Some(Algorithm::FixedWindow),
+        "counter" | "slidingcounter" | "approximate" => Some(Algorithm::SlidingWindowCounter),
+        "bucket" | "tokens" | "gcra" | "leakybucket" | "leaky" => Some(Algorithm::TokenBucket),
+        _ => None,
+    }
 }
 
 fn parse_scope(value: &Expr, errors: &mut Errors) -> Option<Spanned<String>> {

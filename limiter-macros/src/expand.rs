@@ -93,12 +93,15 @@ pub(crate) fn handler(function: ItemFn, limits: &[Limit], krate: &syn::Path) -> 
             Key::Header(name) => {
                 quote!(#private::KeySpec::Header(#private::HeaderName::from_static(#name)))
             }
+            // Spanned on the path: a function of the wrong type is a type mismatch right
+            // there, between the type it has and the type a key function needs.
             Key::Function(path) => {
-                quote_spanned! {path.segments.last().map_or_else(proc_macro2::Span::call_site, |s| s.ident.span())=>
-                    #private::KeySpec::Function(
-                        #path as fn(&#private::HttpRequest) -> ::core::option::Option<::std::string::String>
-                    )
-                }
+                let span = path
+                    .segments
+                    .last()
+                    .map_or_else(proc_macro2::Span::call_site, |s| s.ident.span());
+                let key_spec = respan(quote!(#private::KeySpec::Function), span);
+                quote_spanned! {span=> #key_spec(#path) }
             }
         };
         let scope = match &limit.scope {

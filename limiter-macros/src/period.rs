@@ -12,8 +12,52 @@ const UNITS: [(&str, u64); 5] = [
     ("ms", 1),
 ];
 
-/// Parses a window into milliseconds, or says what is wrong and how to write it.
+/// Parses a window into milliseconds, or says what is wrong and how to write it — with the
+/// window the writer probably meant, when a common slip (`"1 minute"`, `"1min"`, `"30 secs"`)
+/// makes one.
 pub(crate) fn parse(text: &str) -> Result<u64, String> {
+    parse_exact(text).map_err(|message| match suggestion(text) {
+        Some(meant) => format!("{message}; did you mean \"{meant}\"?"),
+        None => message,
+    })
+}
+
+/// The window a slip most likely stands for: spaces removed, long unit names shortened.
+fn suggestion(text: &str) -> Option<String> {
+    const LONG_UNITS: [(&str, &str); 20] = [
+        ("milliseconds", "ms"),
+        ("millisecond", "ms"),
+        ("millis", "ms"),
+        ("msecs", "ms"),
+        ("msec", "ms"),
+        ("seconds", "s"),
+        ("second", "s"),
+        ("secs", "s"),
+        ("sec", "s"),
+        ("minutes", "m"),
+        ("minute", "m"),
+        ("mins", "m"),
+        ("min", "m"),
+        ("hours", "h"),
+        ("hour", "h"),
+        ("hrs", "h"),
+        ("hr", "h"),
+        ("days", "d"),
+        ("day", "d"),
+        ("and", ""),
+    ];
+    let mut meant: String = text
+        .to_ascii_lowercase()
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != ',')
+        .collect();
+    for (long, short) in LONG_UNITS {
+        meant = meant.replace(long, short);
+    }
+    (meant != text && parse_exact(&meant).is_ok()).then_some(meant)
+}
+
+fn parse_exact(text: &str) -> Result<u64, String> {
     const HINT: &str =
         "write a number and a unit (ms, s, m, h, d), e.g. \"30s\", \"1m\" or \"1h30m\"";
     if text.trim().is_empty() {
@@ -100,5 +144,24 @@ mod tests {
         assert!(err("999999999999d").contains("too long"));
         assert!(err("8d").contains("too long"));
         assert!(err("1 m").contains("unknown unit") || err("1 m").contains("no unit"));
+    }
+
+    #[test]
+    fn common_slips_get_the_window_they_meant() {
+        let err = |text| parse(text).unwrap_err();
+        assert!(
+            err("1 minute").ends_with("did you mean \"1m\"?"),
+            "{}",
+            err("1 minute")
+        );
+        assert!(err("1min").ends_with("did you mean \"1m\"?"));
+        assert!(err("30 secs").ends_with("did you mean \"30s\"?"));
+        assert!(err("1 hour 30 minutes").ends_with("did you mean \"1h30m\"?"));
+        assert!(err("2 Days").ends_with("did you mean \"2d\"?"));
+        assert!(!err("1x").contains("did you mean"));
+        assert!(
+            !err("8 days").contains("did you mean"),
+            "too long either way"
+        );
     }
 }

@@ -39,7 +39,7 @@ pub(crate) fn rate_limit(args: TokenStream, item: TokenStream) -> TokenStream {
     if let Some(compile_errors) = errors.to_compile_errors() {
         // The function as written plus the errors: one mistake, one message. Other limits on
         // it still expand (and report their own mistakes).
-        return quote!(#function #compile_errors);
+        return with_errors(function, compile_errors);
     }
     let carried = Group::new(Delimiter::Bracket, args.clone());
     match function.attrs.iter_mut().find(|a| is_marker(a)) {
@@ -56,6 +56,16 @@ pub(crate) fn rate_limit(args: TokenStream, item: TokenStream) -> TokenStream {
         }
     }
     quote!(#function)
+}
+
+/// The function and the errors. A handler written without `async` is emitted with it, so
+/// that the one mistake is not followed by actix's complaint, pointing into its own code,
+/// that the function is no handler.
+fn with_errors(mut function: ItemFn, errors: TokenStream) -> TokenStream {
+    if function.sig.asyncness.is_none() && function.sig.constness.is_none() {
+        function.sig.asyncness = Some(Default::default());
+    }
+    quote!(#function #errors)
 }
 
 fn is_marker(attr: &Attribute) -> bool {
@@ -93,7 +103,7 @@ pub(crate) fn finish(args: TokenStream, item: TokenStream) -> TokenStream {
     valid::stack(&limits, &mut errors);
     input::check(&function, &mut errors);
     if let Some(compile_errors) = errors.to_compile_errors() {
-        return quote!(#function #compile_errors);
+        return with_errors(function, compile_errors);
     }
     let krate = krate.unwrap_or_else(|| syn::parse_quote!(::limiter));
     expand::handler(function, &limits, &krate)

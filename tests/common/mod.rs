@@ -58,5 +58,6 @@ pub(crate) async fn http(addr: SocketAddr, method: &str, path: &str, body: &str)
         .expect("the server answered within 10 s")
 }
 
+pub(crate) mod events;
 #[cfg(feature = "redis")]
 pub(crate) mod redis_server;
