@@ -126,7 +126,8 @@ async fn a_trusted_proxy_that_never_forwards_is_reported_once() {
         .trusted_proxies(["10.9.0.0/16"])
         .forwarding_headers(ForwardingHeaders::Forwarded)
         .build();
-    for i in 0..150 {
+    // (Other tests' requests through trusted proxies may interleave and restart the count.)
+    for i in 0..400 {
         let client = format!("198.51.100.{}", i % 200);
         get(
             Some(limiter.clone()),
@@ -176,12 +177,17 @@ async fn limiters_built_per_worker_are_reported_once() {
     .run();
     let handle = server.handle();
     actix_web::rt::spawn(server);
-    // The workers build their apps as they start; a request makes sure they are up.
-    http(addr, "GET", "/ip", "").await;
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    // Requests on fresh connections, until both workers have served some: the report comes
+    // when a second worker's limiter, with a store of its own, serves one.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while events::warnings("each building a `Limiter`").is_empty() {
         assert!(std::time::Instant::now() < deadline, "no report");
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        let requests: Vec<_> = (0..8)
+            .map(|_| actix_web::rt::spawn(async move { http(addr, "GET", "/ip", "").await }))
+            .collect();
+        for request in requests {
+            request.await.unwrap();
+        }
     }
     handle.stop(true).await;
     let reported = events::warnings("each building a `Limiter`");

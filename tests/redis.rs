@@ -398,7 +398,7 @@ async fn a_paused_redis_times_out_within_the_timeout() {
     assert_eq!(statuses, [503; 5]);
     assert!(slowest <= TIMEOUT + SLACK, "a request waited {slowest:?}");
     server.resume();
-    tokio::time::sleep(limiter::failover::RETRY_INTERVAL + Duration::from_millis(200)).await;
+    tokio::time::sleep(limiter::RETRY_INTERVAL + Duration::from_millis(200)).await;
     let deadline = Instant::now() + Duration::from_secs(10);
     while burst(&limiter, 1).await.0 != [200] {
         assert!(Instant::now() < deadline, "Redis did not come back");

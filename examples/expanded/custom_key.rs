@@ -45,11 +45,11 @@ async fn reports(
             __LIMITER_POLICY_0, ::limiter::__private::KeySpec::Function(tenant),)
         ],
     ));
-    fn __limiter_limits() -> &'static ::limiter::__private::HandlerLimits {
-        &__LIMITER_LIMITS
+    fn __limiter_declares() -> &'static dyn ::limiter::__private::Declares {
+        &*__LIMITER_LIMITS
     }
     ::limiter::__private::inventory::submit! {
-        ::limiter::__private::Registration::new(__limiter_limits, ::core::file!(),
+        ::limiter::__private::Registration::new(__limiter_declares, ::core::file!(),
         ::core::line!())
     }
     ::limiter::__private::handle(

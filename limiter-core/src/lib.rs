@@ -17,32 +17,31 @@
 //! ```
 #![deny(missing_docs)]
 
+// The engine: policies, algorithms, clocks, decisions, stores, and the limiter with its
+// fault policy. It knows nothing of HTTP.
 pub mod algorithm;
 pub mod clock;
 mod decision;
-pub mod failover;
-mod handler;
-mod key;
 mod limiter;
-mod mistakes;
 mod policy;
-pub mod proxy;
 mod registry;
-mod response;
 pub mod store;
 
+// The actix glue, built on the engine.
+pub mod actix;
+
+pub use actix::attribute::{handler_path, Guarded, HandlerLimits, LimitSpec};
+pub use actix::keys::{client_ip, KeySpec};
+pub use actix::proxy::{
+    self as proxy, client_of, Client, Contradiction, ForwardingHeaders, InvalidProxy,
+    TrustedProxies,
+};
+pub use actix::response::{Failure, Rejection};
 pub use clock::{Clock, ManualClock, PreciseClock, SystemClock};
 pub use decision::Decision;
-pub use failover::OnStoreError;
-pub use handler::{handler_path, Guarded, HandlerLimits, LimitSpec};
-pub use key::{client_ip, KeySpec};
-pub use limiter::{Limiter, LimiterBuilder};
+pub use limiter::{Limiter, LimiterBuilder, OnStoreError, Verdict, RETRY_INTERVAL};
 pub use policy::{Algorithm, Policy, PolicyError};
-pub use proxy::{
-    client_of, Client, Contradiction, ForwardingHeaders, InvalidProxy, TrustedProxies,
-};
 pub use registry::{routes, Declaration, Route, ScopeConflict};
-pub use response::{Failure, Rejection};
 #[cfg(feature = "redis")]
 pub use store::RedisStore;
 pub use store::{Check, Limit, MemoryStore, Store, StoreError};
@@ -51,9 +50,9 @@ pub use store::{Check, Limit, MemoryStore, Store, StoreError};
 /// that a user's own `HttpResponse` or `Result` cannot capture it. Not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::handler::{handle, HandlerLimits, LimitSpec, RequestParts};
-    pub use crate::key::KeySpec;
-    pub use crate::registry::Registration;
+    pub use crate::actix::attribute::{handle, HandlerLimits, LimitSpec, RequestParts};
+    pub use crate::actix::keys::KeySpec;
+    pub use crate::registry::{Declares, Registration};
     pub use crate::{Algorithm, Policy};
     pub use actix_web::http::header::HeaderName;
     pub use actix_web::{HttpRequest, Responder};

@@ -4,25 +4,38 @@
 
 use std::fmt;
 
-use crate::handler::HandlerLimits;
-use crate::Policy;
+use crate::{Limit, Policy};
+
+/// What a part of the program declares: a handler's limits, a middleware's. The glue
+/// implements it; not a public API.
+#[doc(hidden)]
+pub trait Declares: Sync {
+    /// The path of the handler (or middleware) the limits belong to.
+    fn owner(&self) -> &str;
+    /// The limits, in the order they are checked.
+    fn limits(&self) -> Vec<&Limit>;
+}
 
 /// One `#[rate_limit]` handler, as the attribute registers it. Not a public API.
 #[doc(hidden)]
 pub struct Registration {
-    limits: fn() -> &'static HandlerLimits,
+    declares: fn() -> &'static dyn Declares,
     file: &'static str,
     line: u32,
 }
 
 impl Registration {
-    /// The registration of the handler whose limits `limits` gives, written at `file:line`.
+    /// The registration of what `declares` gives, written at `file:line`.
     pub const fn new(
-        limits: fn() -> &'static HandlerLimits,
+        declares: fn() -> &'static dyn Declares,
         file: &'static str,
         line: u32,
     ) -> Registration {
-        Registration { limits, file, line }
+        Registration {
+            declares,
+            file,
+            line,
+        }
     }
 }
 
@@ -87,7 +100,7 @@ pub struct Route {
     /// The source file and line of its `#[rate_limit]`.
     pub location: String,
     /// Its limits, in the order they are checked.
-    pub limits: Vec<crate::Limit>,
+    pub limits: Vec<Limit>,
 }
 
 /// Every `#[rate_limit]` handler of the program, known before any request: each registers
@@ -104,14 +117,11 @@ pub fn routes() -> Vec<Route> {
     let mut routes: Vec<Route> = inventory::iter::<Registration>
         .into_iter()
         .map(|registration| {
-            let limits = (registration.limits)();
+            let declared = (registration.declares)();
             Route {
-                handler: limits
-                    .limits()
-                    .first()
-                    .map_or_else(String::new, |spec| spec.handler().to_string()),
+                handler: declared.owner().to_string(),
                 location: format!("{}:{}", registration.file, registration.line),
-                limits: limits.limits().iter().map(|s| s.limit().clone()).collect(),
+                limits: declared.limits().into_iter().cloned().collect(),
             }
         })
         .collect();
@@ -124,14 +134,14 @@ pub(crate) fn conflicts() -> Vec<ScopeConflict> {
     let mut declared: Vec<(String, Declaration)> = Vec::new();
     let mut conflicts = Vec::new();
     for registration in inventory::iter::<Registration> {
-        let limits = (registration.limits)();
-        for spec in limits.limits() {
+        let declares = (registration.declares)();
+        for limit in declares.limits() {
             let declaration = Declaration {
-                handler: spec.handler().to_string(),
+                handler: declares.owner().to_string(),
                 location: format!("{}:{}", registration.file, registration.line),
-                policy: *spec.limit().policy(),
+                policy: *limit.policy(),
             };
-            let scope = spec.limit().scope();
+            let scope = limit.scope();
             let clash = declared
                 .iter()
                 .find(|(s, d)| s == scope && d.policy != declaration.policy);

@@ -136,11 +136,11 @@ pub(crate) fn handler(function: ItemFn, limits: &[Limit], krate: &syn::Path) -> 
             #(#policies)*
             static __LIMITER_LIMITS: #private::LazyLock<#private::HandlerLimits> =
                 #private::LazyLock::new(|| #private::HandlerLimits::new(::std::vec![#(#specs),*]));
-            fn __limiter_limits() -> &'static #private::HandlerLimits {
-                &__LIMITER_LIMITS
+            fn __limiter_declares() -> &'static dyn #private::Declares {
+                &*__LIMITER_LIMITS
             }
             #private::inventory::submit! {
-                #private::Registration::new(__limiter_limits, ::core::file!(), ::core::line!())
+                #private::Registration::new(__limiter_declares, ::core::file!(), ::core::line!())
             }
 
             #private::handle(

@@ -478,7 +478,7 @@ impl MemoryStore {
 
     /// Which store this is: clones share it.
     pub(crate) fn identity(&self) -> usize {
-        crate::mistakes::identity(&self.inner)
+        Arc::as_ptr(&self.inner) as usize
     }
 
     /// The bound on the number of keys.

@@ -3,11 +3,13 @@
 //! `warn` event that names the mistake and the fix. After that, checking for it costs a
 //! relaxed load of one flag.
 
+use std::cell::Cell;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
 
 use parking_lot::Mutex;
+
+use crate::Limiter;
 
 /// A mistake reported at most once per process.
 pub(crate) struct Once(AtomicBool);
@@ -29,13 +31,6 @@ impl Once {
     }
 }
 
-/// Whether a `Limiter` other than the global one was built in this process.
-static BUILT: AtomicBool = AtomicBool::new(false);
-
-pub(crate) fn limiter_built() {
-    BUILT.store(true, Ordering::Relaxed);
-}
-
 static NOT_IN_APP_DATA: Once = Once::new();
 
 /// A request found no `Limiter` in its app data and is counted by the global one. That is
@@ -43,7 +38,7 @@ static NOT_IN_APP_DATA: Once = Once::new();
 /// `.app_data(limiter.clone())`, and every setting of that limiter is silently ignored.
 #[inline]
 pub(crate) fn counted_by_the_global_limiter() {
-    if NOT_IN_APP_DATA.reported() || !BUILT.load(Ordering::Relaxed) {
+    if NOT_IN_APP_DATA.reported() || !Limiter::any_built() {
         return;
     }
     if NOT_IN_APP_DATA.first() {
@@ -58,32 +53,43 @@ pub(crate) fn counted_by_the_global_limiter() {
 
 static PER_WORKER: Once = Once::new();
 /// The in-memory stores of limiters built on actix worker threads, by identity.
-static WORKER_STORES: Mutex<Vec<(std::thread::ThreadId, usize)>> = Mutex::new(Vec::new());
+static WORKER_STORES: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 
-/// A limiter counting in memory was built. Built on two actix workers with two stores, it
-/// is a limiter made inside `HttpServer::new`'s closure: each worker counts alone, and the
-/// limit is multiplied by the number of workers.
-pub(crate) fn memory_limiter_built(store: usize) {
+thread_local! {
+    /// The last limiter this thread saw serve a request: most threads only ever see one.
+    static LAST_SERVING: Cell<usize> = const { Cell::new(0) };
+}
+
+/// A limiter serves a request. Two limiters built on actix worker threads, each with an
+/// in-memory store of its own, are limiters made inside `HttpServer::new`'s closure: each
+/// worker counts alone, and the limit is multiplied by the number of workers.
+#[inline]
+pub(crate) fn serving(limiter: &Limiter) {
     if PER_WORKER.reported() {
         return;
     }
-    let thread = std::thread::current();
+    let id = limiter.identity();
+    if LAST_SERVING.with(|last| last.replace(id)) != id {
+        serving_anew(limiter);
+    }
+}
+
+#[cold]
+fn serving_anew(limiter: &Limiter) {
     // actix-server names its workers' threads, or runs them on actix-rt arbiters.
-    let worker = thread.name().is_some_and(|name| {
+    let on_worker = limiter.built_on().is_some_and(|name| {
         name.starts_with("actix-server worker")
             || (name.starts_with("actix-rt|") && name.contains("arbiter"))
     });
-    if !worker {
+    let Some(store) = limiter.memory_store().filter(|_| on_worker) else {
         return;
-    }
+    };
     let mut stores = WORKER_STORES.lock();
-    if !stores.iter().any(|&(t, _)| t == thread.id()) {
-        stores.push((thread.id(), store));
+    if !stores.contains(&store.identity()) {
+        stores.push(store.identity());
     }
-    let distinct = stores.iter().filter(|&&(_, s)| s != stores[0].1).count();
-    if distinct > 0 && PER_WORKER.first() {
+    if stores.len() > 1 && PER_WORKER.first() {
         tracing::warn!(
-            workers = stores.len(),
             "rate limit: actix workers are each building a `Limiter` with an in-memory store of \
              its own (inside `HttpServer::new`'s closure): each worker counts alone, which \
              multiplies every limit by the number of workers. Build the `Limiter` once, \
@@ -187,7 +193,7 @@ pub(crate) fn contradictory_forwarding(contradiction: &dyn std::fmt::Display) {
 /// Loopback, private (RFC 1918), shared (RFC 6598), link-local and unique-local addresses:
 /// where a reverse proxy in front of a service usually sits.
 fn is_private(ip: IpAddr) -> bool {
-    match crate::proxy::unmap(ip) {
+    match super::proxy::unmap(ip) {
         IpAddr::V4(v4) => {
             let [a, b, ..] = v4.octets();
             v4.is_loopback()
@@ -200,9 +206,4 @@ fn is_private(ip: IpAddr) -> bool {
             v6.is_loopback() || (first & 0xfe00) == 0xfc00 || (first & 0xffc0) == 0xfe80
         }
     }
-}
-
-/// The identity of an in-memory store, for [`memory_limiter_built`].
-pub(crate) fn identity<T>(shared: &Arc<T>) -> usize {
-    Arc::as_ptr(shared) as usize
 }

@@ -9,18 +9,16 @@ use actix_web::body::BoxBody;
 use actix_web::http::header::HeaderValue;
 use actix_web::{FromRequest, HttpRequest, HttpResponse, Responder};
 
-use crate::key::{KeyError, KeySpec};
-use crate::response::{
-    self, complete_rejection, Failure, HeaderOptions, RateLimitFields, Rejection,
-};
-use crate::{Decision, Limit, Limiter, OnStoreError, Policy};
+use super::keys::KeySpec;
+use super::response::{self, HeaderOptions, RateLimitFields};
+use crate::{Limit, Limiter, Policy};
 
 /// One `#[rate_limit(...)]`: the limit, the name its header fields use, and its key.
 #[derive(Debug)]
 pub struct LimitSpec {
-    limit: Limit,
-    name: Cow<'static, str>,
-    key: KeySpec,
+    pub(crate) limit: Limit,
+    pub(crate) name: Cow<'static, str>,
+    pub(crate) key: KeySpec,
     handler: String,
 }
 
@@ -147,9 +145,9 @@ fn split_path(path: &str) -> Vec<&str> {
 /// `RateLimit-Policy` value.
 #[derive(Debug)]
 pub struct HandlerLimits {
-    limits: Vec<LimitSpec>,
-    policy: HeaderValue,
-    prefixes: Vec<Box<str>>,
+    pub(crate) limits: Vec<LimitSpec>,
+    pub(crate) policy: HeaderValue,
+    pub(crate) prefixes: Vec<Box<str>>,
 }
 
 impl HandlerLimits {
@@ -178,25 +176,13 @@ impl HandlerLimits {
     }
 }
 
-impl Limiter {
-    /// The limiter a request is counted by: the `Limiter` in its app data (given as
-    /// `.app_data(limiter)` or, as actix habits go, `.app_data(web::Data::new(limiter))`),
-    /// else [`Limiter::global`].
-    ///
-    /// A program that built a `Limiter` and handed it to no `App` gets one `warn` event at
-    /// the first request that falls back to the global one.
-    pub fn of(req: &HttpRequest) -> &Limiter {
-        if let Some(limiter) = req.app_data::<Limiter>() {
-            return limiter;
-        }
-        if let Some(data) = req.app_data::<actix_web::web::Data<Limiter>>() {
-            return data;
-        }
-        if let Some(shared) = req.app_data::<std::sync::Arc<Limiter>>() {
-            return shared;
-        }
-        crate::mistakes::counted_by_the_global_limiter();
-        Limiter::global()
+impl crate::registry::Declares for HandlerLimits {
+    fn owner(&self) -> &str {
+        self.limits.first().map_or("", |spec| spec.handler())
+    }
+
+    fn limits(&self) -> Vec<&Limit> {
+        self.limits.iter().map(|spec| &spec.limit).collect()
     }
 }
 
@@ -247,150 +233,11 @@ where
     let headers = Fields {
         fields,
         limits,
-        options: limiter.header_options(),
+        options: limiter.http().headers,
     };
     match Args::from_request(&req, &mut payload).await {
         Ok(args) => Guarded(Outcome::Admitted(handler(args).await, headers)),
         Err(error) => Guarded(Outcome::ExtractorFailed(error.into(), headers)),
-    }
-}
-
-impl Limiter {
-    /// Reads and drops the body of a refused request when its `Content-Length` is small
-    /// enough ([`LimiterBuilder::keep_alive_body_limit`](crate::LimiterBuilder)): a body
-    /// left unread makes actix close the connection, and a client that is told to wait
-    /// would then pay a new connection for its next request. Larger bodies, and bodies of
-    /// unknown length, are not read: their connection closes. Nothing is ever parsed.
-    async fn discard_small_body(&self, req: &HttpRequest, payload: &mut actix_web::dev::Payload) {
-        let limit = self.keep_alive_body_limit();
-        let length = req
-            .headers()
-            .get(actix_web::http::header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<usize>().ok());
-        let Some(length) = length.filter(|&n| n > 0 && n <= limit) else {
-            return;
-        };
-        let mut read = 0;
-        while read < length {
-            let next = std::future::poll_fn(|cx| {
-                futures_core::Stream::poll_next(std::pin::Pin::new(&mut *payload), cx)
-            });
-            match next.await {
-                Some(Ok(chunk)) => read += chunk.len(),
-                _ => break,
-            }
-        }
-    }
-
-    /// Decides `req` against every limit of a handler, all or nothing: the header fields
-    /// for an admitted request, or the response for one that is not.
-    async fn decide(
-        &self,
-        req: &HttpRequest,
-        limits: &HandlerLimits,
-    ) -> Result<RateLimitFields, Box<HttpResponse>> {
-        let mut keys = Vec::with_capacity(limits.limits.len());
-        for spec in &limits.limits {
-            match spec.key.key_of(req, self) {
-                Ok(key) => keys.push(key),
-                Err(error) => return Err(Box::new(self.key_failure(limits, &error))),
-            }
-        }
-        let decided = match (limits.limits.as_slice(), keys.as_slice()) {
-            ([spec], [key]) => {
-                let mut check = self.check(&spec.limit, key.as_bytes());
-                let result = match check.take_ready() {
-                    Some(result) => result,
-                    None => check.await,
-                };
-                result.map(RateLimitFields::one)
-            }
-            _ => {
-                let requests: Vec<(&Limit, &[u8])> = limits
-                    .limits
-                    .iter()
-                    .zip(&keys)
-                    .map(|(spec, key)| (&spec.limit, key.as_bytes()))
-                    .collect();
-                let mut check = self.check_all(&requests);
-                let result = match check.take_ready() {
-                    Some(result) => result,
-                    None => check.await,
-                };
-                result.map(RateLimitFields::many)
-            }
-        };
-        match decided {
-            Ok(fields) => match fields.rejection() {
-                None => Ok(fields),
-                Some((index, decision)) => {
-                    Err(Box::new(self.rejection(limits, &fields, index, decision)))
-                }
-            },
-            // Unlimited meanwhile; the RateLimit fields are left out.
-            Err(_) if self.on_store_error() == OnStoreError::FailOpen => {
-                Ok(RateLimitFields::undecided())
-            }
-            Err(_) => Err(Box::new(self.failure(limits, Failure::StoreUnavailable))),
-        }
-    }
-
-    /// The 429 (or the configured rejection response) for a request some limits rejected:
-    /// `decision` says when every one of them admits it again.
-    fn rejection(
-        &self,
-        limits: &HandlerLimits,
-        fields: &RateLimitFields,
-        index: usize,
-        decision: Decision,
-    ) -> HttpResponse {
-        let name = &limits.limits[index].name;
-        let rejection = Rejection::new(name, decision, self.rejection_message());
-        let custom = self.rejection_response().is_some();
-        let mut response = match self.rejection_response() {
-            Some(build) => {
-                let mut response = build(&rejection);
-                complete_rejection(&mut response, rejection.retry_after_secs());
-                response
-            }
-            None => rejection.problem_response(),
-        };
-        fields.apply(
-            response.headers_mut(),
-            &limits.policy,
-            &limits.prefixes,
-            self.header_options(),
-            custom,
-        );
-        response
-    }
-
-    fn key_failure(&self, limits: &HandlerLimits, error: &KeyError) -> HttpResponse {
-        match error {
-            KeyError::NoClientAddress => {
-                tracing::debug!(
-                    "rate limit: a request without a peer address on a route keyed by address"
-                );
-                self.failure(limits, Failure::NoClientAddress)
-            }
-            KeyError::Contradiction(contradiction) => {
-                tracing::debug!(%contradiction, "rate limit: contradictory forwarding headers");
-                crate::mistakes::contradictory_forwarding(contradiction);
-                self.failure(limits, Failure::ContradictoryForwarding)
-            }
-        }
-    }
-
-    /// The response for a request the limiter could not decide: the default problem, or
-    /// the configured one, with what every such response carries.
-    fn failure(&self, limits: &HandlerLimits, failure: Failure) -> HttpResponse {
-        let mut response = match self.failure_response() {
-            Some(build) => build(&failure),
-            None => failure.problem_response(),
-        };
-        failure.complete(&mut response, &limits.policy, self.header_options());
-        response
     }
 }
 

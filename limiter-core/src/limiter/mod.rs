@@ -1,28 +1,25 @@
-//! The entry point: a store, a clock and the settings of the responses, asked "may this key
-//! pass this limit now?".
+//! The entry point of the engine: a store, a clock and a policy for store faults, asked "may
+//! this key pass this limit now?". It knows nothing of HTTP: the actix glue
+//! ([`crate::actix`]) keeps its settings here without this module naming them.
+
+mod failover;
+
+pub use failover::{OnStoreError, Verdict, RETRY_INTERVAL};
 
 use std::any::Any;
-use std::borrow::Cow;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use actix_web::{HttpRequest, HttpResponse};
-
 use crate::clock::{Clock, SystemClock};
-use crate::failover::{OnStoreError, StoreHealth};
-use crate::mistakes;
-use crate::proxy::{ForwardingHeaders, InvalidProxy, ProxyNet, TrustedProxies};
 use crate::registry::{self, ScopeConflict};
-use crate::response::{Failure, HeaderOptions, Rejection};
 use crate::store::{Check, Limit, MemoryStore, Store, StoreError};
 use crate::Decision;
+use failover::StoreHealth;
 
-type UserKey = dyn Fn(&HttpRequest) -> Option<String> + Send + Sync;
-type RejectionResponse = dyn Fn(&Rejection<'_>) -> HttpResponse + Send + Sync;
-type FailureResponse = dyn Fn(&Failure) -> HttpResponse + Send + Sync;
-
-/// Decides requests: reads its clock, asks its store, and says how responses look.
+/// Decides requests: reads its clock, asks its store, and applies its policy when the store
+/// fails. The actix glue adds how responses look and who the client is.
 ///
 /// Build it once, outside `HttpServer::new`'s closure, and clone it into each worker's
 /// `App` with `.app_data(limiter.clone())`: clones share the store and the clock. A limiter
@@ -53,25 +50,15 @@ pub struct Limiter {
 struct Settings {
     store: Backend,
     clock: Arc<dyn Clock>,
-    options: Options,
+    on_store_error: OnStoreError,
+    store_timeout: Duration,
     health: StoreHealth,
     /// Counts while a networked store is away, under [`OnStoreError::FallBackToMemory`].
     fallback: MemoryStore,
-}
-
-/// What the builder sets besides the store and the clock.
-struct Options {
-    ipv6_prefix: u8,
-    trusted_proxies: TrustedProxies,
-    forwarding_headers: ForwardingHeaders,
-    user_key: Option<Arc<UserKey>>,
-    rejection_message: Cow<'static, str>,
-    rejection_response: Option<Arc<RejectionResponse>>,
-    failure_response: Option<Arc<FailureResponse>>,
-    headers: HeaderOptions,
-    on_store_error: OnStoreError,
-    store_timeout: Duration,
-    keep_alive_body_limit: usize,
+    /// The glue's settings, opaque to the engine.
+    glue: Option<Box<dyn Any + Send + Sync>>,
+    /// The name of the thread that built it, for the glue to judge where that was.
+    built_on: Option<String>,
 }
 
 /// The in-memory store is called directly, without a virtual call or a future: it is the
@@ -91,9 +78,8 @@ impl Backend {
     }
 }
 
-/// The default `detail` of a 429.
-const DEFAULT_MESSAGE: &str =
-    "Too many requests: wait as long as Retry-After says, then try again.";
+/// Whether a limiter other than the global one was built in this process.
+static BUILT: AtomicBool = AtomicBool::new(false);
 
 impl Limiter {
     /// A builder; with no settings it gives a limiter with a fresh in-memory store and the
@@ -117,6 +103,11 @@ impl Limiter {
                 .store(MemoryStore::global().clone())
                 .build_unchecked(true)
         })
+    }
+
+    /// Whether any limiter besides [`Limiter::global`] was built in this process.
+    pub(crate) fn any_built() -> bool {
+        BUILT.load(Ordering::Relaxed)
     }
 
     /// Counts a request of `key` against `limit` now, and decides it.
@@ -179,7 +170,7 @@ impl Limiter {
     ) -> Result<T, StoreError> {
         let settings = &*self.inner;
         let error = if settings.health.should_try() {
-            let error = match tokio::time::timeout(settings.options.store_timeout, attempt).await {
+            let error = match tokio::time::timeout(settings.store_timeout, attempt).await {
                 Ok(Ok(answer)) => {
                     settings.health.answered();
                     return Ok(answer);
@@ -187,17 +178,15 @@ impl Limiter {
                 Ok(Err(error)) => error,
                 Err(_) => StoreError::msg(format!(
                     "the rate limit store did not answer within {:?}",
-                    settings.options.store_timeout
+                    settings.store_timeout
                 )),
             };
-            settings
-                .health
-                .failed(&error, settings.options.on_store_error);
+            settings.health.failed(&error, settings.on_store_error);
             error
         } else {
             StoreError::msg("the rate limit store is unavailable; retrying it shortly")
         };
-        match settings.options.on_store_error {
+        match settings.on_store_error {
             OnStoreError::FallBackToMemory => Ok(fallback(&settings.fallback)),
             OnStoreError::FailOpen | OnStoreError::FailClosed => Err(error),
         }
@@ -205,7 +194,7 @@ impl Limiter {
 
     /// What limited handlers do when the store fails.
     pub fn on_store_error(&self) -> OnStoreError {
-        self.inner.options.on_store_error
+        self.inner.on_store_error
     }
 
     /// The limiter's clock.
@@ -221,51 +210,36 @@ impl Limiter {
         }
     }
 
-    /// The IPv6 prefix length clients are grouped by.
-    pub fn ipv6_prefix(&self) -> u8 {
-        self.inner.options.ipv6_prefix
+    /// The in-memory store, when that is the store.
+    pub(crate) fn memory_store(&self) -> Option<&MemoryStore> {
+        match &self.inner.store {
+            Backend::Memory(memory) => Some(memory),
+            Backend::Other(_) => None,
+        }
     }
 
-    /// The proxies whose forwarding headers are believed.
-    pub fn trusted_proxies(&self) -> &TrustedProxies {
-        &self.inner.options.trusted_proxies
+    /// Which limiter this is: clones are the same one.
+    pub(crate) fn identity(&self) -> usize {
+        Arc::as_ptr(&self.inner) as usize
     }
 
-    pub(crate) fn forwarding_headers(&self) -> ForwardingHeaders {
-        self.inner.options.forwarding_headers
+    /// The name of the thread it was built on.
+    pub(crate) fn built_on(&self) -> Option<&str> {
+        self.inner.built_on.as_deref()
     }
 
-    pub(crate) fn user_key(&self) -> Option<&UserKey> {
-        self.inner.options.user_key.as_deref()
-    }
-
-    pub(crate) fn rejection_message(&self) -> &str {
-        &self.inner.options.rejection_message
-    }
-
-    pub(crate) fn rejection_response(&self) -> Option<&RejectionResponse> {
-        self.inner.options.rejection_response.as_deref()
-    }
-
-    pub(crate) fn keep_alive_body_limit(&self) -> usize {
-        self.inner.options.keep_alive_body_limit
-    }
-
-    pub(crate) fn failure_response(&self) -> Option<&FailureResponse> {
-        self.inner.options.failure_response.as_deref()
-    }
-
-    pub(crate) fn header_options(&self) -> HeaderOptions {
-        self.inner.options.headers
+    /// The glue's settings of type `G`, if it gave any.
+    #[inline]
+    pub(crate) fn glue<G: 'static>(&self) -> Option<&G> {
+        self.inner.glue.as_deref()?.downcast_ref()
     }
 }
 
 impl fmt::Debug for Limiter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Limiter")
-            .field("ipv6_prefix", &self.inner.options.ipv6_prefix)
-            .field("user_key", &self.inner.options.user_key.is_some())
-            .field("headers", &self.inner.options.headers)
+            .field("on_store_error", &self.inner.on_store_error)
+            .field("store_timeout", &self.inner.store_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -274,17 +248,16 @@ impl fmt::Debug for Limiter {
 pub struct LimiterBuilder {
     store: Option<Backend>,
     clock: Option<Arc<dyn Clock>>,
-    options: Options,
+    on_store_error: OnStoreError,
+    store_timeout: Duration,
+    glue: Option<Box<dyn Any + Send + Sync>>,
 }
 
 impl fmt::Debug for LimiterBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LimiterBuilder")
-            .field("ipv6_prefix", &self.options.ipv6_prefix)
-            .field("trusted_proxies", &self.options.trusted_proxies)
-            .field("forwarding_headers", &self.options.forwarding_headers)
-            .field("on_store_error", &self.options.on_store_error)
-            .field("store_timeout", &self.options.store_timeout)
+            .field("on_store_error", &self.on_store_error)
+            .field("store_timeout", &self.store_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -294,22 +267,9 @@ impl Default for LimiterBuilder {
         LimiterBuilder {
             store: None,
             clock: None,
-            options: Options {
-                ipv6_prefix: 56,
-                trusted_proxies: TrustedProxies::none(),
-                forwarding_headers: ForwardingHeaders::Both,
-                user_key: None,
-                rejection_message: Cow::Borrowed(DEFAULT_MESSAGE),
-                rejection_response: None,
-                failure_response: None,
-                headers: HeaderOptions {
-                    ietf: true,
-                    legacy: false,
-                },
-                on_store_error: OnStoreError::FallBackToMemory,
-                store_timeout: LimiterBuilder::DEFAULT_STORE_TIMEOUT,
-                keep_alive_body_limit: LimiterBuilder::DEFAULT_KEEP_ALIVE_BODY_LIMIT,
-            },
+            on_store_error: OnStoreError::FallBackToMemory,
+            store_timeout: LimiterBuilder::DEFAULT_STORE_TIMEOUT,
+            glue: None,
         }
     }
 }
@@ -318,34 +278,19 @@ impl LimiterBuilder {
     /// How long a networked store may take per check, by default: 50 ms.
     pub const DEFAULT_STORE_TIMEOUT: Duration = Duration::from_millis(50);
 
-    /// The largest body a refused request has read and dropped, by default: 16 KiB.
-    pub const DEFAULT_KEEP_ALIVE_BODY_LIMIT: usize = 16 * 1024;
-
-    /// Refused requests whose `Content-Length` is at most `bytes` (default
-    /// [`DEFAULT_KEEP_ALIVE_BODY_LIMIT`](Self::DEFAULT_KEEP_ALIVE_BODY_LIMIT)) have their
-    /// body read and dropped — never parsed — so that their connection is kept alive: actix
-    /// closes a connection whose request body was left unread, and a client told to wait
-    /// would pay a new connection for its next request. Larger bodies, and bodies of unknown
-    /// length, are left unread and their connection closes. `0` reads none.
-    pub fn keep_alive_body_limit(mut self, bytes: usize) -> LimiterBuilder {
-        self.options.keep_alive_body_limit = bytes;
-        self
-    }
-
     /// What limited handlers do when a networked store fails or exceeds the timeout
     /// (default: [`OnStoreError::FallBackToMemory`]). Transitions (lost, back) are logged
     /// once each as `tracing` events; while the store is away, one request per
-    /// [`RETRY_INTERVAL`](crate::failover::RETRY_INTERVAL) tries it, the others get the
-    /// policy's answer at once.
+    /// [`RETRY_INTERVAL`] tries it, the others get the policy's answer at once.
     pub fn on_store_error(mut self, policy: OnStoreError) -> LimiterBuilder {
-        self.options.on_store_error = policy;
+        self.on_store_error = policy;
         self
     }
 
     /// The longest a networked store may take per check (default 50 ms): a stalled store
     /// never stalls requests longer than this.
     pub fn store_timeout(mut self, timeout: Duration) -> LimiterBuilder {
-        self.options.store_timeout = timeout;
+        self.store_timeout = timeout;
         self
     }
 
@@ -363,121 +308,15 @@ impl LimiterBuilder {
         self
     }
 
-    /// IPv6 clients are counted per network of this prefix length (default 56, capped at
-    /// 128): a home connection usually owns a /56 or more, so a per-address key would be
-    /// rotated at will.
-    pub fn ipv6_prefix(mut self, bits: u8) -> LimiterBuilder {
-        self.options.ipv6_prefix = bits.min(128);
-        self
-    }
-
-    /// The proxies in front of this service, whose `Forwarded` and `X-Forwarded-For` headers
-    /// are believed: addresses or CIDRs (`"10.0.0.0/8"`, `"fd00::/8"`, `"192.0.2.7"`) or parsed
-    /// [`IpNet`](ipnet::IpNet)s. The client is then the right-most address in those headers
-    /// that is not itself a trusted proxy. Default: none — no header is believed.
-    ///
-    /// # Panics
-    ///
-    /// On an entry that is not an address or a CIDR, naming it: a list written in the code
-    /// is a programmer error, found at start-up (as `HeaderValue::from_static` does). Lists
-    /// read from configuration go through [`try_trusted_proxies`](Self::try_trusted_proxies).
-    pub fn trusted_proxies<I>(self, proxies: I) -> LimiterBuilder
-    where
-        I: IntoIterator,
-        I::Item: ProxyNet,
-    {
-        match self.try_trusted_proxies(proxies) {
-            Ok(builder) => builder,
-            Err(error) => panic!("{error}"),
+    /// The glue's settings of type `G`, made with their defaults on first use.
+    pub(crate) fn glue_mut<G: Default + Send + Sync + 'static>(&mut self) -> &mut G {
+        if !self.glue.as_ref().is_some_and(|g| g.is::<G>()) {
+            self.glue = Some(Box::new(G::default()));
         }
-    }
-
-    /// [`trusted_proxies`](Self::trusted_proxies) for lists read at run time: says which
-    /// entry is wrong instead of panicking.
-    ///
-    /// ```
-    /// use limiter_core::Limiter;
-    /// let error = Limiter::builder().try_trusted_proxies(["10.0.0.0/8", "10.0.0.300"]).unwrap_err();
-    /// assert!(error.to_string().contains("`10.0.0.300`"));
-    /// ```
-    pub fn try_trusted_proxies<I>(mut self, proxies: I) -> Result<LimiterBuilder, InvalidProxy>
-    where
-        I: IntoIterator,
-        I::Item: ProxyNet,
-    {
-        self.options.trusted_proxies = TrustedProxies::parse(proxies)?;
-        Ok(self)
-    }
-
-    /// Which forwarding headers the trusted proxies write (default: both, which must then
-    /// agree). Name the one your proxy writes to ignore the other.
-    pub fn forwarding_headers(mut self, headers: ForwardingHeaders) -> LimiterBuilder {
-        self.options.forwarding_headers = headers;
-        self
-    }
-
-    /// Who the user is, for `key = "user"`: the id of the signed-in user, or `None` for an
-    /// anonymous request, which is then counted by address (in a namespace of its own, so a
-    /// user id never shares an address's budget).
-    pub fn user_key(
-        mut self,
-        resolve: impl Fn(&HttpRequest) -> Option<String> + Send + Sync + 'static,
-    ) -> LimiterBuilder {
-        self.options.user_key = Some(Arc::new(resolve));
-        self
-    }
-
-    /// The `detail` of the default 429 problem body.
-    pub fn rejection_message(mut self, message: impl Into<Cow<'static, str>>) -> LimiterBuilder {
-        self.options.rejection_message = message.into();
-        self
-    }
-
-    /// Builds the whole rejection response instead of the default problem body.
-    /// `Retry-After`, `Cache-Control: no-store` and the RateLimit fields are added unless
-    /// the response sets them itself.
-    pub fn rejection_response(
-        mut self,
-        build: impl Fn(&Rejection<'_>) -> HttpResponse + Send + Sync + 'static,
-    ) -> LimiterBuilder {
-        self.options.rejection_response = Some(Arc::new(build));
-        self
-    }
-
-    /// Builds the response for a request the limiter could not decide (a [`Failure`]: the
-    /// store is unavailable and the limiter fails closed, no client address, contradictory
-    /// forwarding headers) instead of the default problem body. `Cache-Control: no-store`,
-    /// `Retry-After` (for a 503) and `RateLimit-Policy` are added unless the response sets
-    /// them itself.
-    ///
-    /// ```
-    /// use actix_web::HttpResponse;
-    /// use limiter_core::{Failure, Limiter};
-    /// let limiter = Limiter::builder()
-    ///     .failure_response(|failure: &Failure| {
-    ///         HttpResponse::build(failure.status()).body(failure.title())
-    ///     })
-    ///     .build();
-    /// ```
-    pub fn failure_response(
-        mut self,
-        build: impl Fn(&Failure) -> HttpResponse + Send + Sync + 'static,
-    ) -> LimiterBuilder {
-        self.options.failure_response = Some(Arc::new(build));
-        self
-    }
-
-    /// Whether responses carry `RateLimit-Policy` and `RateLimit` (default: yes).
-    pub fn ietf_headers(mut self, on: bool) -> LimiterBuilder {
-        self.options.headers.ietf = on;
-        self
-    }
-
-    /// Whether responses carry `X-RateLimit-Limit`, `X-RateLimit-Remaining` and
-    /// `X-RateLimit-Reset` (default: no), for the most restrictive limit of the handler.
-    pub fn legacy_headers(mut self, on: bool) -> LimiterBuilder {
-        self.options.headers.legacy = on;
-        self
+        match self.glue.as_mut().and_then(|g| g.downcast_mut::<G>()) {
+            Some(glue) => glue,
+            None => unreachable!("just made"),
+        }
     }
 
     /// The limiter.
@@ -508,21 +347,20 @@ impl LimiterBuilder {
 
     fn build_unchecked(self, global: bool) -> Limiter {
         if !global {
-            mistakes::limiter_built();
-        }
-        let store = self
-            .store
-            .unwrap_or_else(|| Backend::Memory(MemoryStore::new()));
-        if let (false, Backend::Memory(memory)) = (global, &store) {
-            mistakes::memory_limiter_built(memory.identity());
+            BUILT.store(true, Ordering::Relaxed);
         }
         Limiter {
             inner: Arc::new(Settings {
-                store,
+                store: self
+                    .store
+                    .unwrap_or_else(|| Backend::Memory(MemoryStore::new())),
                 clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
-                options: self.options,
+                on_store_error: self.on_store_error,
+                store_timeout: self.store_timeout,
                 health: StoreHealth::new(),
                 fallback: MemoryStore::new(),
+                glue: self.glue,
+                built_on: std::thread::current().name().map(str::to_owned),
             }),
         }
     }

@@ -19,6 +19,42 @@ pub enum OnStoreError {
     FailClosed,
 }
 
+/// What a check came to, once the store error policy has had its say: the one place that
+/// turns a failed store into an answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict<T> {
+    /// The store decided (or, under [`OnStoreError::FallBackToMemory`], this instance's
+    /// memory did).
+    Decided(T),
+    /// The store failed and the limiter fails open: the request passes, uncounted.
+    Unlimited,
+    /// The store failed and the limiter fails closed: the request is refused as unavailable.
+    Unavailable,
+}
+
+impl super::Limiter {
+    /// The verdict on the result of [`check`](super::Limiter::check) or
+    /// [`check_all`](super::Limiter::check_all): a store error is never a decision, and
+    /// what it means is this limiter's [`OnStoreError`].
+    ///
+    /// ```
+    /// use limiter_core::{Limiter, OnStoreError, StoreError, Verdict};
+    /// let limiter = Limiter::builder().on_store_error(OnStoreError::FailOpen).build();
+    /// let failed: Result<u32, StoreError> = Err(StoreError::msg("down"));
+    /// assert_eq!(limiter.verdict(failed), Verdict::Unlimited);
+    /// ```
+    pub fn verdict<T>(&self, result: Result<T, crate::StoreError>) -> Verdict<T> {
+        match (result, self.on_store_error()) {
+            (Ok(decided), _) => Verdict::Decided(decided),
+            (Err(_), OnStoreError::FailOpen) => Verdict::Unlimited,
+            // Under FallBackToMemory a check never fails: memory answered.
+            (Err(_), OnStoreError::FailClosed | OnStoreError::FallBackToMemory) => {
+                Verdict::Unavailable
+            }
+        }
+    }
+}
+
 /// How long a store that failed is left alone before one request tries it again; the others
 /// meanwhile get the policy's answer at once instead of waiting for the timeout.
 pub const RETRY_INTERVAL: Duration = Duration::from_millis(500);

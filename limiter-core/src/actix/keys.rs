@@ -8,7 +8,7 @@ use std::net::{IpAddr, Ipv6Addr};
 use actix_web::http::header::{self, HeaderName};
 use actix_web::HttpRequest;
 
-use crate::proxy::{client_of, unmap, Client, Contradiction, ForwardingHeaders};
+use super::proxy::{client_of, unmap, Client, Contradiction, ForwardingHeaders};
 use crate::Limiter;
 
 /// How a limit picks the client key (the `key = ...` of `#[rate_limit]`).
@@ -97,10 +97,10 @@ impl KeySpec {
                 bytes[0] = tag::GLOBAL;
                 return Ok(ClientKey::Inline { bytes, len: 1 });
             }
-            KeySpec::User => match limiter.user_key() {
+            KeySpec::User => match limiter.http().user_key.as_deref() {
                 Some(resolve) => resolve(req).map(|id| ClientKey::tagged(tag::USER, id.as_bytes())),
                 None => {
-                    crate::mistakes::user_key_without_resolver();
+                    super::mistakes::user_key_without_resolver();
                     None
                 }
             },
@@ -125,7 +125,7 @@ fn ip_key(req: &HttpRequest, limiter: &Limiter) -> Result<ClientKey, KeyError> {
     let peer = req.peer_addr().ok_or(KeyError::NoClientAddress)?.ip();
     let trusted = limiter.trusted_proxies();
     if trusted.is_empty() {
-        crate::mistakes::forwarded_by_an_untrusted_private_peer(peer, || {
+        super::mistakes::forwarded_by_an_untrusted_private_peer(peer, || {
             let headers = req.headers();
             headers.contains_key(&X_FORWARDED_FOR) || headers.contains_key(header::FORWARDED)
         });
@@ -136,7 +136,7 @@ fn ip_key(req: &HttpRequest, limiter: &Limiter) -> Result<ClientKey, KeyError> {
     }
     let forwarded = Values::of(req, &header::FORWARDED);
     let x_forwarded_for = Values::of(req, &X_FORWARDED_FOR);
-    let (read, other) = match limiter.forwarding_headers() {
+    let (read, other) = match limiter.http().forwarding_headers {
         ForwardingHeaders::Both => (
             !forwarded.as_slice().is_empty() || !x_forwarded_for.as_slice().is_empty(),
             false,
@@ -150,13 +150,13 @@ fn ip_key(req: &HttpRequest, limiter: &Limiter) -> Result<ClientKey, KeyError> {
             !forwarded.as_slice().is_empty(),
         ),
     };
-    crate::mistakes::trusted_proxy_said(read, other);
+    super::mistakes::trusted_proxy_said(read, other);
     match client_of(
         peer,
         forwarded.as_slice(),
         x_forwarded_for.as_slice(),
         trusted,
-        limiter.forwarding_headers(),
+        limiter.http().forwarding_headers,
     ) {
         Ok(Client::Address(ip)) => Ok(ip_key_of(ip, limiter.ipv6_prefix())),
         Ok(Client::Obfuscated(id)) => Ok(ClientKey::tagged(tag::OBFUSCATED, id.as_bytes())),

@@ -1,0 +1,19 @@
+//! The actix glue: everything that knows about HTTP, built on the engine (the rest of this
+//! crate), which knows nothing of it.
+//!
+//! | file | holds |
+//! | --- | --- |
+//! | `attribute.rs` | what `#[rate_limit]` expands to at run time |
+//! | `decide.rs` | the one decide path: the limiter of a request, its keys, one check, the fields or the response |
+//! | `keys.rs`, `proxy.rs` | who a request is counted as: keys, trusted proxies, forwarding headers |
+//! | `response.rs` | the RateLimit header fields, the 429, the failures |
+//! | `settings.rs` | the builder's HTTP settings |
+//! | `mistakes.rs` | setups that cannot do what their author meant, reported once |
+
+pub(crate) mod attribute;
+pub(crate) mod decide;
+pub(crate) mod keys;
+pub(crate) mod mistakes;
+pub mod proxy;
+pub(crate) mod response;
+pub(crate) mod settings;
