@@ -32,6 +32,7 @@ pub mod actix;
 
 pub use actix::attribute::{handler_path, Guarded, HandlerLimits, LimitSpec};
 pub use actix::keys::{client_ip, KeySpec};
+pub use actix::middleware::{RateLimit, RateLimitService};
 pub use actix::proxy::{
     self as proxy, client_of, Client, Contradiction, ForwardingHeaders, InvalidProxy,
     TrustedProxies,

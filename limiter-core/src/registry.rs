@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use std::sync::Arc;
+
 use crate::{Limit, Policy};
 
 /// What a part of the program declares: a handler's limits, a middleware's. The glue
@@ -40,6 +42,60 @@ impl Registration {
 }
 
 inventory::collect!(Registration);
+
+/// What registered at run time: the [`RateLimit`](crate::RateLimit) middlewares, made as
+/// each worker builds its `App` (so each once per worker: kept once).
+static AT_RUN_TIME: parking_lot::Mutex<Vec<Arc<dyn Declares + Send>>> =
+    parking_lot::Mutex::new(Vec::new());
+
+/// Registers what a middleware declares. A scope it gives a different limit than a
+/// handler or another middleware is reported as an `error` event: the limiters are built by
+/// then.
+pub(crate) fn register(declares: Arc<dyn Declares + Send>) {
+    let mut registered = AT_RUN_TIME.lock();
+    let same = |d: &Arc<dyn Declares + Send>| {
+        d.owner() == declares.owner()
+            && d.limits()
+                .iter()
+                .map(|l| l.id())
+                .eq(declares.limits().iter().map(|l| l.id()))
+    };
+    if registered.iter().any(same) {
+        return;
+    }
+    registered.push(declares);
+    drop(registered);
+    for conflict in conflicts() {
+        tracing::error!(%conflict, "rate limit scopes in conflict");
+    }
+}
+
+/// Everything registered: at compile time, then at run time.
+fn everything() -> Vec<(Arc<dyn Declares + Send>, Option<(&'static str, u32)>)> {
+    let mut all: Vec<(Arc<dyn Declares + Send>, Option<(&'static str, u32)>)> = Vec::new();
+    for registration in inventory::iter::<Registration> {
+        all.push((
+            Arc::new(Static((registration.declares)())),
+            Some((registration.file, registration.line)),
+        ));
+    }
+    for declares in AT_RUN_TIME.lock().iter() {
+        all.push((declares.clone(), None));
+    }
+    all
+}
+
+/// A compile-time registration, as the run-time ones are held.
+struct Static(&'static dyn Declares);
+
+impl Declares for Static {
+    fn owner(&self) -> &str {
+        self.0.owner()
+    }
+    fn limits(&self) -> Vec<&Limit> {
+        self.0.limits()
+    }
+}
 
 /// Where a limit was declared: the handler's path and its place in the source.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -114,31 +170,34 @@ pub struct Route {
 /// }
 /// ```
 pub fn routes() -> Vec<Route> {
-    let mut routes: Vec<Route> = inventory::iter::<Registration>
+    let mut routes: Vec<Route> = everything()
         .into_iter()
-        .map(|registration| {
-            let declared = (registration.declares)();
-            Route {
-                handler: declared.owner().to_string(),
-                location: format!("{}:{}", registration.file, registration.line),
-                limits: declared.limits().into_iter().cloned().collect(),
-            }
+        .map(|(declares, place)| Route {
+            handler: declares.owner().to_string(),
+            location: location(place),
+            limits: declares.limits().into_iter().cloned().collect(),
         })
         .collect();
     routes.sort_by(|a, b| a.handler.cmp(&b.handler));
     routes
 }
 
-/// Every conflict among the program's rate-limited handlers.
+fn location(place: Option<(&'static str, u32)>) -> String {
+    match place {
+        Some((file, line)) => format!("{file}:{line}"),
+        None => "made at run time".to_string(),
+    }
+}
+
+/// Every conflict among the program's rate-limited handlers and middlewares.
 pub(crate) fn conflicts() -> Vec<ScopeConflict> {
     let mut declared: Vec<(String, Declaration)> = Vec::new();
     let mut conflicts = Vec::new();
-    for registration in inventory::iter::<Registration> {
-        let declares = (registration.declares)();
+    for (declares, place) in everything() {
         for limit in declares.limits() {
             let declaration = Declaration {
                 handler: declares.owner().to_string(),
-                location: format!("{}:{}", registration.file, registration.line),
+                location: location(place),
                 policy: *limit.policy(),
             };
             let scope = limit.scope();

@@ -10,7 +10,7 @@ use actix_web::http::header::HeaderValue;
 use actix_web::{FromRequest, HttpRequest, HttpResponse, Responder};
 
 use super::keys::KeySpec;
-use super::response::{self, HeaderOptions, RateLimitFields};
+use super::response::{self, HeaderOptions, RateLimitFields, Write};
 use crate::{Limit, Limiter, Policy};
 
 /// One `#[rate_limit(...)]`: the limit, the name its header fields use, and its key.
@@ -47,9 +47,23 @@ impl LimitSpec {
         };
         LimitSpec {
             limit: Limit::new(scope, policy),
-            name: response::field_name(name),
+            name: response::field_name(Cow::Borrowed(name)),
             key,
             handler,
+        }
+    }
+
+    /// The limit of a [`RateLimit`](super::RateLimit) middleware: named after its scope.
+    pub(crate) fn for_middleware(
+        scope: Cow<'static, str>,
+        policy: Policy,
+        key: KeySpec,
+    ) -> LimitSpec {
+        LimitSpec {
+            name: response::field_name(scope.clone()),
+            handler: format!("RateLimit middleware \"{scope}\""),
+            limit: Limit::new(scope, policy),
+            key,
         }
     }
 
@@ -264,7 +278,7 @@ impl Fields {
             &self.limits.policy,
             &self.limits.prefixes,
             self.options,
-            false,
+            Write::Replace,
         );
     }
 }

@@ -8,7 +8,7 @@ use actix_web::{HttpRequest, HttpResponse};
 
 use super::attribute::HandlerLimits;
 use super::keys::KeyError;
-use super::response::{complete_rejection, Failure, RateLimitFields, Rejection};
+use super::response::{complete_rejection, Failure, RateLimitFields, Rejection, Write};
 use crate::{Decision, Limit, Limiter, Verdict};
 
 impl Limiter {
@@ -147,7 +147,11 @@ impl Limiter {
             &limits.policy,
             &limits.prefixes,
             self.http().headers,
-            custom,
+            if custom {
+                Write::KeepExisting
+            } else {
+                Write::Replace
+            },
         );
         response
     }

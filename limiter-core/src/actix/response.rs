@@ -21,10 +21,10 @@ static X_RESET: HeaderName = HeaderName::from_static("x-ratelimit-reset");
 /// A limit's name as the header fields carry it (a structured-field string): printable
 /// ASCII, with `"`, `\\`, `%` and everything else percent-encoded from UTF-8 (`über` is
 /// `%C3%BCber`), so that any handler name makes a valid field.
-pub(crate) fn field_name(name: &'static str) -> Cow<'static, str> {
+pub(crate) fn field_name(name: Cow<'static, str>) -> Cow<'static, str> {
     let plain = |c: char| (' '..='~').contains(&c) && !matches!(c, '"' | '\\' | '%');
     if name.chars().all(plain) {
-        return Cow::Borrowed(name);
+        return name;
     }
     let mut out = String::with_capacity(name.len() * 3);
     for c in name.chars() {
@@ -119,14 +119,28 @@ impl RateLimitFields {
         policy: &HeaderValue,
         prefixes: &[Box<str>],
         options: HeaderOptions,
-        keep_existing: bool,
+        write: Write,
     ) {
-        let set = |headers: &mut HeaderMap, name: &HeaderName, value: HeaderValue| {
-            if keep_existing {
-                set_if_absent(headers, name, value);
-            } else {
+        let set = |headers: &mut HeaderMap, name: &HeaderName, value: HeaderValue| match write {
+            Write::Replace => {
                 headers.insert(name.clone(), value);
             }
+            Write::KeepExisting => set_if_absent(headers, name, value),
+            Write::Prepend => match headers.get(name) {
+                // Fields a handler below wrote: ours come first, theirs follow.
+                Some(theirs) if name == RATELIMIT_POLICY || name == RATELIMIT => {
+                    let mut joined = value.as_bytes().to_vec();
+                    joined.extend_from_slice(b", ");
+                    joined.extend_from_slice(theirs.as_bytes());
+                    if let Ok(joined) = HeaderValue::from_maybe_shared(bytes_of(joined)) {
+                        headers.insert(name.clone(), joined);
+                    }
+                }
+                Some(_) => {}
+                None => {
+                    headers.insert(name.clone(), value);
+                }
+            },
         };
         if options.ietf && !self.incomplete {
             set(headers, &RATELIMIT_POLICY, policy.clone());
@@ -175,6 +189,17 @@ fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
         }
     }
     out.extend_from_slice(&digits[at..]);
+}
+
+/// How [`RateLimitFields::apply`] writes a field a response may carry already.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Write {
+    /// Ours replace it (the response is ours, or the handler's and knows of no fields).
+    Replace,
+    /// Theirs stays (a custom rejection response set it).
+    KeepExisting,
+    /// Ours go first, theirs after (a middleware above a limited handler).
+    Prepend,
 }
 
 /// Which rate limit header fields responses carry.

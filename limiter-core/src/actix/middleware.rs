@@ -1,0 +1,165 @@
+//! [`RateLimit`]: one limit over a whole `App` or `Scope`, as an actix middleware, on the same
+//! engine, decide path, keys, responses and header fields as `#[rate_limit]`.
+
+use std::borrow::Cow;
+use std::future::{ready, Future, Ready};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use actix_web::body::{BoxBody, EitherBody, MessageBody};
+use actix_web::dev::{Service, ServiceRequest, ServiceResponse, Transform};
+use actix_web::{Error, HttpMessage};
+
+use super::attribute::{HandlerLimits, LimitSpec};
+use super::keys::KeySpec;
+use super::response::Write;
+use crate::{Limit, Limiter, Policy};
+
+/// A limit over everything it wraps: an `App`, a `web::scope`, a resource.
+///
+/// It uses the [`Limiter`] in the app data (else [`Limiter::global`]), with its keys,
+/// algorithms, store and fault policy; its responses and header fields are the
+/// attribute's. A request is decided before any handler runs, so a rejected request's body
+/// is never read. A request under a wrapped scope and a `#[rate_limit]` handler is checked
+/// by both, the middleware first, and its `RateLimit` fields list both limits (the
+/// middleware's is counted even when the handler's then rejects: they are two budgets).
+///
+/// ```
+/// use std::time::Duration;
+/// use actix_web::{web, App};
+/// use limiter_core::{KeySpec, Policy, RateLimit};
+///
+/// let api = RateLimit::new(Policy::new(1000, Duration::from_secs(3600))?) // sliding window
+///     .key(KeySpec::Ip) // the default
+///     .scope("api"); // its name in the header fields and its budget; default "app"
+/// let app = App::new().service(
+///     web::scope("/api").wrap(api).route("/items", web::get().to(|| async { "[]" })),
+/// );
+/// # Ok::<(), limiter_core::PolicyError>(())
+/// ```
+#[derive(Clone)]
+pub struct RateLimit {
+    policy: Policy,
+    key: KeySpec,
+    scope: Cow<'static, str>,
+}
+
+impl RateLimit {
+    /// At most `policy` for each client (by address, unless [`key`](Self::key) says
+    /// otherwise), under the scope `"app"`.
+    pub fn new(policy: Policy) -> RateLimit {
+        RateLimit {
+            policy,
+            key: KeySpec::Ip,
+            scope: Cow::Borrowed("app"),
+        }
+    }
+
+    /// Who is counted (default [`KeySpec::Ip`]).
+    pub fn key(mut self, key: KeySpec) -> RateLimit {
+        self.key = key;
+        self
+    }
+
+    /// The limit's name: its budget (shared with every handler or middleware of the same
+    /// scope and limit) and its name in the header fields (default `"app"`).
+    pub fn scope(mut self, scope: impl Into<Cow<'static, str>>) -> RateLimit {
+        self.scope = scope.into();
+        self
+    }
+
+    /// The limit it applies.
+    pub fn limit(&self) -> Limit {
+        Limit::new(self.scope.clone(), self.policy)
+    }
+}
+
+impl std::fmt::Debug for RateLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RateLimit")
+            .field("scope", &self.scope)
+            .field("policy", &self.policy)
+            .field("key", &self.key)
+            .finish()
+    }
+}
+
+impl<S, B> Transform<S, ServiceRequest> for RateLimit
+where
+    S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = Error> + 'static,
+    B: MessageBody + 'static,
+{
+    type Response = ServiceResponse<EitherBody<B, BoxBody>>;
+    type Error = Error;
+    type Transform = RateLimitService<S>;
+    type InitError = ();
+    type Future = Ready<Result<Self::Transform, Self::InitError>>;
+
+    fn new_transform(&self, service: S) -> Self::Future {
+        let spec = LimitSpec::for_middleware(self.scope.clone(), self.policy, self.key.clone());
+        let limits = Arc::new(HandlerLimits::new(vec![spec]));
+        crate::registry::register(limits.clone());
+        ready(Ok(RateLimitService {
+            service: Rc::new(service),
+            limits,
+        }))
+    }
+}
+
+/// The service [`RateLimit`] wraps around another.
+pub struct RateLimitService<S> {
+    service: Rc<S>,
+    limits: Arc<HandlerLimits>,
+}
+
+impl<S> std::fmt::Debug for RateLimitService<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RateLimitService").finish_non_exhaustive()
+    }
+}
+
+type LocalBoxFuture<T> = Pin<Box<dyn Future<Output = T>>>;
+
+impl<S, B> Service<ServiceRequest> for RateLimitService<S>
+where
+    S: Service<ServiceRequest, Response = ServiceResponse<B>, Error = Error> + 'static,
+    B: MessageBody + 'static,
+{
+    type Response = ServiceResponse<EitherBody<B, BoxBody>>;
+    type Error = Error;
+    type Future = LocalBoxFuture<Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(&self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.service.poll_ready(cx)
+    }
+
+    fn call(&self, mut req: ServiceRequest) -> Self::Future {
+        let service = Rc::clone(&self.service);
+        let limits = Arc::clone(&self.limits);
+        Box::pin(async move {
+            let limiter = Limiter::of(req.request()).clone();
+            let fields = match limiter.decide(req.request(), &limits).await {
+                Ok(fields) => fields,
+                Err(response) => {
+                    let mut payload = req.take_payload();
+                    limiter
+                        .discard_small_body(req.request(), &mut payload)
+                        .await;
+                    let (request, _) = req.into_parts();
+                    return Ok(ServiceResponse::new(request, *response).map_into_right_body());
+                }
+            };
+            let mut response = service.call(req).await?;
+            fields.apply(
+                response.headers_mut(),
+                &limits.policy,
+                &limits.prefixes,
+                limiter.http().headers,
+                Write::Prepend,
+            );
+            Ok(response.map_into_left_body())
+        })
+    }
+}

@@ -1,0 +1,155 @@
+//! `RateLimit`, the middleware: one limit over a whole scope, through real actix services
+//! driven by the manual clock.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use actix_web::dev::{Service, ServiceResponse};
+use actix_web::{test, web, App, HttpResponse};
+use common::{header, peer, summary};
+use limiter::{rate_limit, KeySpec, Limiter, ManualClock, Policy, RateLimit};
+
+fn limiter() -> (ManualClock, Limiter) {
+    let clock = ManualClock::starting_at(Duration::from_secs(600));
+    (clock.clone(), Limiter::builder().clock(clock).build())
+}
+
+async fn call(
+    app: &impl Service<actix_http::Request, Response = ServiceResponse, Error = actix_web::Error>,
+    uri: &str,
+    from: &str,
+) -> ServiceResponse {
+    let req = test::TestRequest::get().uri(uri).peer_addr(peer(from));
+    test::call_service(app, req.to_request()).await
+}
+
+fn s(v: &str) -> Option<String> {
+    Some(v.to_string())
+}
+
+#[rate_limit(2, per = "1m", scope = "search")]
+async fn search() -> &'static str {
+    "found"
+}
+
+#[actix_web::test]
+async fn one_budget_over_a_whole_scope() {
+    let (clock, limiter) = limiter();
+    let api = RateLimit::new(Policy::new(3, Duration::from_secs(60)).unwrap()).scope("api");
+    let app = test::init_service(
+        App::new().app_data(limiter).service(
+            web::scope("/api")
+                .wrap(api)
+                .route("/a", web::get().to(HttpResponse::Ok))
+                .route("/b", web::get().to(HttpResponse::Ok)),
+        ),
+    )
+    .await;
+    let from = "203.0.113.7:1";
+    for (path, r) in [("/api/a", 2), ("/api/b", 1), ("/api/a", 0)] {
+        let res = call(&app, path, from).await;
+        assert_eq!(res.status(), 200);
+        assert_eq!(
+            header(res.headers(), "ratelimit-policy"),
+            Some("\"api\";q=3;w=60")
+        );
+        let expected = format!("\"api\";r={r};t=60");
+        assert_eq!(header(res.headers(), "ratelimit"), Some(expected.as_str()));
+    }
+    let res = call(&app, "/api/b", from).await;
+    assert_eq!(summary(&res), (429, s("60"), s("\"api\";r=0;t=60")));
+    // Another client has its own budget; time frees the first one's.
+    assert_eq!(call(&app, "/api/a", "203.0.113.8:1").await.status(), 200);
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(call(&app, "/api/a", from).await.status(), 200);
+}
+
+#[actix_web::test]
+async fn a_limited_handler_under_a_wrapped_scope_is_checked_by_both() {
+    let (_, limiter) = limiter();
+    let api = RateLimit::new(Policy::new(10, Duration::from_secs(60)).unwrap())
+        .key(KeySpec::Global)
+        .scope("api");
+    let app = test::init_service(
+        App::new().app_data(limiter).service(
+            web::scope("/api")
+                .wrap(api)
+                .route("/search", web::get().to(search)),
+        ),
+    )
+    .await;
+    let from = "203.0.113.7:1";
+    let res = call(&app, "/api/search", from).await;
+    assert_eq!(
+        header(res.headers(), "ratelimit-policy"),
+        Some("\"api\";q=10;w=60, \"search\";q=2;w=60")
+    );
+    assert_eq!(
+        header(res.headers(), "ratelimit"),
+        Some("\"api\";r=9;t=60, \"search\";r=1;t=60")
+    );
+    call(&app, "/api/search", from).await;
+    // The handler's limit rejects; the middleware's counted the request (two budgets).
+    let res = call(&app, "/api/search", from).await;
+    assert_eq!(
+        summary(&res),
+        (429, s("60"), s("\"api\";r=7;t=60, \"search\";r=0;t=60"))
+    );
+}
+
+static READ: AtomicUsize = AtomicUsize::new(0);
+
+async fn reads_its_body(body: web::Bytes) -> HttpResponse {
+    READ.fetch_add(1, Ordering::SeqCst);
+    HttpResponse::Ok().body(body)
+}
+
+#[actix_web::test]
+async fn a_rejected_request_never_reaches_the_handler_nor_its_extractors() {
+    let (_, limiter) = limiter();
+    let upload = RateLimit::new(Policy::new(1, Duration::from_secs(60)).unwrap()).scope("upload");
+    let app = test::init_service(
+        App::new().app_data(limiter).service(
+            web::resource("/upload")
+                .wrap(upload)
+                .route(web::post().to(reads_its_body)),
+        ),
+    )
+    .await;
+    let post = || {
+        test::TestRequest::post()
+            .uri("/upload")
+            .peer_addr(peer("203.0.113.9:1"))
+            .set_payload("x".repeat(100))
+            .to_request()
+    };
+    assert_eq!(test::call_service(&app, post()).await.status(), 200);
+    assert_eq!(test::call_service(&app, post()).await.status(), 429);
+    assert_eq!(READ.load(Ordering::SeqCst), 1);
+}
+
+#[actix_web::test]
+async fn the_middleware_is_listed_with_the_routes() {
+    let (_, limiter) = limiter();
+    let app = test::init_service(
+        App::new().app_data(limiter).service(
+            web::scope("/listed")
+                .wrap(
+                    RateLimit::new(Policy::new(7, Duration::from_secs(60)).unwrap())
+                        .scope("listed"),
+                )
+                .route("", web::get().to(HttpResponse::Ok)),
+        ),
+    )
+    .await;
+    let _ = app;
+    let listed = limiter::routes()
+        .into_iter()
+        .find(|r| r.handler.contains("\"listed\""))
+        .expect("the middleware registered itself");
+    assert_eq!(listed.limits[0].policy().max().get(), 7);
+}
