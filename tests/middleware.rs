@@ -73,7 +73,7 @@ async fn a_limited_handler_under_a_wrapped_scope_is_checked_by_both() {
     let (_, limiter) = limiter();
     let api = RateLimit::new(Policy::new(10, Duration::from_secs(60)).unwrap())
         .key(KeySpec::Global)
-        .scope("api");
+        .scope("api-global");
     let app = test::init_service(
         App::new().app_data(limiter).service(
             web::scope("/api")
@@ -86,18 +86,18 @@ async fn a_limited_handler_under_a_wrapped_scope_is_checked_by_both() {
     let res = call(&app, "/api/search", from).await;
     assert_eq!(
         header(res.headers(), "ratelimit-policy"),
-        Some("\"api\";q=10;w=60, \"search\";q=2;w=60")
+        Some("\"api-global\";q=10;w=60, \"search\";q=2;w=60")
     );
     assert_eq!(
         header(res.headers(), "ratelimit"),
-        Some("\"api\";r=9;t=60, \"search\";r=1;t=60")
+        Some("\"api-global\";r=9;t=60, \"search\";r=1;t=60")
     );
     call(&app, "/api/search", from).await;
     // The handler's limit rejects; the middleware's counted the request (two budgets).
     let res = call(&app, "/api/search", from).await;
     assert_eq!(
         summary(&res),
-        (429, s("60"), s("\"api\";r=7;t=60, \"search\";r=0;t=60"))
+        (429, s("60"), s("\"api-global\";r=7;t=60, \"search\";r=0;t=60"))
     );
 }
 

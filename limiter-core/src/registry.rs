@@ -45,15 +45,18 @@ inventory::collect!(Registration);
 
 /// What registered at run time: the [`RateLimit`](crate::RateLimit) middlewares, made as
 /// each worker builds its `App` (so each once per worker: kept once).
-static AT_RUN_TIME: parking_lot::Mutex<Vec<Arc<dyn Declares + Send>>> =
-    parking_lot::Mutex::new(Vec::new());
+static AT_RUN_TIME: parking_lot::Mutex<Vec<Shared>> = parking_lot::Mutex::new(Vec::new());
+
+type Shared = Arc<dyn Declares + Send>;
+/// A registration, and where in the source it was written (compile-time ones only).
+type Registered = (Shared, Option<(&'static str, u32)>);
 
 /// Registers what a middleware declares. A scope it gives a different limit than a
 /// handler or another middleware is reported as an `error` event: the limiters are built by
 /// then.
-pub(crate) fn register(declares: Arc<dyn Declares + Send>) {
+pub(crate) fn register(declares: Shared) {
     let mut registered = AT_RUN_TIME.lock();
-    let same = |d: &Arc<dyn Declares + Send>| {
+    let same = |d: &Shared| {
         d.owner() == declares.owner()
             && d.limits()
                 .iter()
@@ -63,25 +66,32 @@ pub(crate) fn register(declares: Arc<dyn Declares + Send>) {
     if registered.iter().any(same) {
         return;
     }
+    let new = declares.clone();
     registered.push(declares);
     drop(registered);
-    for conflict in conflicts() {
+    for conflict in conflicts_among(everything())
+        .into_iter()
+        .filter(|c| new.limits().iter().any(|l| l.scope() == c.scope))
+    {
         tracing::error!(%conflict, "rate limit scopes in conflict");
     }
 }
 
+/// What the attribute registered at compile time.
+fn at_compile_time() -> Vec<Registered> {
+    inventory::iter::<Registration>
+        .into_iter()
+        .map(|registration| {
+            let shared: Shared = Arc::new(Static((registration.declares)()));
+            (shared, Some((registration.file, registration.line)))
+        })
+        .collect()
+}
+
 /// Everything registered: at compile time, then at run time.
-fn everything() -> Vec<(Arc<dyn Declares + Send>, Option<(&'static str, u32)>)> {
-    let mut all: Vec<(Arc<dyn Declares + Send>, Option<(&'static str, u32)>)> = Vec::new();
-    for registration in inventory::iter::<Registration> {
-        all.push((
-            Arc::new(Static((registration.declares)())),
-            Some((registration.file, registration.line)),
-        ));
-    }
-    for declares in AT_RUN_TIME.lock().iter() {
-        all.push((declares.clone(), None));
-    }
+fn everything() -> Vec<Registered> {
+    let mut all = at_compile_time();
+    all.extend(AT_RUN_TIME.lock().iter().map(|d| (d.clone(), None)));
     all
 }
 
@@ -189,11 +199,17 @@ fn location(place: Option<(&'static str, u32)>) -> String {
     }
 }
 
-/// Every conflict among the program's rate-limited handlers and middlewares.
+/// Every conflict among the program's `#[rate_limit]` handlers, all known at start-up.
+/// (Middlewares are made as workers build their apps, after the limiter: their conflicts
+/// are reported when they register.)
 pub(crate) fn conflicts() -> Vec<ScopeConflict> {
+    conflicts_among(at_compile_time())
+}
+
+fn conflicts_among(registered: Vec<Registered>) -> Vec<ScopeConflict> {
     let mut declared: Vec<(String, Declaration)> = Vec::new();
     let mut conflicts = Vec::new();
-    for (declares, place) in everything() {
+    for (declares, place) in registered {
         for limit in declares.limits() {
             let declaration = Declaration {
                 handler: declares.owner().to_string(),
