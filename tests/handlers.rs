@@ -267,12 +267,25 @@ impl Store for Broken {
 
     fn check_all<'a>(
         &'a self,
-        _: &'a [(&'a Limit, &'a [u8])],
+        _: &'a [limiter::Charge<'a>],
         _: Duration,
     ) -> limiter::Check<'a, Vec<limiter::Decision>> {
         limiter::Check::ready(Err(StoreError::msg(
             "connection to 10.1.2.3:6379 refused (internal)",
         )))
+    }
+
+    fn refund<'a>(
+        &'a self,
+        _: &'a [limiter::Charge<'a>],
+        _: Duration,
+        _: Duration,
+    ) -> limiter::Check<'a, ()> {
+        limiter::Check::ready(Err(StoreError::msg("refused")))
+    }
+
+    fn forget<'a>(&'a self, _: &'a Limit, _: &'a [u8]) -> limiter::Check<'a, ()> {
+        limiter::Check::ready(Err(StoreError::msg("refused")))
     }
 }
 

@@ -97,7 +97,11 @@ async fn a_limited_handler_under_a_wrapped_scope_is_checked_by_both() {
     let res = call(&app, "/api/search", from).await;
     assert_eq!(
         summary(&res),
-        (429, s("60"), s("\"api-global\";r=7;t=60, \"search\";r=0;t=60"))
+        (
+            429,
+            s("60"),
+            s("\"api-global\";r=7;t=60, \"search\";r=0;t=60")
+        )
     );
 }
 

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use actix_web::{test, web, App, HttpResponse};
 use common::redis_server::RedisServer;
 use limiter::{
-    rate_limit, Algorithm, Limit, Limiter, ManualClock, MemoryStore, OnStoreError, Policy,
+    rate_limit, Algorithm, Charge, Limit, Limiter, ManualClock, MemoryStore, OnStoreError, Policy,
     RedisStore, Store,
 };
 use proptest::prelude::*;
@@ -63,6 +63,61 @@ fn decisions_equal_the_memory_stores_for_every_algorithm() {
                     let expected = memory.check_at(&limit, &[*key], now);
                     let got = rt.block_on(redis.check(&limit, &[*key], now)).unwrap();
                     prop_assert_eq!(got, expected, "{} request {} at {:?}", algorithm, i, now);
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+}
+
+/// A step of a schedule with costs: the key, the time since the last step, the cost, and
+/// whether (and how long after) the request is refunded, as `count = "failures"` does
+/// for a success.
+type CostStep = (u8, u64, u32, Option<u64>);
+
+fn cost_steps() -> impl Strategy<Value = Vec<CostStep>> {
+    prop::collection::vec(
+        (
+            0..3u8,
+            prop_oneof![Just(0u64), Just(1), 0..400u64],
+            1..=7u32,
+            prop::option::of(0..300u64),
+        ),
+        1..50,
+    )
+}
+
+/// Costs (including ones no budget holds) and refunds give the same decisions in both
+/// stores, for every algorithm.
+#[::std::prelude::v1::test]
+fn costs_and_refunds_equal_the_memory_stores() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let redis = rt
+        .block_on(RedisStore::connect(&server.url()))
+        .unwrap()
+        .use_caller_clock();
+    let case = std::cell::Cell::new(0u32);
+    for algorithm in Algorithm::ALL {
+        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(40));
+        runner
+            .run(&(policy(algorithm), cost_steps()), |(policy, steps)| {
+                case.set(case.get() + 1);
+                let limit = Limit::new(format!("cost-{}", case.get()), policy);
+                let memory = MemoryStore::new();
+                let mut now = Duration::from_secs(1_700_000_000);
+                for (i, &(key, step, cost, refund)) in steps.iter().enumerate() {
+                    now += Duration::from_millis(step);
+                    let key = [key];
+                    let charge = [Charge::new(&limit, &key).cost(cost)];
+                    let expected = memory.check_all_at(&charge, now);
+                    let got = rt.block_on(redis.check_all(&charge, now)).unwrap();
+                    prop_assert_eq!(&got, &expected, "{} request {} at {:?}", algorithm, i, now);
+                    if let (Some(after), true) = (refund, expected[0].allowed()) {
+                        let later = now + Duration::from_millis(after);
+                        memory.refund_at(&charge, now, later);
+                        rt.block_on(redis.refund(&charge, now, later)).unwrap();
+                    }
                 }
                 Ok(())
             })
@@ -141,8 +196,13 @@ fn stacks_answer_as_the_memory_store_does() {
             for (i, (key, step)) in steps.iter().enumerate() {
                 now += Duration::from_millis(*step);
                 let keys = [[*key], [*key + 10], [*key]];
-                let requests: Vec<(&Limit, &[u8])> =
-                    limits.iter().zip(&keys).map(|(l, k)| (l, &k[..])).collect();
+                // Costs 1 to 3, so that some stacks ask more than a limit holds.
+                let cost = 1 + (*step % 3) as u32;
+                let requests: Vec<Charge<'_>> = limits
+                    .iter()
+                    .zip(&keys)
+                    .map(|(l, k)| Charge::new(l, &k[..]).cost(cost))
+                    .collect();
                 let expected = memory.check_all_at(&requests, now);
                 let got = rt.block_on(redis.check_all(&requests, now)).unwrap();
                 prop_assert_eq!(got, expected, "request {} at {:?}", i, now);

@@ -31,6 +31,7 @@ pub mod store;
 pub mod actix;
 
 pub use actix::attribute::{handler_path, Guarded, HandlerLimits, LimitSpec};
+pub use actix::inline::{check, Rejected};
 pub use actix::keys::{client_ip, KeySpec};
 pub use actix::middleware::{RateLimit, RateLimitService};
 pub use actix::proxy::{
@@ -45,7 +46,7 @@ pub use policy::{Algorithm, Policy, PolicyError};
 pub use registry::{routes, Declaration, Route, ScopeConflict};
 #[cfg(feature = "redis")]
 pub use store::RedisStore;
-pub use store::{Check, Limit, MemoryStore, Store, StoreError};
+pub use store::{Charge, Check, Limit, MemoryStore, Store, StoreError};
 
 /// What `#[rate_limit]` expands to reaches everything through here, by absolute paths, so
 /// that a user's own `HttpResponse` or `Result` cannot capture it. Not a public API.

@@ -382,6 +382,25 @@ impl Policy {
             None => self.max,
         }
     }
+
+    /// The most units one request may cost and still be admitted (when nothing else is
+    /// counted): `max`, or a token bucket's burst. A costlier request is never admitted.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use limiter_core::{Algorithm, Policy};
+    /// let hour = Duration::from_secs(3600);
+    /// assert_eq!(Policy::new(100, hour)?.capacity(), 100);
+    /// let bucket = Policy::for_algorithm(Algorithm::TokenBucket, 100, hour)?.with_burst(10)?;
+    /// assert_eq!(bucket.capacity(), 10);
+    /// # Ok::<(), limiter_core::PolicyError>(())
+    /// ```
+    pub const fn capacity(&self) -> u32 {
+        match self.algorithm {
+            Algorithm::TokenBucket => self.burst().get(),
+            _ => self.max.get(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -199,6 +199,19 @@ fn location(place: Option<(&'static str, u32)>) -> String {
     }
 }
 
+/// Every declared limit of `scope`, by handlers and middlewares.
+pub(crate) fn limits_of(scope: &str) -> Vec<Limit> {
+    let mut limits: Vec<Limit> = Vec::new();
+    for (declares, _) in everything() {
+        for limit in declares.limits() {
+            if limit.scope() == scope && !limits.contains(limit) {
+                limits.push(limit.clone());
+            }
+        }
+    }
+    limits
+}
+
 /// Every conflict among the program's `#[rate_limit]` handlers, all known at start-up.
 /// (Middlewares are made as workers build their apps, after the limiter: their conflicts
 /// are reported when they register.)

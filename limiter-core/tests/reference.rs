@@ -6,13 +6,19 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use limiter_core::{Algorithm, Clock, Decision, Limit, Limiter, ManualClock, Policy};
+use limiter_core::{Algorithm, Charge, Clock, Decision, Limit, Limiter, ManualClock, Policy};
 use proptest::prelude::*;
 
 /// Decides like the algorithm's definition, with no cleverness: full 64-bit times, every
 /// instant kept, brute force where a formula would need thought.
 trait Model {
-    fn check(&mut self, key: u8, now: u64) -> Decision;
+    fn check(&mut self, key: u8, now: u64) -> Decision {
+        self.check_cost(key, now, 1)
+    }
+    /// A request worth `cost` units: all of them counted, or none.
+    fn check_cost(&mut self, key: u8, now: u64, cost: u64) -> Decision;
+    /// Takes back `cost` units of a check read at `at`, at the reading `now`.
+    fn refund(&mut self, key: u8, at: u64, now: u64, cost: u64);
     /// Where `key` stands at `now` with nothing counted: what would be admitted, and when
     /// used quota next comes back (zero when none is used).
     fn status(&self, key: u8, now: u64) -> Decision;
@@ -31,27 +37,43 @@ struct SlidingLog {
 }
 
 impl Model for SlidingLog {
-    fn check(&mut self, key: u8, now: u64) -> Decision {
+    fn check_cost(&mut self, key: u8, now: u64, cost: u64) -> Decision {
+        let window = self.window;
         let times = self.admitted.entry(key).or_default();
-        let mut counted: Vec<u64> = times
-            .iter()
-            .copied()
-            .filter(|&t| now - t < self.window)
-            .collect();
-        if (counted.len() as u64) < self.max {
-            times.push(now);
-            counted.push(now);
-            let oldest = counted.iter().min().unwrap();
-            let remaining = self.max - counted.len() as u64;
-            Decision::allow(
-                self.max as u32,
-                remaining as u32,
-                ms(oldest + self.window - now),
-            )
-        } else {
-            let oldest = counted.iter().min().unwrap();
-            Decision::reject(self.max as u32, ms(oldest + self.window - now))
+        let counted = |times: &[u64], at: u64| {
+            times
+                .iter()
+                .filter(|&&t| t <= at && at - t < window)
+                .count() as u64
+        };
+        if counted(times, now) + cost <= self.max {
+            times.extend(std::iter::repeat_n(now, cost as usize));
+            let oldest = times.iter().filter(|&&t| now - t < window).min().unwrap();
+            let remaining = self.max - counted(times, now);
+            return Decision::allow(self.max as u32, remaining as u32, ms(oldest + window - now));
         }
+        let wait = if cost <= self.max {
+            // The first instant at which `cost` more fit.
+            (1..=window)
+                .find(|&d| counted(times, now + d) + cost <= self.max)
+                .unwrap()
+        } else {
+            // Never: the wait is until none are counted any more (a window, if none are).
+            let newest = times.iter().filter(|&&t| now - t < window).max();
+            newest.map_or(window, |t| t + window - now)
+        };
+        Decision::reject(self.max as u32, ms(wait))
+    }
+
+    fn refund(&mut self, key: u8, at: u64, now: u64, cost: u64) {
+        if now - at >= self.window {
+            return;
+        }
+        let times = self.admitted.entry(key).or_default();
+        times.sort_unstable();
+        let from = times.iter().position(|&t| t >= at).unwrap_or(times.len());
+        let to = (from + cost as usize).min(times.len());
+        times.drain(from..to);
     }
 
     fn status(&self, key: u8, now: u64) -> Decision {
@@ -85,17 +107,26 @@ struct Fixed {
 }
 
 impl Model for Fixed {
-    fn check(&mut self, key: u8, now: u64) -> Decision {
+    fn check_cost(&mut self, key: u8, now: u64, cost: u64) -> Decision {
         let (start, count) = self.windows.entry(key).or_insert((now, 0));
-        if now >= *start + self.window {
+        // A window whose requests were all taken back is as if never opened.
+        if now >= *start + self.window || *count == 0 {
             (*start, *count) = (now, 0);
         }
         let ends_in = ms(*start + self.window - now);
-        if *count < self.max {
-            *count += 1;
+        if *count + cost <= self.max {
+            *count += cost;
             Decision::allow(self.max as u32, (self.max - *count) as u32, ends_in)
         } else {
             Decision::reject(self.max as u32, ends_in)
+        }
+    }
+
+    fn refund(&mut self, key: u8, at: u64, _: u64, cost: u64) {
+        if let Some((start, count)) = self.windows.get_mut(&key) {
+            if (*start..*start + self.window).contains(&at) {
+                *count -= cost.min(*count);
+            }
         }
     }
 
@@ -130,13 +161,14 @@ struct Bucket {
 }
 
 impl Model for Bucket {
-    fn check(&mut self, key: u8, now: u64) -> Decision {
+    fn check_cost(&mut self, key: u8, now: u64, cost: u64) -> Decision {
         let now = now * 1_000_000;
         let (content, last) = self.buckets.entry(key).or_insert((self.capacity, now));
         *content = (*content + (now - *last)).min(self.capacity);
         *last = now;
-        if *content >= self.interval {
-            *content -= self.interval;
+        let taken = cost * self.interval;
+        if *content >= taken {
+            *content -= taken;
             let missing = self.capacity - *content;
             let next_token = (missing - 1) % self.interval + 1;
             Decision::allow(
@@ -145,10 +177,13 @@ impl Model for Bucket {
                 Duration::from_nanos(next_token),
             )
         } else {
-            Decision::reject(
-                self.max as u32,
-                Duration::from_nanos(self.interval - *content),
-            )
+            Decision::reject(self.max as u32, Duration::from_nanos(taken - *content))
+        }
+    }
+
+    fn refund(&mut self, key: u8, _: u64, _: u64, cost: u64) {
+        if let Some((content, _)) = self.buckets.get_mut(&key) {
+            *content = (*content + cost * self.interval).min(self.capacity);
         }
     }
 
@@ -226,15 +261,23 @@ impl Counter {
 }
 
 impl Model for Counter {
-    fn check(&mut self, key: u8, now: u64) -> Decision {
-        if !self.admits(key, now) {
-            let wait = self.wait_until(now, |at| self.admits(key, at));
+    fn check_cost(&mut self, key: u8, now: u64, cost: u64) -> Decision {
+        // Admitted when `cost` requests one after the other would each be.
+        if self.remaining(key, now) < cost {
+            let wanted = cost.min(self.max);
+            let wait = self.wait_until(now, |at| self.remaining(key, at) >= wanted);
             return Decision::reject(self.max as u32, ms(wait));
         }
-        *self.counts.entry((key, now / self.window)).or_default() += 1;
+        *self.counts.entry((key, now / self.window)).or_default() += cost;
         let remaining = self.remaining(key, now);
         let wait = self.wait_until(now, |at| self.remaining(key, at) > remaining);
         Decision::allow(self.max as u32, remaining as u32, ms(wait))
+    }
+
+    fn refund(&mut self, key: u8, at: u64, _: u64, cost: u64) {
+        if let Some(count) = self.counts.get_mut(&(key, at / self.window)) {
+            *count -= cost.min(*count);
+        }
     }
 
     fn status(&self, key: u8, now: u64) -> Decision {
@@ -444,6 +487,87 @@ proptest! {
     }
 }
 
+// ---- costs and refunds --------------------------------------------------------------------
+
+/// A request of a schedule with costs: its key, the clock's step before it, its cost (some
+/// above what any of these policies hold), and which earlier request (0 for itself, up to
+/// 3 back) is refunded right after it, as `count = "failures"` does for a success.
+type CostSchedule = Vec<(u8, Step, u32, Option<usize>)>;
+
+fn cost_schedule() -> impl Strategy<Value = CostSchedule> {
+    prop::collection::vec(
+        (0..3u8, step(), 1..=9u32, prop::option::of(0..4usize)),
+        1..120,
+    )
+}
+
+fn costs_agree_with_model(
+    policy: Policy,
+    start: u64,
+    schedule: &CostSchedule,
+) -> Result<(), TestCaseError> {
+    let clock = ManualClock::starting_at(ms(start));
+    let limiter = Limiter::builder().clock(clock.clone()).build();
+    let limit = Limit::new("reference", policy);
+    let mut model = model_for(&policy);
+    // Each admitted request not yet refunded: its key, reading and cost.
+    let mut admitted: Vec<Option<(u8, u64, u32)>> = Vec::new();
+    for (i, &(key, step, cost, refund)) in schedule.iter().enumerate() {
+        clock.advance(ms(step.millis(policy.window_ms())));
+        let now = clock.now().as_millis() as u64;
+        let bytes = [key];
+        let charge = [Charge::new(&limit, &bytes).cost(cost)];
+        let got = limiter.check_all(&charge).now_or_never().unwrap().unwrap()[0];
+        let expected = model.check_cost(key, now, u64::from(cost));
+        if cost > policy.capacity() {
+            // Never admitted: the wait carries no promise (the 429 has no Retry-After).
+            prop_assert!(
+                !got.allowed() && !expected.allowed(),
+                "request {} at {}",
+                i,
+                now
+            );
+        } else {
+            prop_assert_eq!(
+                got,
+                expected,
+                "request {} (key {}, cost {}) at {}",
+                i,
+                key,
+                cost,
+                now
+            );
+        }
+        admitted.push(got.allowed().then_some((key, now, cost)));
+        if let Some(back) = refund.filter(|&back| back <= i) {
+            if let Some((key, at, cost)) = admitted[i - back].take() {
+                let bytes = [key];
+                let charge = [Charge::new(&limit, &bytes).cost(cost)];
+                limiter
+                    .refund(&charge, ms(at))
+                    .now_or_never()
+                    .unwrap()
+                    .unwrap();
+                model.refund(key, at, now, u64::from(cost));
+            }
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Costs from 1 to above MAX, and refunds of the last few admitted requests, through a
+    /// real limiter against the models, for every algorithm.
+    #[test]
+    fn costs_and_refunds_match_the_models(
+        policy in any_policy(), start in start(), schedule in cost_schedule()
+    ) {
+        costs_agree_with_model(policy, start, &schedule)?;
+    }
+}
+
 // ---- stacked limits --------------------------------------------------------------------
 
 /// Limits stacked on one handler, by the definition: a request is counted by every limit if
@@ -508,8 +632,8 @@ proptest! {
             // The second limit counts per client; the others share one key.
             let keys = [0, key, 0];
             let key_bytes: Vec<[u8; 1]> = keys.iter().map(|&k| [k]).collect();
-            let requests: Vec<(&Limit, &[u8])> =
-                limits.iter().zip(&key_bytes).map(|(l, k)| (l, &k[..])).collect();
+            let requests: Vec<Charge<'_>> =
+                limits.iter().zip(&key_bytes).map(|(l, k)| Charge::new(l, &k[..])).collect();
             let got = limiter.check_all(&requests).now_or_never().unwrap().unwrap();
             let expected = model.check(&keys[..limits.len()], now);
             prop_assert_eq!(got, expected, "request {} at {}", i, now);

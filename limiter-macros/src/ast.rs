@@ -13,7 +13,7 @@ use syn::{Expr, Ident, Lit, LitStr, Token};
 use crate::errors::Errors;
 use crate::period;
 
-pub(crate) const ARGUMENTS: &str = "`per`, `key`, `algorithm`, `scope`, `burst`, `crate`";
+pub(crate) const ARGUMENTS: &str = "`per`, `key`, `algorithm`, `scope`, `burst`, `cost`, `count`, `exempt`, `dry_run`, `policy`, `crate`";
 const KEYS: &str = "\"ip\", \"user\", \"global\", \"header:NAME\", or a path to a `fn(&HttpRequest) -> Option<String>`";
 
 /// A value and the tokens it was written as.
@@ -85,6 +85,21 @@ pub(crate) enum Key {
     Function(syn::Path),
 }
 
+/// The units a request takes.
+pub(crate) enum Cost {
+    Literal(u32),
+    /// A constant, by Rust's naming convention (`cost = BATCH`): checked when compiled.
+    Const(syn::Path),
+    Function(syn::Path),
+}
+
+/// Which requests count.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Count {
+    All,
+    Failures,
+}
+
 /// The window: milliseconds, and the text as written (stacked limits are named after it).
 pub(crate) struct Window {
     pub(crate) ms: u64,
@@ -101,6 +116,11 @@ pub(crate) struct LimitAttr {
     pub(crate) algorithm: Option<Spanned<Algorithm>>,
     pub(crate) scope: Option<Spanned<String>>,
     pub(crate) burst: Option<Spanned<u32>>,
+    pub(crate) cost: Option<Spanned<Cost>>,
+    pub(crate) count: Option<Spanned<Count>>,
+    pub(crate) exempt: Option<Spanned<syn::Path>>,
+    pub(crate) dry_run: Option<Spanned<bool>>,
+    pub(crate) policy: Option<Spanned<syn::Path>>,
     pub(crate) krate: Option<syn::Path>,
     /// Whether `per` was written at all (even with a bad value).
     pub(crate) per_given: bool,
@@ -156,6 +176,11 @@ pub(crate) fn parse(
         algorithm: None,
         scope: None,
         burst: None,
+        cost: None,
+        count: None,
+        exempt: None,
+        dry_run: None,
+        policy: None,
         krate: None,
         per_given: false,
         algorithm_given: false,
@@ -196,6 +221,18 @@ pub(crate) fn parse(
                     }
                     "scope" => attr.scope = parse_scope(&value, errors),
                     "burst" => attr.burst = parse_burst(&value, errors),
+                    "cost" => attr.cost = parse_cost(&value, errors),
+                    "count" => attr.count = parse_count(&value, errors),
+                    "exempt" => attr.exempt = parse_function(&value, "exempt", "fn(&HttpRequest) -> bool", errors),
+                    "dry_run" => attr.dry_run = parse_bool(&value, "dry_run", errors),
+                    "policy" => {
+                        attr.policy = parse_function(
+                            &value,
+                            "policy",
+                            "fn(&HttpRequest) -> Option<Policy>",
+                            errors,
+                        )
+                    }
                     "crate" => attr.krate = parse_crate(&value, errors),
                     _ => errors.at(
                         &name,
@@ -472,6 +509,116 @@ fn parse_burst(value: &Expr, errors: &mut Errors) -> Option<Spanned<u32>> {
             None
         }
     }
+}
+
+fn parse_cost(value: &Expr, errors: &mut Errors) -> Option<Spanned<Cost>> {
+    let span = value.span();
+    match value {
+        Expr::Lit(syn::ExprLit {
+            lit: Lit::Int(int), ..
+        }) => match int.base10_parse::<u32>() {
+            Ok(0) => {
+                errors.at(int, "`cost` must be at least 1: a request that costs nothing is not counted; leave the limit off it");
+                None
+            }
+            Ok(units) => Some(Spanned {
+                value: Cost::Literal(units),
+                span,
+            }),
+            Err(_) => {
+                errors.at(int, "`cost` must fit in a u32");
+                None
+            }
+        },
+        Expr::Path(path) if path.qself.is_none() => {
+            let path = path.path.clone();
+            let constant = path
+                .segments
+                .last()
+                .is_some_and(|last| is_constant_name(&last.ident.to_string()));
+            Some(Spanned {
+                value: if constant {
+                    Cost::Const(path)
+                } else {
+                    Cost::Function(path)
+                },
+                span,
+            })
+        }
+        _ => {
+            errors.at(
+                value,
+                "`cost` is an integer (cost = 10), a constant (cost = BATCH) or a path to a `fn(&HttpRequest) -> u32`",
+            );
+            None
+        }
+    }
+}
+
+/// `SCREAMING_SNAKE_CASE`: a constant, as Rust names them.
+fn is_constant_name(name: &str) -> bool {
+    name.chars().any(|c| c.is_ascii_uppercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
+fn parse_count(value: &Expr, errors: &mut Errors) -> Option<Spanned<Count>> {
+    let text = string(value, "`count` (\"all\" or \"failures\")", errors)?;
+    let count = match text.value().as_str() {
+        "all" => Count::All,
+        "failures" => Count::Failures,
+        other => {
+            let plain = other.to_ascii_lowercase();
+            let meant = if plain.starts_with("fail") || plain.contains("error") {
+                "; did you mean \"failures\"?"
+            } else {
+                ""
+            };
+            errors.at(
+                &text,
+                format!("unknown count \"{other}\": expected \"all\" (the default) or \"failures\" (only responses with status 400 or above count){meant}"),
+            );
+            return None;
+        }
+    };
+    Some(Spanned {
+        value: count,
+        span: text.span(),
+    })
+}
+
+fn parse_bool(value: &Expr, name: &str, errors: &mut Errors) -> Option<Spanned<bool>> {
+    if let Expr::Lit(syn::ExprLit {
+        lit: Lit::Bool(flag),
+        ..
+    }) = value
+    {
+        return Some(Spanned {
+            value: flag.value,
+            span: flag.span(),
+        });
+    }
+    errors.at(value, format!("`{name}` must be `true` or `false`"));
+    None
+}
+
+fn parse_function(
+    value: &Expr,
+    name: &str,
+    signature: &str,
+    errors: &mut Errors,
+) -> Option<Spanned<syn::Path>> {
+    if let Expr::Path(path) = value {
+        if path.qself.is_none() {
+            return Some(Spanned {
+                value: path.path.clone(),
+                span: value.span(),
+            });
+        }
+    }
+    errors.at(value, format!("`{name}` must be a path to a `{signature}`"));
+    None
 }
 
 fn parse_crate(value: &Expr, errors: &mut Errors) -> Option<syn::Path> {

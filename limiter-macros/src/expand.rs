@@ -14,7 +14,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::{Attribute, FnArg, ItemFn};
 
-use crate::ast::{Key, Max};
+use crate::ast::{Cost, Key, Max, Spanned};
 use crate::input;
 use crate::valid::{self, Limit};
 
@@ -111,6 +111,62 @@ pub(crate) fn handler(function: ItemFn, limits: &[Limit], krate: &syn::Path) -> 
             }
             None => quote!(::core::option::Option::None),
         };
+        // Each option a method of its own, on the tokens it was written with: a function of
+        // the wrong type is a type mismatch right there.
+        let mut options = TokenStream::new();
+        let call = |method: &str, span: Span, argument: TokenStream| {
+            let method = respan(
+                quote::ToTokens::to_token_stream(&format_ident!("{}", method)),
+                span,
+            );
+            quote_spanned! {span=> .#method(#argument) }
+        };
+        if let Some(exempt) = &limit.exempt {
+            options.extend(call("exempt", first_span(exempt), quote!(#exempt)));
+        }
+        match &limit.cost {
+            Some(Spanned {
+                value: Cost::Literal(units),
+                span,
+            }) => {
+                options.extend(call("cost", *span, quote!(#units)));
+            }
+            Some(Spanned {
+                value: Cost::Const(path),
+                span,
+            }) => {
+                // Checked when compiled, on the constant: at least 1, at most what the limit
+                // admits at once.
+                let cost = format_ident!("__LIMITER_COST_{}", index);
+                policies.push(quote_spanned! {*span=>
+                    const #cost: u32 = {
+                        let units: u32 = #path;
+                        ::core::assert!(
+                            units >= 1 && units <= #policy.capacity(),
+                            "`cost` must be at least 1 and at most what the limit admits at once (its maximum, or a token bucket's burst)"
+                        );
+                        units
+                    };
+                });
+                options.extend(call("cost", *span, quote!(#cost)));
+            }
+            Some(Spanned {
+                value: Cost::Function(path),
+                ..
+            }) => {
+                options.extend(call("cost_of", first_span(path), quote!(#path)));
+            }
+            None => {}
+        }
+        if limit.failures_only {
+            options.extend(quote!(.failures_only()));
+        }
+        if limit.dry_run {
+            options.extend(quote!(.dry_run(true)));
+        }
+        if let Some(policy) = &limit.policy {
+            options.extend(call("policy_of", first_span(policy), quote!(#policy)));
+        }
         specs.push(quote! {
             #private::LimitSpec::new(
                 #scope,
@@ -119,7 +175,7 @@ pub(crate) fn handler(function: ItemFn, limits: &[Limit], krate: &syn::Path) -> 
                 #name,
                 #policy,
                 #key,
-            )
+            )#options
         });
     }
 
@@ -151,6 +207,13 @@ pub(crate) fn handler(function: ItemFn, limits: &[Limit], krate: &syn::Path) -> 
             .await
         }
     }
+}
+
+/// The span of a path's last segment: what a type error about it should point at.
+fn first_span(path: &syn::Path) -> Span {
+    path.segments
+        .last()
+        .map_or_else(Span::call_site, |segment| segment.ident.span())
 }
 
 /// The same tokens, all blamed on `span`.

@@ -1,7 +1,7 @@
 //! The checks that look at several arguments at once — within one attribute, and across the
 //! limits stacked on one handler — turning parsed attributes into complete limits.
 
-use crate::ast::{Algorithm, Key, LimitAttr, Max, Spanned, Window};
+use crate::ast::{Algorithm, Cost, Count, Key, LimitAttr, Max, Spanned, Window};
 use crate::errors::Errors;
 
 /// The longest a token bucket may take to refill (`limiter_core::Policy::MAX_REFILL`).
@@ -15,6 +15,11 @@ pub(crate) struct Limit {
     pub(crate) algorithm: Algorithm,
     pub(crate) scope: Option<Spanned<String>>,
     pub(crate) burst: Option<u32>,
+    pub(crate) cost: Option<Spanned<Cost>>,
+    pub(crate) failures_only: bool,
+    pub(crate) exempt: Option<syn::Path>,
+    pub(crate) dry_run: bool,
+    pub(crate) policy: Option<syn::Path>,
 }
 
 /// Checks one attribute on its own; `None` when something is wrong (reported in `errors`)
@@ -82,6 +87,33 @@ pub(crate) fn limit(attr: LimitAttr, errors: &mut Errors) -> Option<Limit> {
             }
         }
     }
+    // A literal cost beyond what the limit admits at once would never be admitted.
+    if let (
+        Some(Spanned {
+            value: Cost::Literal(cost),
+            span,
+        }),
+        Some(Spanned {
+            value: Max::Literal(max),
+            ..
+        }),
+        Some(algorithm),
+    ) = (&attr.cost, &attr.max, algorithm)
+    {
+        let capacity = match (algorithm, &attr.burst) {
+            (Algorithm::TokenBucket, Some(burst)) => burst.value,
+            _ => *max,
+        };
+        if cost > &capacity {
+            errors.at(
+                *span,
+                format!(
+                    "a cost of {cost} is more than this limit ever admits at once ({capacity}): no request could pass; lower it, or raise the maximum{}",
+                    if algorithm == Algorithm::TokenBucket { " or the burst" } else { "" }
+                ),
+            );
+        }
+    }
     if errors.count() != before {
         return None;
     }
@@ -92,6 +124,11 @@ pub(crate) fn limit(attr: LimitAttr, errors: &mut Errors) -> Option<Limit> {
         algorithm: algorithm?,
         scope: attr.scope,
         burst: attr.burst.map(|b| b.value),
+        cost: attr.cost,
+        failures_only: attr.count.is_some_and(|c| c.value == Count::Failures),
+        exempt: attr.exempt.map(|e| e.value),
+        dry_run: attr.dry_run.is_some_and(|d| d.value),
+        policy: attr.policy.map(|p| p.value),
     })
 }
 

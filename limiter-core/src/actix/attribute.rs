@@ -4,11 +4,13 @@
 
 use std::borrow::Cow;
 use std::future::Future;
+use std::sync::Arc;
 
 use actix_web::body::BoxBody;
 use actix_web::http::header::HeaderValue;
 use actix_web::{FromRequest, HttpRequest, HttpResponse, Responder};
 
+use super::decide::Refund;
 use super::keys::KeySpec;
 use super::response::{self, HeaderOptions, RateLimitFields, Write};
 use crate::{Limit, Limiter, Policy};
@@ -20,6 +22,52 @@ pub struct LimitSpec {
     pub(crate) name: Cow<'static, str>,
     pub(crate) key: KeySpec,
     handler: String,
+    pub(crate) options: Options,
+}
+
+/// What a limit does besides counting one unit per request: the attribute's `exempt`,
+/// `cost`, `count`, `dry_run` and `policy`.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Options {
+    pub(crate) exempt: Option<fn(&HttpRequest) -> bool>,
+    pub(crate) cost: Cost,
+    pub(crate) failures_only: bool,
+    pub(crate) dry_run: bool,
+    pub(crate) policy: Option<fn(&HttpRequest) -> Option<Policy>>,
+}
+
+/// The units a request takes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Cost {
+    Units(u32),
+    Computed(fn(&HttpRequest) -> u32),
+}
+
+impl Default for Cost {
+    fn default() -> Cost {
+        Cost::Units(1)
+    }
+}
+
+impl Options {
+    /// Whether nothing but counting one unit is asked.
+    fn is_plain(&self) -> bool {
+        self.exempt.is_none()
+            && matches!(self.cost, Cost::Units(1))
+            && !self.failures_only
+            && !self.dry_run
+            && self.policy.is_none()
+    }
+}
+
+impl Cost {
+    /// The units `req` takes: at least 1.
+    pub(crate) fn of(&self, req: &HttpRequest) -> u32 {
+        match self {
+            Cost::Units(units) => (*units).max(1),
+            Cost::Computed(compute) => compute(req).max(1),
+        }
+    }
 }
 
 impl LimitSpec {
@@ -50,7 +98,49 @@ impl LimitSpec {
             name: response::field_name(Cow::Borrowed(name)),
             key,
             handler,
+            options: Options::default(),
         }
+    }
+
+    /// Requests for which `exempt` says so are not counted, and carry no RateLimit fields
+    /// (`exempt = path`).
+    pub fn exempt(mut self, exempt: fn(&HttpRequest) -> bool) -> LimitSpec {
+        self.options.exempt = Some(exempt);
+        self
+    }
+
+    /// Each request takes `units` (`cost = N`, at least 1).
+    pub fn cost(mut self, units: u32) -> LimitSpec {
+        self.options.cost = Cost::Units(units);
+        self
+    }
+
+    /// Each request takes what `compute` says (`cost = path`, at least 1).
+    pub fn cost_of(mut self, compute: fn(&HttpRequest) -> u32) -> LimitSpec {
+        self.options.cost = Cost::Computed(compute);
+        self
+    }
+
+    /// Only requests whose response fails (status 400 or above) are counted: an admitted
+    /// request is counted, then taken back when its response is a success
+    /// (`count = "failures"`).
+    pub fn failures_only(mut self) -> LimitSpec {
+        self.options.failures_only = true;
+        self
+    }
+
+    /// Decided and counted, but never enforced: a would-be rejection passes, with a `warn`
+    /// event (`dry_run = true`).
+    pub fn dry_run(mut self, on: bool) -> LimitSpec {
+        self.options.dry_run = on;
+        self
+    }
+
+    /// The policy for each request: `choose` says, or `None` for the declared one
+    /// (`policy = path`).
+    pub fn policy_of(mut self, choose: fn(&HttpRequest) -> Option<Policy>) -> LimitSpec {
+        self.options.policy = Some(choose);
+        self
     }
 
     /// The limit of a [`RateLimit`](super::RateLimit) middleware: named after its scope.
@@ -64,6 +154,7 @@ impl LimitSpec {
             handler: format!("RateLimit middleware \"{scope}\""),
             limit: Limit::new(scope, policy),
             key,
+            options: Options::default(),
         }
     }
 
@@ -162,6 +253,11 @@ pub struct HandlerLimits {
     pub(crate) limits: Vec<LimitSpec>,
     pub(crate) policy: HeaderValue,
     pub(crate) prefixes: Vec<Box<str>>,
+    /// Whether every limit counts one unit per request as declared: the lean path is open.
+    pub(crate) plain: bool,
+    /// The limits chosen per request by `policy` functions (a plan's, a tenant's), made once
+    /// each: building a limit hashes its name.
+    tiers: parking_lot::Mutex<Vec<Arc<Limit>>>,
 }
 
 impl HandlerLimits {
@@ -180,8 +276,26 @@ impl HandlerLimits {
                 .iter()
                 .map(|s| response::member_prefix(&s.name))
                 .collect(),
+            plain: limits.iter().all(|s| s.options.is_plain()),
+            tiers: parking_lot::Mutex::new(Vec::new()),
             limits,
         }
+    }
+
+    /// The limit of `declared`'s scope under `policy`, chosen for one request: made once,
+    /// and remembered by the limiter so that a reset of the scope finds its budget.
+    pub(crate) fn tier(&self, limiter: &Limiter, declared: &Limit, policy: Policy) -> Arc<Limit> {
+        let mut tiers = self.tiers.lock();
+        if let Some(tier) = tiers
+            .iter()
+            .find(|t| t.scope() == declared.scope() && *t.policy() == policy)
+        {
+            return Arc::clone(tier);
+        }
+        let tier = Arc::new(Limit::new(declared.scope().to_string(), policy));
+        limiter.remember(&tier);
+        tiers.push(Arc::clone(&tier));
+        tier
     }
 
     /// The limits, in order.
@@ -237,17 +351,18 @@ where
 {
     let RequestParts { req, mut payload } = parts;
     let limiter = Limiter::of(&req);
-    let fields = match limiter.decide(&req, limits).await {
-        Ok(fields) => fields,
+    let decided = match limiter.decide(&req, limits).await {
+        Ok(decided) => decided,
         Err(response) => {
             limiter.discard_small_body(&req, &mut payload).await;
             return Guarded(Outcome::Refused(*response));
         }
     };
     let headers = Fields {
-        fields,
+        fields: decided.fields,
         limits,
         options: limiter.http().headers,
+        refund: decided.refund.map(|refund| (refund, limiter.clone())),
     };
     match Args::from_request(&req, &mut payload).await {
         Ok(args) => Guarded(Outcome::Admitted(handler(args).await, headers)),
@@ -264,15 +379,18 @@ enum Outcome<R> {
     Refused(HttpResponse),
 }
 
-/// The header fields to add once the handler has answered.
+/// The header fields to add once the handler has answered, and what to take back if its
+/// answer is a success.
 struct Fields {
     fields: RateLimitFields,
     limits: &'static HandlerLimits,
     options: HeaderOptions,
+    refund: Option<(Refund, Limiter)>,
 }
 
 impl Fields {
-    fn apply(self, response: &mut HttpResponse) {
+    fn apply(mut self, response: &mut HttpResponse, req: &HttpRequest) {
+        self.fields.take_inline_checks(req, self.limits);
         self.fields.apply(
             response.headers_mut(),
             &self.limits.policy,
@@ -280,6 +398,12 @@ impl Fields {
             self.options,
             Write::Replace,
         );
+        // `count = "failures"`: a success gives back what the request took.
+        if let Some((refund, limiter)) = self.refund {
+            if response.status().as_u16() < 400 {
+                refund.apply(&limiter);
+            }
+        }
     }
 }
 
@@ -290,12 +414,12 @@ impl<R: Responder> Responder for Guarded<R> {
         match self.0 {
             Outcome::Admitted(inner, fields) => {
                 let mut response = inner.respond_to(req).map_into_boxed_body();
-                fields.apply(&mut response);
+                fields.apply(&mut response, req);
                 response
             }
             Outcome::ExtractorFailed(error, fields) => {
                 let mut response = HttpResponse::from_error(error);
-                fields.apply(&mut response);
+                fields.apply(&mut response, req);
                 response
             }
             Outcome::Refused(response) => response,

@@ -6,10 +6,117 @@
 
 use actix_web::{HttpRequest, HttpResponse};
 
-use super::attribute::HandlerLimits;
-use super::keys::KeyError;
-use super::response::{complete_rejection, Failure, RateLimitFields, Rejection, Write};
-use crate::{Decision, Limit, Limiter, Verdict};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::attribute::{HandlerLimits, LimitSpec};
+use super::keys::{ClientKey, KeyError};
+use super::response::{complete_rejection, Failure, Member, RateLimitFields, Rejection, Write};
+use crate::{Charge, Decision, Limit, Limiter, Verdict};
+
+/// What deciding a request came to, when it may go on.
+pub(crate) struct Decided {
+    /// The fields its response carries.
+    pub(crate) fields: RateLimitFields,
+    /// What to take back if its response is a success (`count = "failures"`).
+    pub(crate) refund: Option<Refund>,
+}
+
+impl Decided {
+    /// Exempt: nothing counted, no fields.
+    fn none() -> Decided {
+        Decided {
+            fields: RateLimitFields::none(),
+            refund: None,
+        }
+    }
+
+    /// The store failed open: nothing counted, no fields.
+    fn undecided() -> Decided {
+        Decided {
+            fields: RateLimitFields::undecided(),
+            refund: None,
+        }
+    }
+}
+
+/// Charges to take back once the response is known; they outlive the decision.
+pub(crate) struct Refund {
+    charges: Vec<(Arc<Limit>, ClientKey, u32)>,
+    at: Duration,
+}
+
+impl Refund {
+    /// Takes the charges back (the response was a success). In memory at once; with a
+    /// networked store, on a task of its own.
+    pub(crate) fn apply(self, limiter: &Limiter) {
+        let memory_store = limiter.memory_store().is_some();
+        let limiter = limiter.clone();
+        let take_back = async move {
+            let charges: Vec<Charge<'_>> = self
+                .charges
+                .iter()
+                .map(|(limit, key, cost)| Charge::new(limit, key.as_bytes()).cost(*cost))
+                .collect();
+            let _ = limiter.refund(&charges, self.at).await;
+        };
+        if memory_store {
+            // Decided at once: no runtime needed.
+            let mut take_back = std::pin::pin!(take_back);
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            let _ = take_back.as_mut().poll(&mut cx);
+        } else {
+            actix_web::rt::spawn(take_back);
+        }
+    }
+}
+
+/// A limit as it applies to one request: as declared, overridden by configuration, or
+/// chosen for it.
+#[derive(Clone, Debug)]
+pub(crate) enum LimitRef<'a> {
+    Declared(&'a Limit),
+    Shared(Arc<Limit>),
+}
+
+impl std::ops::Deref for LimitRef<'_> {
+    type Target = Limit;
+
+    fn deref(&self) -> &Limit {
+        match self {
+            LimitRef::Declared(limit) => limit,
+            LimitRef::Shared(limit) => limit,
+        }
+    }
+}
+
+/// One limit to check for a request.
+struct Planned<'s> {
+    spec: &'s LimitSpec,
+    limit: LimitRef<'s>,
+    key: ClientKey,
+    cost: u32,
+    dry_run: bool,
+}
+
+impl Planned<'_> {
+    fn charge(&self) -> Charge<'_> {
+        Charge::new(&self.limit, self.key.as_bytes()).cost(self.cost)
+    }
+
+    fn member(&self) -> Member {
+        Member {
+            name: self.spec.name.clone(),
+            policy: *self.limit.policy(),
+        }
+    }
+
+    /// Whether the request costs more than the limit ever allows at once.
+    fn never_admitted(&self) -> bool {
+        self.cost > self.limit.policy().capacity()
+    }
+}
 
 impl Limiter {
     /// The limiter a request is counted by: the `Limiter` in its app data (given as
@@ -71,54 +178,214 @@ impl Limiter {
         }
     }
 
-    /// Decides `req` against every limit of a handler, all or nothing: the header fields
-    /// for an admitted request, or the response for one that is not.
+    /// Decides `req` against every limit of a set (a handler's, or a middleware's), all or
+    /// nothing: the header fields (and what to take back later) for an admitted request,
+    /// or the response for one that is not.
     pub(crate) async fn decide(
         &self,
         req: &HttpRequest,
         limits: &HandlerLimits,
-    ) -> Result<RateLimitFields, Box<HttpResponse>> {
-        let mut keys = Vec::with_capacity(limits.limits.len());
-        for spec in &limits.limits {
-            match spec.key.key_of(req, self) {
-                Ok(key) => keys.push(key),
-                Err(error) => return Err(Box::new(self.key_failure(limits, &error))),
+    ) -> Result<Decided, Box<HttpResponse>> {
+        let http = self.http();
+        if let ([spec], true) = (limits.limits.as_slice(), limits.plain && http.plain()) {
+            if self.overridden(&spec.limit).is_none() {
+                return self.decide_one(req, limits, spec).await;
             }
         }
-        let decided = match (limits.limits.as_slice(), keys.as_slice()) {
-            ([spec], [key]) => {
-                let mut check = self.check(&spec.limit, key.as_bytes());
-                let result = match check.take_ready() {
-                    Some(result) => result,
-                    None => check.await,
-                };
-                result.map(RateLimitFields::one)
+        if self.is_exempt(req) {
+            return Ok(Decided::none());
+        }
+        let mut planned = Vec::with_capacity(limits.limits.len());
+        for spec in &limits.limits {
+            if spec.options.exempt.is_some_and(|exempt| exempt(req)) {
+                continue;
             }
-            _ => {
-                let requests: Vec<(&Limit, &[u8])> = limits
-                    .limits
-                    .iter()
-                    .zip(&keys)
-                    .map(|(spec, key)| (&spec.limit, key.as_bytes()))
-                    .collect();
-                let mut check = self.check_all(&requests);
-                let result = match check.take_ready() {
-                    Some(result) => result,
-                    None => check.await,
-                };
-                result.map(RateLimitFields::many)
-            }
-        };
-        match self.verdict(decided) {
-            Verdict::Decided(fields) => match fields.rejection() {
-                None => Ok(fields),
-                Some((index, decision)) => {
-                    Err(Box::new(self.rejection(limits, &fields, index, decision)))
+            let key = spec
+                .key
+                .key_of(req, self)
+                .map_err(|error| Box::new(self.key_failure(limits, &error)))?;
+            planned.push(Planned {
+                spec,
+                limit: self.limit_for(limits, spec, req),
+                key,
+                cost: spec.options.cost.of(req),
+                dry_run: http.dry_run || spec.options.dry_run,
+            });
+        }
+        if planned.is_empty() {
+            return Ok(Decided::none());
+        }
+        let at = self.now();
+        // Enforced limits first, all or nothing.
+        let enforced: Vec<&Planned<'_>> = planned.iter().filter(|p| !p.dry_run).collect();
+        let mut decisions: Vec<Option<Decision>> = vec![None; planned.len()];
+        if let Some(never) = enforced.iter().find(|p| p.never_admitted()) {
+            return Err(Box::new(self.never_admitted(limits, never)));
+        }
+        if !enforced.is_empty() {
+            let charges: Vec<Charge<'_>> = enforced.iter().map(|p| p.charge()).collect();
+            let mut check = self.check_all_at(&charges, at);
+            let result = match check.take_ready() {
+                Some(result) => result,
+                None => check.await,
+            };
+            match self.verdict(result) {
+                Verdict::Decided(answers) => {
+                    let mut answers = answers.into_iter();
+                    for (slot, p) in decisions.iter_mut().zip(&planned) {
+                        if !p.dry_run {
+                            *slot = answers.next();
+                        }
+                    }
                 }
-            },
-            // Unlimited meanwhile; the RateLimit fields are left out.
-            Verdict::Unlimited => Ok(RateLimitFields::undecided()),
+                // Unlimited meanwhile; the RateLimit fields are left out.
+                Verdict::Unlimited => return Ok(Decided::undecided()),
+                Verdict::Unavailable => {
+                    return Err(Box::new(self.failure(limits, Failure::StoreUnavailable)))
+                }
+            }
+            let rejected = planned
+                .iter()
+                .zip(&decisions)
+                .filter_map(|(p, d)| d.filter(|d| !d.allowed()).map(|d| (p, d)))
+                .max_by_key(|(_, d)| d.retry_after());
+            if let Some((p, decision)) = rejected {
+                let (members, answers): (Vec<Member>, Vec<Decision>) = planned
+                    .iter()
+                    .zip(&decisions)
+                    .filter_map(|(p, d)| d.map(|d| (p.member(), d)))
+                    .unzip();
+                let fields = RateLimitFields::of_members(answers, members);
+                return Err(Box::new(self.rejection(
+                    limits,
+                    &fields,
+                    &p.spec.name,
+                    decision,
+                )));
+            }
+        }
+        // Then the limits on trial, each on its own: decided and counted, never enforced.
+        for (slot, p) in decisions
+            .iter_mut()
+            .zip(&planned)
+            .filter(|(_, p)| p.dry_run)
+        {
+            let decision = if p.never_admitted() {
+                Some(Decision::reject(
+                    p.limit.policy().max().get(),
+                    Duration::ZERO,
+                ))
+            } else {
+                let charges = [p.charge()];
+                let mut check = self.check_all_at(&charges, at);
+                let result = match check.take_ready() {
+                    Some(result) => result,
+                    None => check.await,
+                };
+                match result {
+                    Ok(answers) => answers.into_iter().next(),
+                    Err(_) => None,
+                }
+            };
+            if let Some(decision) = decision.filter(|d| !d.allowed()) {
+                tracing::warn!(
+                    scope = p.limit.scope(),
+                    key = %p.spec.key.kind(),
+                    retry_after_secs = decision.retry_after_secs(),
+                    "rate limit (dry run): this request would have been rejected"
+                );
+            }
+            *slot = decision;
+        }
+        let refund: Vec<(Arc<Limit>, ClientKey, u32)> = planned
+            .iter()
+            .zip(&decisions)
+            .filter(|(p, d)| p.spec.options.failures_only && d.is_some_and(|d| d.allowed()))
+            .map(|(p, _)| {
+                let limit = match &p.limit {
+                    LimitRef::Declared(limit) => Arc::new(Limit::clone(limit)),
+                    LimitRef::Shared(limit) => Arc::clone(limit),
+                };
+                (limit, p.key.clone(), p.cost)
+            })
+            .collect();
+        let (members, answers): (Vec<Member>, Vec<Decision>) = planned
+            .iter()
+            .zip(&decisions)
+            .filter_map(|(p, d)| d.map(|d| (p.member(), d)))
+            .unzip();
+        Ok(Decided {
+            fields: RateLimitFields::of_members(answers, members),
+            refund: (!refund.is_empty()).then_some(Refund {
+                charges: refund,
+                at,
+            }),
+        })
+    }
+
+    /// The common case, kept lean: one limit, as declared, nothing to exempt, no cost.
+    async fn decide_one(
+        &self,
+        req: &HttpRequest,
+        limits: &HandlerLimits,
+        spec: &LimitSpec,
+    ) -> Result<Decided, Box<HttpResponse>> {
+        let key = match spec.key.key_of(req, self) {
+            Ok(key) => key,
+            Err(error) => return Err(Box::new(self.key_failure(limits, &error))),
+        };
+        let mut check = self.check(&spec.limit, key.as_bytes());
+        let result = match check.take_ready() {
+            Some(result) => result,
+            None => check.await,
+        };
+        match self.verdict(result) {
+            Verdict::Decided(decision) if decision.allowed() => Ok(Decided {
+                fields: RateLimitFields::one(decision),
+                refund: None,
+            }),
+            Verdict::Decided(decision) => Err(Box::new(self.rejection(
+                limits,
+                &RateLimitFields::one(decision),
+                &spec.name,
+                decision,
+            ))),
+            Verdict::Unlimited => Ok(Decided::undecided()),
             Verdict::Unavailable => Err(Box::new(self.failure(limits, Failure::StoreUnavailable))),
+        }
+    }
+
+    /// Whether the limiter exempts `req`: its client address, or its own rule.
+    fn is_exempt(&self, req: &HttpRequest) -> bool {
+        let http = self.http();
+        if http.exempt_when.as_ref().is_some_and(|exempt| exempt(req)) {
+            return true;
+        }
+        if http.exempt.is_empty() {
+            return false;
+        }
+        matches!(
+            super::keys::client(req, self),
+            Ok(crate::Client::Address(ip)) if http.exempt.contains(ip)
+        )
+    }
+
+    /// The limit `spec` applies to `req`: the policy its `policy` function chooses, else the
+    /// one configuration sets for its scope, else the declared one.
+    fn limit_for<'s>(
+        &self,
+        limits: &'s HandlerLimits,
+        spec: &'s LimitSpec,
+        req: &HttpRequest,
+    ) -> LimitRef<'s> {
+        if let Some(policy) = spec.options.policy.and_then(|choose| choose(req)) {
+            if policy != *spec.limit.policy() {
+                return LimitRef::Shared(limits.tier(self, &spec.limit, policy));
+            }
+        }
+        match self.overridden(&spec.limit) {
+            Some(limit) => LimitRef::Shared(limit),
+            None => LimitRef::Declared(&spec.limit),
         }
     }
 
@@ -128,16 +395,39 @@ impl Limiter {
         &self,
         limits: &HandlerLimits,
         fields: &RateLimitFields,
-        index: usize,
+        name: &str,
         decision: Decision,
     ) -> HttpResponse {
-        let name = &limits.limits[index].name;
         let rejection = Rejection::new(name, decision, &self.http().rejection_message);
+        self.reject_with(limits, fields, &rejection)
+    }
+
+    /// The 429 of a request that costs more than the limit ever allows at once: no
+    /// `Retry-After`, since waiting does not help, and a detail that says so.
+    fn never_admitted(&self, limits: &HandlerLimits, planned: &Planned<'_>) -> HttpResponse {
+        let capacity = planned.limit.policy().capacity();
+        let detail = format!(
+            "This request costs {} units, more than the {capacity} this limit ever allows at \
+             once: it can never be admitted.",
+            planned.cost
+        );
+        let decision = Decision::reject(planned.limit.policy().max().get(), Duration::ZERO);
+        let rejection = Rejection::never(&planned.spec.name, decision, &detail);
+        let fields = RateLimitFields::of_members(vec![decision], vec![planned.member()]);
+        self.reject_with(limits, &fields, &rejection)
+    }
+
+    fn reject_with(
+        &self,
+        limits: &HandlerLimits,
+        fields: &RateLimitFields,
+        rejection: &Rejection<'_>,
+    ) -> HttpResponse {
         let custom = self.http().rejection_response.is_some();
         let mut response = match self.http().rejection_response.as_deref() {
             Some(build) => {
-                let mut response = build(&rejection);
-                complete_rejection(&mut response, rejection.retry_after_secs());
+                let mut response = build(rejection);
+                complete_rejection(&mut response, rejection.retry_after());
                 response
             }
             None => rejection.problem_response(),

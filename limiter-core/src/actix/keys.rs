@@ -27,12 +27,18 @@ pub enum KeySpec {
 }
 
 /// A key's bytes: short ones (addresses, `global`) on the stack.
+#[derive(Clone, Debug)]
 pub(crate) enum ClientKey {
     Inline { bytes: [u8; 18], len: u8 },
     Owned(Vec<u8>),
 }
 
 impl ClientKey {
+    /// The key of a value a handler checks itself (`limiter::check`).
+    pub(crate) fn inline(value: &[u8]) -> ClientKey {
+        ClientKey::tagged(tag::INLINE, value)
+    }
+
     pub(crate) fn as_bytes(&self) -> &[u8] {
         match self {
             ClientKey::Inline { bytes, len } => &bytes[..usize::from(*len)],
@@ -72,6 +78,7 @@ mod tag {
     pub(super) const USER: u8 = b'u';
     pub(super) const HEADER: u8 = b'h';
     pub(super) const FUNCTION: u8 = b'f';
+    pub(super) const INLINE: u8 = b'i';
 }
 
 /// Why a request's client key could not be found.
@@ -84,6 +91,17 @@ pub(crate) enum KeyError {
 }
 
 impl KeySpec {
+    /// What kind of key it is, for logs: `ip`, `user`, `global`, `header:NAME`, `function`.
+    pub fn kind(&self) -> std::borrow::Cow<'static, str> {
+        match self {
+            KeySpec::Ip => "ip".into(),
+            KeySpec::User => "user".into(),
+            KeySpec::Global => "global".into(),
+            KeySpec::Header(name) => format!("header:{name}").into(),
+            KeySpec::Function(_) => "function".into(),
+        }
+    }
+
     /// The key of `req` under this spec.
     pub(crate) fn key_of(
         &self,
@@ -122,6 +140,15 @@ impl KeySpec {
 /// The client's address as a key: the peer, or the address a trusted proxy vouched for;
 /// IPv4-mapped IPv6 counted as IPv4, IPv6 cut to its prefix, ports ignored.
 fn ip_key(req: &HttpRequest, limiter: &Limiter) -> Result<ClientKey, KeyError> {
+    match client(req, limiter)? {
+        Client::Address(ip) => Ok(ip_key_of(ip, limiter.ipv6_prefix())),
+        Client::Obfuscated(id) => Ok(ClientKey::tagged(tag::OBFUSCATED, id.as_bytes())),
+    }
+}
+
+/// Who `req` comes from, as the limiter counts it: its peer, or the client a trusted proxy
+/// vouched for.
+pub(crate) fn client(req: &HttpRequest, limiter: &Limiter) -> Result<Client, KeyError> {
     let peer = req.peer_addr().ok_or(KeyError::NoClientAddress)?.ip();
     let trusted = limiter.trusted_proxies();
     if trusted.is_empty() {
@@ -129,10 +156,10 @@ fn ip_key(req: &HttpRequest, limiter: &Limiter) -> Result<ClientKey, KeyError> {
             let headers = req.headers();
             headers.contains_key(&X_FORWARDED_FOR) || headers.contains_key(header::FORWARDED)
         });
-        return Ok(ip_key_of(peer, limiter.ipv6_prefix()));
+        return Ok(Client::Address(unmap(peer)));
     }
     if !trusted.contains(peer) {
-        return Ok(ip_key_of(peer, limiter.ipv6_prefix()));
+        return Ok(Client::Address(unmap(peer)));
     }
     let forwarded = Values::of(req, &header::FORWARDED);
     let x_forwarded_for = Values::of(req, &X_FORWARDED_FOR);
@@ -151,17 +178,14 @@ fn ip_key(req: &HttpRequest, limiter: &Limiter) -> Result<ClientKey, KeyError> {
         ),
     };
     super::mistakes::trusted_proxy_said(read, other);
-    match client_of(
+    client_of(
         peer,
         forwarded.as_slice(),
         x_forwarded_for.as_slice(),
         trusted,
         limiter.http().forwarding_headers,
-    ) {
-        Ok(Client::Address(ip)) => Ok(ip_key_of(ip, limiter.ipv6_prefix())),
-        Ok(Client::Obfuscated(id)) => Ok(ClientKey::tagged(tag::OBFUSCATED, id.as_bytes())),
-        Err(contradiction) => Err(KeyError::Contradiction(contradiction)),
-    }
+    )
+    .map_err(KeyError::Contradiction)
 }
 
 static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");

@@ -140,8 +140,8 @@ where
         let limits = Arc::clone(&self.limits);
         Box::pin(async move {
             let limiter = Limiter::of(req.request()).clone();
-            let fields = match limiter.decide(req.request(), &limits).await {
-                Ok(fields) => fields,
+            let decided = match limiter.decide(req.request(), &limits).await {
+                Ok(decided) => decided,
                 Err(response) => {
                     let mut payload = req.take_payload();
                     limiter
@@ -152,6 +152,8 @@ where
                 }
             };
             let mut response = service.call(req).await?;
+            let mut fields = decided.fields;
+            fields.take_inline_checks(response.request(), &limits);
             fields.apply(
                 response.headers_mut(),
                 &limits.policy,
@@ -159,6 +161,11 @@ where
                 limiter.http().headers,
                 Write::Prepend,
             );
+            if let Some(refund) = decided.refund {
+                if response.status().as_u16() < 400 {
+                    refund.apply(&limiter);
+                }
+            }
             Ok(response.map_into_left_body())
         })
     }

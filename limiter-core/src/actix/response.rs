@@ -8,7 +8,7 @@ use actix_web::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use actix_web::http::StatusCode;
 use actix_web::HttpResponse;
 
-use crate::Decision;
+use crate::{Decision, Policy};
 
 /// `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers-10).
 pub(crate) static RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
@@ -59,9 +59,25 @@ pub(crate) struct RateLimitFields {
     /// Most handlers have one limit: its decision needs no allocation.
     first: Option<Decision>,
     stacked: Vec<Decision>,
+    /// When the limits decided are not the set's exactly as declared (some exempt, some
+    /// policies chosen for this request, a limit checked inside the handler): what each
+    /// decision's member is called and limits. `None`: the set's limits, in order.
+    members: Option<Vec<Member>>,
     /// A limit went undecided (the store failed open): `RateLimit` is left out, since its
     /// members would no longer line up with the limits.
     incomplete: bool,
+}
+
+/// The decisions of limits checked inside a handler, waiting in the request's extensions
+/// for the response's fields.
+#[derive(Default)]
+pub(crate) struct InlineChecks(pub(crate) Vec<(Member, Decision)>);
+
+/// The name and policy of one list member, when they are not the declared ones.
+#[derive(Clone, Debug)]
+pub(crate) struct Member {
+    pub(crate) name: Cow<'static, str>,
+    pub(crate) policy: Policy,
 }
 
 impl RateLimitFields {
@@ -71,6 +87,7 @@ impl RateLimitFields {
         RateLimitFields {
             first: Some(decision),
             stacked: Vec::new(),
+            members: None,
             incomplete: false,
         }
     }
@@ -81,8 +98,16 @@ impl RateLimitFields {
         RateLimitFields {
             first,
             stacked: decisions,
+            members: None,
             incomplete: false,
         }
+    }
+
+    /// Decisions whose members are named and limited as `members` says, in order.
+    pub(crate) fn of_members(decisions: Vec<Decision>, members: Vec<Member>) -> RateLimitFields {
+        let mut fields = RateLimitFields::many(decisions);
+        fields.members = Some(members);
+        fields
     }
 
     /// No decision: the store failed and the limiter lets requests through meanwhile.
@@ -90,20 +115,47 @@ impl RateLimitFields {
         RateLimitFields {
             first: None,
             stacked: Vec::new(),
+            members: None,
             incomplete: true,
         }
     }
 
-    /// If any limit rejected the request: the one with the longest wait (its index), and a
-    /// rejection whose `retry_after` is that wait — the time until every limit admits the
-    /// request again, since a limit that admits now still admits later while nothing is
-    /// counted.
-    pub(crate) fn rejection(&self) -> Option<(usize, Decision)> {
-        self.decisions()
-            .enumerate()
-            .filter(|(_, d)| !d.allowed())
-            .max_by_key(|(_, d)| d.retry_after())
-            .map(|(i, d)| (i, *d))
+    /// No decision, and no field: an exempt request.
+    pub(crate) fn none() -> RateLimitFields {
+        RateLimitFields::of_members(Vec::new(), Vec::new())
+    }
+
+    /// Adds the decisions of limits checked inside the handler ([`crate::check`]), which
+    /// the request carries in its extensions.
+    pub(crate) fn take_inline_checks(
+        &mut self,
+        req: &actix_web::HttpRequest,
+        declared: &super::attribute::HandlerLimits,
+    ) {
+        use actix_web::HttpMessage;
+        let Some(checked) = req.extensions_mut().remove::<InlineChecks>() else {
+            return;
+        };
+        if self.incomplete {
+            return;
+        }
+        let members = self.members.get_or_insert_with(|| {
+            declared
+                .limits
+                .iter()
+                .map(|spec| Member {
+                    name: spec.name.clone(),
+                    policy: *spec.limit.policy(),
+                })
+                .collect()
+        });
+        for (member, decision) in checked.0 {
+            members.push(member);
+            match self.first {
+                None => self.first = Some(decision),
+                Some(_) => self.stacked.push(decision),
+            }
+        }
     }
 
     fn decisions(&self) -> impl Iterator<Item = &Decision> {
@@ -143,16 +195,35 @@ impl RateLimitFields {
             },
         };
         if options.ietf && !self.incomplete {
-            set(headers, &RATELIMIT_POLICY, policy.clone());
             let mut value = Vec::with_capacity(64);
-            for (decision, prefix) in self.decisions().zip(prefixes) {
+            let member = |value: &mut Vec<u8>, prefix: &[u8], decision: &Decision| {
                 if !value.is_empty() {
                     value.extend_from_slice(b", ");
                 }
-                value.extend_from_slice(prefix.as_bytes());
-                push_decimal(&mut value, u64::from(decision.remaining()));
+                value.extend_from_slice(prefix);
+                push_decimal(value, u64::from(decision.remaining()));
                 value.extend_from_slice(b";t=");
-                push_decimal(&mut value, decision.reset_after_secs());
+                push_decimal(value, decision.reset_after_secs());
+            };
+            match &self.members {
+                None => {
+                    set(headers, &RATELIMIT_POLICY, policy.clone());
+                    for (decision, prefix) in self.decisions().zip(prefixes) {
+                        member(&mut value, prefix.as_bytes(), decision);
+                    }
+                }
+                Some(members) if members.is_empty() => return,
+                Some(members) => {
+                    let mut policies = String::new();
+                    for (m, decision) in members.iter().zip(self.decisions()) {
+                        let p = &m.policy;
+                        policy_member(&mut policies, &m.name, p.max().get(), p.window_ms());
+                        member(&mut value, member_prefix(&m.name).as_bytes(), decision);
+                    }
+                    if let Ok(policies) = HeaderValue::from_str(&policies) {
+                        set(headers, &RATELIMIT_POLICY, policies);
+                    }
+                }
             }
             if let Ok(value) = HeaderValue::from_maybe_shared(bytes_of(value)) {
                 set(headers, &RATELIMIT, value);
@@ -224,6 +295,7 @@ pub struct Rejection<'a> {
     name: &'a str,
     decision: Decision,
     message: &'a str,
+    never: bool,
 }
 
 impl<'a> Rejection<'a> {
@@ -232,7 +304,30 @@ impl<'a> Rejection<'a> {
             name,
             decision,
             message,
+            never: false,
         }
+    }
+
+    /// A request that costs more than the limit ever allows at once: `message` says so.
+    pub(crate) fn never(name: &'a str, decision: Decision, message: &'a str) -> Rejection<'a> {
+        Rejection {
+            name,
+            decision,
+            message,
+            never: true,
+        }
+    }
+
+    /// Whether the request can never be admitted, however long it waits: it costs more
+    /// than the limit allows at once (`cost`). Its response then has no `Retry-After`.
+    pub fn never_admitted(&self) -> bool {
+        self.never
+    }
+
+    /// `Retry-After` in whole seconds (rounded up, never 0), or `None` for a request that
+    /// can never be admitted.
+    pub fn retry_after(&self) -> Option<u64> {
+        (!self.never).then(|| self.retry_after_secs())
     }
 
     /// The name of the limit that rejected the request (its scope, or the handler's name).
@@ -258,8 +353,11 @@ impl<'a> Rejection<'a> {
     /// The default response: `429 Too Many Requests`, `Retry-After`, `Cache-Control:
     /// no-store` and an `application/problem+json` body with `type`, `title`, `status`,
     /// `detail` and `retry_after`.
+    ///
+    /// A request that can never be admitted ([`never_admitted`](Self::never_admitted)) gets
+    /// no `Retry-After`, `"retry_after": null`, and a detail that says why.
     pub fn problem_response(&self) -> HttpResponse {
-        let retry_after = self.retry_after_secs();
+        let retry_after = self.retry_after();
         let mut body = Vec::with_capacity(96 + self.message.len());
         body.extend_from_slice(
             br#"{"type":"about:blank","title":"Too Many Requests","status":429,"detail":"#,
@@ -269,12 +367,17 @@ impl<'a> Rejection<'a> {
             Err(_) => body.extend_from_slice(b"\"\""),
         }
         body.extend_from_slice(br#","retry_after":"#);
-        push_decimal(&mut body, retry_after);
+        match retry_after {
+            Some(secs) => push_decimal(&mut body, secs),
+            None => body.extend_from_slice(b"null"),
+        }
         body.push(b'}');
         let mut response = HttpResponse::with_body(StatusCode::TOO_MANY_REQUESTS, body);
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, PROBLEM_JSON.clone());
-        headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+        if let Some(secs) = retry_after {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
         headers.insert(header::CACHE_CONTROL, NO_STORE.clone());
         response.map_into_boxed_body()
     }
@@ -284,13 +387,11 @@ static PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem
 static NO_STORE: HeaderValue = HeaderValue::from_static("no-store");
 
 /// Adds what every rejection carries, whoever built the response.
-pub(crate) fn complete_rejection(response: &mut HttpResponse, retry_after: u64) {
+pub(crate) fn complete_rejection(response: &mut HttpResponse, retry_after: Option<u64>) {
     let headers = response.headers_mut();
-    set_if_absent(
-        headers,
-        &header::RETRY_AFTER,
-        HeaderValue::from(retry_after),
-    );
+    if let Some(secs) = retry_after {
+        set_if_absent(headers, &header::RETRY_AFTER, HeaderValue::from(secs));
+    }
     set_if_absent(headers, &header::CACHE_CONTROL, NO_STORE.clone());
 }
 

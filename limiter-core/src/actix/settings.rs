@@ -11,6 +11,7 @@ use super::response::{Failure, HeaderOptions, Rejection};
 use crate::{Limiter, LimiterBuilder};
 
 type UserKey = dyn Fn(&HttpRequest) -> Option<String> + Send + Sync;
+type ExemptWhen = dyn Fn(&HttpRequest) -> bool + Send + Sync;
 type RejectionResponse = dyn Fn(&Rejection<'_>) -> HttpResponse + Send + Sync;
 type FailureResponse = dyn Fn(&Failure) -> HttpResponse + Send + Sync;
 
@@ -29,6 +30,10 @@ pub(crate) struct HttpSettings {
     pub(crate) failure_response: Option<Arc<FailureResponse>>,
     pub(crate) headers: HeaderOptions,
     pub(crate) keep_alive_body_limit: usize,
+    /// Client addresses (as keys resolve them) that are never counted.
+    pub(crate) exempt: TrustedProxies,
+    pub(crate) exempt_when: Option<Arc<ExemptWhen>>,
+    pub(crate) dry_run: bool,
 }
 
 impl Default for HttpSettings {
@@ -46,7 +51,19 @@ impl Default for HttpSettings {
                 legacy: false,
             },
             keep_alive_body_limit: LimiterBuilder::DEFAULT_KEEP_ALIVE_BODY_LIMIT,
+            exempt: TrustedProxies::none(),
+            exempt_when: None,
+            dry_run: false,
         }
+    }
+}
+
+impl HttpSettings {
+    /// Whether no limiter-wide rule applies to requests (exemptions, dry run): the lean
+    /// path is open.
+    #[inline]
+    pub(crate) fn plain(&self) -> bool {
+        !self.dry_run && self.exempt_when.is_none() && self.exempt.is_empty()
     }
 }
 
@@ -189,6 +206,69 @@ impl LimiterBuilder {
         build: impl Fn(&Failure) -> HttpResponse + Send + Sync + 'static,
     ) -> LimiterBuilder {
         self.http().failure_response = Some(Arc::new(build));
+        self
+    }
+
+    /// Clients never counted: addresses or CIDRs (`"127.0.0.1/32"`, `"10.0.0.0/8"`), matched
+    /// against the client address as keys resolve it (a trusted proxy's client, not the
+    /// proxy). An exempt request is not counted and carries no RateLimit fields.
+    ///
+    /// # Panics
+    ///
+    /// On an entry that is not an address or a CIDR, naming it;
+    /// [`try_exempt`](Self::try_exempt) returns the error instead.
+    pub fn exempt<I>(self, clients: I) -> LimiterBuilder
+    where
+        I: IntoIterator,
+        I::Item: ProxyNet,
+    {
+        match self.try_exempt(clients) {
+            Ok(builder) => builder,
+            Err(error) => panic!(
+                "{}",
+                error.to_string().replace("trusted proxy", "exempt client")
+            ),
+        }
+    }
+
+    /// [`exempt`](Self::exempt) for lists read at run time: says which entry is wrong.
+    ///
+    /// ```
+    /// use limiter_core::Limiter;
+    /// assert!(Limiter::builder().try_exempt(["10.0.0.0/8", "10.0.0/8"]).is_err());
+    /// ```
+    pub fn try_exempt<I>(mut self, clients: I) -> Result<LimiterBuilder, InvalidProxy>
+    where
+        I: IntoIterator,
+        I::Item: ProxyNet,
+    {
+        self.http().exempt = TrustedProxies::parse(clients)?;
+        Ok(self)
+    }
+
+    /// Requests for which `exempt` says so are not counted, and carry no RateLimit fields:
+    /// health checks, an internal token, a paying plan.
+    ///
+    /// ```
+    /// use limiter_core::Limiter;
+    /// let limiter = Limiter::builder()
+    ///     .exempt_when(|req| req.path() == "/health")
+    ///     .build();
+    /// ```
+    pub fn exempt_when(
+        mut self,
+        exempt: impl Fn(&HttpRequest) -> bool + Send + Sync + 'static,
+    ) -> LimiterBuilder {
+        self.http().exempt_when = Some(Arc::new(exempt));
+        self
+    }
+
+    /// Decide and count everything, enforce nothing: a would-be rejection passes with a
+    /// `warn` event naming the limit, its key kind and the Retry-After it would have had,
+    /// and its response carries the RateLimit fields as if enforced. For rolling a new
+    /// limit out safely (default: off; `dry_run = true` does it for one limit).
+    pub fn dry_run(mut self, on: bool) -> LimiterBuilder {
+        self.http().dry_run = on;
         self
     }
 

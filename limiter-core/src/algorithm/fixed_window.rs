@@ -33,6 +33,12 @@ impl FixedWindow {
     /// # Ok::<(), limiter_core::PolicyError>(())
     /// ```
     pub fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {
+        self.check_cost(now_ms, policy, 1)
+    }
+
+    /// Counts a request worth `cost` units at `now_ms`: all of them, or none. A cost above
+    /// `max` is never admitted.
+    pub fn check_cost(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision {
         let now_ms = self.catch_up(now_ms);
         let window = policy.window_ms();
         let max = policy.max().get();
@@ -43,11 +49,21 @@ impl FixedWindow {
             };
         }
         let ends_in = ms(window - self.start.age(now_ms));
-        if self.count < max {
-            self.count += 1;
+        if cost <= max - self.count {
+            self.count += cost;
             Decision::allow_ns(max, max - self.count, ends_in)
         } else {
             Decision::reject_ns(max, ends_in)
+        }
+    }
+
+    /// Takes back `cost` units counted by a check whose reading was `at_ms`, if the window
+    /// that counted them is still open. (A check caught up into a window opened after its
+    /// reading is not taken back: the refund errs on the side of the limit.)
+    pub fn refund(&mut self, at_ms: u64, policy: &Policy, cost: u32) {
+        let into = self.start.signed_age(at_ms);
+        if self.count > 0 && (0..policy.window_ms() as i64).contains(&into) {
+            self.count -= cost.min(self.count);
         }
     }
 

@@ -62,6 +62,12 @@ impl Stamp {
         }
     }
 
+    /// Milliseconds from this stamp to `now_ms`, negative when the stamp is later.
+    #[inline]
+    pub const fn signed_age(self, now_ms: u64) -> i64 {
+        (now_ms as u32).wrapping_sub(self.0) as i32 as i64
+    }
+
     /// `now_ms`, or this stamp's instant when that is later: the reading a check uses, so
     /// that state is never judged by a clock reading older than itself.
     ///

@@ -30,6 +30,10 @@ pub trait InstantLog {
     /// Appends an instant, never earlier than those already held. Called only while
     /// `len() < N`.
     fn push(&mut self, stamp: Stamp);
+    /// The `i`-th oldest instant (0 is the oldest); `i < len()`.
+    fn nth(&self, i: usize) -> Stamp;
+    /// Removes `count` instants from the `from`-th oldest on; `from + count <= len()`.
+    fn remove(&mut self, from: usize, count: usize);
 }
 
 /// Counts a request at `now_ms` against `log`.
@@ -52,10 +56,21 @@ pub trait InstantLog {
 /// # Ok::<(), limiter_core::PolicyError>(())
 /// ```
 pub fn check<L: InstantLog + ?Sized>(log: &mut L, now_ms: u64, policy: &Policy) -> Decision {
+    check_cost(log, now_ms, policy, 1)
+}
+
+/// Counts a request worth `cost` units at `now_ms`: `cost` instants, all or none. A cost
+/// above `N` is never admitted.
+pub fn check_cost<L: InstantLog + ?Sized>(
+    log: &mut L,
+    now_ms: u64,
+    policy: &Policy,
+    cost: u32,
+) -> Decision {
     let now_ms = log
         .newest()
         .map_or(now_ms, |newest| newest.catch_up(now_ms));
-    check_in_order(log, now_ms, policy)
+    check_in_order(log, now_ms, policy, cost)
 }
 
 /// [`check`] for a reading known not to be earlier than any instant the log holds (a store
@@ -65,21 +80,55 @@ pub fn check_in_order<L: InstantLog + ?Sized>(
     log: &mut L,
     now_ms: u64,
     policy: &Policy,
+    cost: u32,
 ) -> Decision {
     let window = policy.window_ms();
     let max = policy.max().get();
     forget_expired(log, now_ms, window);
-    if log.len() < max as usize {
-        log.push(Stamp::at(now_ms));
+    let len = log.len();
+    let cost = cost as usize;
+    if len + cost <= max as usize {
+        for _ in 0..cost {
+            log.push(Stamp::at(now_ms));
+        }
         let next_back = match log.oldest() {
             Some(oldest) => window - oldest.age(now_ms),
             None => window,
         };
         Decision::allow_ns(max, max - log.len() as u32, ms(next_back))
     } else {
-        let oldest = log.oldest().map_or(0, |t| t.age(now_ms));
-        Decision::reject_ns(max, ms(window - oldest))
+        // Admitted once the oldest `len + cost − N` instants have left the window.
+        let leaving = len + cost - max as usize;
+        let last_to_leave = if leaving <= len {
+            log.nth(leaving - 1)
+        } else {
+            // More than `N` at once: never admitted; the wait is until the log is empty.
+            log.newest().unwrap_or(Stamp::at(now_ms))
+        };
+        Decision::reject_ns(max, ms(window - last_to_leave.age(now_ms)))
     }
+}
+
+/// Takes back `cost` instants counted by a check whose reading was `at_ms`, at the reading
+/// `now_ms`: the oldest ones not earlier than `at_ms` (its own, unless others were counted
+/// between its reading and its turn — then theirs, which are older, so the refund errs on
+/// the side of the limit). Nothing, once the check's instants have left the window: they no
+/// longer count, and later ones are not its to take back.
+pub fn refund<L: InstantLog + ?Sized>(
+    log: &mut L,
+    at_ms: u64,
+    now_ms: u64,
+    policy: &Policy,
+    cost: u32,
+) {
+    if now_ms.saturating_sub(at_ms) >= policy.window_ms() {
+        return;
+    }
+    let len = log.len();
+    let Some(from) = (0..len).find(|&i| log.nth(i).signed_age(at_ms) <= 0) else {
+        return;
+    };
+    log.remove(from, (cost as usize).min(len - from));
 }
 
 /// Where the key stands at `now_ms`, with nothing counted: how many requests would be
@@ -138,5 +187,11 @@ impl InstantLog for VecDeque<Stamp> {
     }
     fn push(&mut self, stamp: Stamp) {
         self.push_back(stamp);
+    }
+    fn nth(&self, i: usize) -> Stamp {
+        self[i]
+    }
+    fn remove(&mut self, from: usize, count: usize) {
+        self.drain(from..from + count);
     }
 }

@@ -90,22 +90,45 @@ impl SlidingWindowCounter {
     /// # Ok::<(), limiter_core::PolicyError>(())
     /// ```
     pub fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {
+        self.check_cost(now_ms, policy, 1)
+    }
+
+    /// Counts a request worth `cost` units at `now_ms`, all or none: admitted iff `cost`
+    /// requests one after the other would each be (the estimate plus `cost − 1` is below
+    /// `N`). A cost above `N` is never admitted.
+    pub fn check_cost(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision {
         let t = policy.window_ms();
         let max = u64::from(policy.max().get());
+        let cost = u64::from(cost);
         let (index, elapsed) = self.catch_up(now_ms, t);
         let (previous, current) = self.counts_in(index);
         // Everything is scaled by T to stay in integers: estimate × T.
         let weighted = previous * (t - elapsed) + current * t;
-        if weighted >= max * t {
-            let wait = time_until_below(previous, current, elapsed, t, max);
+        if cost > max || weighted + (cost - 1) * t >= max * t {
+            let target = (max + 1).saturating_sub(cost).max(1);
+            let wait = time_until_below(previous, current, elapsed, t, target);
             return Decision::reject_ns(max as u32, ms(wait));
         }
-        let current = current + 1;
+        let current = current + cost;
         *self = SlidingWindowCounter::pack(index as u16, previous, current);
-        let room = (max * t).saturating_sub(weighted + t);
+        let room = (max * t).saturating_sub(weighted + cost * t);
         let remaining = room.div_ceil(t);
         let wait = time_until_below(previous, current, elapsed, t, max - remaining);
         Decision::allow_ns(max as u32, remaining as u32, ms(wait))
+    }
+
+    /// Takes back `cost` units counted by a check whose reading was `at_ms`, from the
+    /// window that reading falls in while it still weighs. (A check caught up into a later
+    /// window has its units taken from the earlier one, which weighs less: the refund errs
+    /// on the side of the limit.)
+    pub fn refund(&mut self, at_ms: u64, policy: &Policy, cost: u32) {
+        let (window, previous, current) = self.unpack();
+        let cost = u64::from(cost);
+        match window.wrapping_sub((at_ms / policy.window_ms()) as u16) {
+            0 => *self = Self::pack(window, previous, current.saturating_sub(cost)),
+            1 => *self = Self::pack(window, previous.saturating_sub(cost), current),
+            _ => {}
+        }
     }
 
     /// Where the key stands at `now_ms`, with nothing counted: how many requests would be

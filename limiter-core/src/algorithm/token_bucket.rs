@@ -35,16 +35,25 @@ impl TokenBucket {
     /// # Ok::<(), limiter_core::PolicyError>(())
     /// ```
     pub fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {
+        self.check_cost(now_ms, policy, 1)
+    }
+
+    /// Counts a request worth `cost` tokens at `now_ms`, all or none. A cost above the
+    /// burst is never admitted.
+    pub fn check_cost(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision {
         let max = policy.max().get();
         let interval = policy.emission_interval_ns();
-        // Policy bounds B × I to 100 years of nanoseconds, so this fits in u64.
+        // Policy bounds B × I below 2⁵² ns, so these fit in u64 (a cost up to 2³² tokens:
+        // below 2⁸⁴ in u128).
         let capacity = u64::from(policy.burst().get()) * interval;
+        let taken = u128::from(cost) * u128::from(interval);
         let now = nanos(now_ms);
         let used = self.tat_ns.saturating_sub(now);
-        if used + interval > capacity {
-            return Decision::reject_ns(max, used + interval - capacity);
+        if u128::from(used) + taken > u128::from(capacity) {
+            let wait = (u128::from(used) + taken - u128::from(capacity)).min(1 << 62);
+            return Decision::reject_ns(max, wait as u64);
         }
-        let used = used + interval;
+        let used = used + taken as u64;
         self.tat_ns = now.saturating_add(used);
         // One division gives both: the whole tokens left, and (as the capacity is a whole
         // number of tokens) how far `used` is from its next whole token.
@@ -55,6 +64,13 @@ impl TokenBucket {
             partial => interval - partial,
         };
         Decision::allow_ns(max, remaining, next_back)
+    }
+
+    /// Gives back `cost` tokens (a check being taken back). The bucket never holds more
+    /// than full: a theoretical arrival time in the past is a full bucket.
+    pub fn refund(&mut self, policy: &Policy, cost: u32) {
+        let back = u64::from(cost).saturating_mul(policy.emission_interval_ns());
+        self.tat_ns = self.tat_ns.saturating_sub(back);
     }
 
     /// Where the bucket stands at `now_ms`, with nothing taken: how many requests would be

@@ -7,14 +7,18 @@ mod failover;
 pub use failover::{OnStoreError, Verdict, RETRY_INTERVAL};
 
 use std::any::Any;
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
+
 use crate::clock::{Clock, SystemClock};
+use crate::policy::Policy;
 use crate::registry::{self, ScopeConflict};
-use crate::store::{Check, Limit, MemoryStore, Store, StoreError};
+use crate::store::{Charge, Check, Limit, MemoryStore, Store, StoreError};
 use crate::Decision;
 use failover::StoreHealth;
 
@@ -59,7 +63,18 @@ struct Settings {
     glue: Option<Box<dyn Any + Send + Sync>>,
     /// The name of the thread that built it, for the glue to judge where that was.
     built_on: Option<String>,
+    /// Policies set for scopes by configuration, overriding the declared ones: read on every
+    /// request without a lock, replaced whole when one changes.
+    overrides: ArcSwap<Overrides>,
+    /// Whether any override exists: most limiters have none, and skip the lookup.
+    overridden: AtomicBool,
+    /// Limits seen for each scope besides the declared ones (overrides, per-request
+    /// policies), so that [`reset`](Limiter::reset) finds every budget of a scope.
+    seen: parking_lot::Mutex<Vec<Limit>>,
 }
+
+/// Scope → the limit configuration gives it.
+type Overrides = HashMap<Box<str>, Arc<Limit>>;
 
 /// The in-memory store is called directly, without a virtual call or a future: it is the
 /// hot path of most services.
@@ -129,17 +144,17 @@ impl Limiter {
         }
     }
 
-    /// Counts one request against several limits (each with its key) now, all or nothing:
-    /// see [`Store::check_all`]. The store error policy applies as for
+    /// Counts one request against several limits (each with its key and cost) now, all or
+    /// nothing: see [`Store::check_all`]. The store error policy applies as for
     /// [`check`](Self::check).
     ///
     /// ```
     /// use std::time::Duration;
-    /// use limiter_core::{Limit, Limiter, Policy};
+    /// use limiter_core::{Charge, Limit, Limiter, Policy};
     /// let limiter = Limiter::builder().build();
     /// let minute = Limit::new("comment", Policy::new(5, Duration::from_secs(60))?);
     /// let day = Limit::new("comment-1d", Policy::new(1, Duration::from_secs(86_400))?);
-    /// let both = [(&minute, &b"client"[..]), (&day, &b"client"[..])];
+    /// let both = [Charge::new(&minute, b"client"), Charge::new(&day, b"client")];
     /// let first = limiter.check_all(&both).now_or_never().unwrap()?;
     /// assert!(first.iter().all(|d| d.allowed()));
     /// let second = limiter.check_all(&both).now_or_never().unwrap()?;
@@ -147,18 +162,50 @@ impl Limiter {
     /// assert_eq!((second[0].remaining(), second[1].allowed()), (4, false));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn check_all<'a>(
+    pub fn check_all<'a>(&'a self, charges: &'a [Charge<'a>]) -> Check<'a, Vec<Decision>> {
+        self.check_all_at(charges, self.inner.clock.now())
+    }
+
+    /// [`check_all`](Self::check_all) at a reading of the limiter's clock taken already
+    /// (the one to [`refund`](Self::refund) with later).
+    pub fn check_all_at<'a>(
         &'a self,
-        requests: &'a [(&'a Limit, &'a [u8])],
+        charges: &'a [Charge<'a>],
+        now: Duration,
     ) -> Check<'a, Vec<Decision>> {
-        let now = self.inner.clock.now();
         match &self.inner.store {
-            Backend::Memory(memory) => Check::ready(Ok(memory.check_all_at(requests, now))),
+            Backend::Memory(memory) => Check::ready(Ok(memory.check_all_at(charges, now))),
             Backend::Other(store) => Check::pending(
-                self.check_remote(store.check_all(requests, now), move |fallback| {
-                    fallback.check_all_at(requests, now)
+                self.check_remote(store.check_all(charges, now), move |fallback| {
+                    fallback.check_all_at(charges, now)
                 }),
             ),
+        }
+    }
+
+    /// The clock's reading now: what a check made now counts at, and what to pass to
+    /// [`refund`](Self::refund) for it.
+    pub fn now(&self) -> Duration {
+        self.inner.clock.now()
+    }
+
+    /// Takes back what a check of `charges` read at `at` counted (see [`Store::refund`]).
+    /// While a networked store is away, the refund goes to this instance's memory (under
+    /// [`OnStoreError::FallBackToMemory`]) or is dropped: a refund is never worth an error.
+    pub fn refund<'a>(&'a self, charges: &'a [Charge<'a>], at: Duration) -> Check<'a, ()> {
+        let now = self.inner.clock.now();
+        match &self.inner.store {
+            Backend::Memory(memory) => {
+                memory.refund_at(charges, at, now);
+                Check::ready(Ok(()))
+            }
+            Backend::Other(store) => Check::pending(async move {
+                let fallback = |memory: &MemoryStore| memory.refund_at(charges, at, now);
+                let _ = self
+                    .check_remote(store.refund(charges, at, now), fallback)
+                    .await;
+                Ok(())
+            }),
         }
     }
 
@@ -189,6 +236,94 @@ impl Limiter {
         match settings.on_store_error {
             OnStoreError::FallBackToMemory => Ok(fallback(&settings.fallback)),
             OnStoreError::FailOpen | OnStoreError::FailClosed => Err(error),
+        }
+    }
+
+    /// The limit configuration gives `declared`'s scope, if it overrides the declared one.
+    /// Lock-free: a relaxed load when no override exists.
+    #[inline]
+    pub fn overridden(&self, declared: &Limit) -> Option<Arc<Limit>> {
+        if !self.inner.overridden.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.inner
+            .overrides
+            .load()
+            .get(declared.scope())
+            .filter(|o| o.policy() != declared.policy())
+            .cloned()
+    }
+
+    /// Changes the policy of every handler and middleware of `scope`, from the next request
+    /// on: what configuration reloaded at run time does (no lock on the request path:
+    /// checks read a snapshot).
+    ///
+    /// The scope's budget under the new policy is a new one: clients start afresh under
+    /// it (and would find their old state if the old policy came back within a window).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use limiter_core::{Limit, Limiter, Policy};
+    /// let limiter = Limiter::builder().build();
+    /// let login = Limit::new("login", Policy::new(5, Duration::from_secs(60))?);
+    /// assert!(limiter.overridden(&login).is_none());
+    /// limiter.set_policy("login", Policy::new(10, Duration::from_secs(60))?);
+    /// assert_eq!(limiter.overridden(&login).unwrap().policy().max().get(), 10);
+    /// # Ok::<(), limiter_core::PolicyError>(())
+    /// ```
+    pub fn set_policy(&self, scope: &str, policy: Policy) {
+        let limit = Arc::new(Limit::new(scope.to_string(), policy));
+        self.remember(&limit);
+        self.inner.overrides.rcu(|current| {
+            let mut next = Overrides::clone(current);
+            next.insert(scope.into(), Arc::clone(&limit));
+            next
+        });
+        self.inner.overridden.store(true, Ordering::Relaxed);
+    }
+
+    /// The policy configuration gives `scope`, if any.
+    pub fn policy_of(&self, scope: &str) -> Option<Policy> {
+        self.inner
+            .overrides
+            .load()
+            .get(scope)
+            .map(|limit| *limit.policy())
+    }
+
+    /// Notes a limit of a scope that is not declared in the code (an override, a policy
+    /// chosen per request), so that [`reset`](Self::reset) finds its budget too.
+    pub fn remember(&self, limit: &Limit) {
+        let mut seen = self.inner.seen.lock();
+        if !seen.iter().any(|l| l == limit) {
+            seen.push(limit.clone());
+        }
+    }
+
+    /// Forgets the state of `key` under every limit of `scope` this program knows (the
+    /// declared ones, overrides, and policies seen per request): a client starts afresh. In
+    /// memory and in Redis alike. For the key of a client as requests make it, see the
+    /// glue's `reset` helpers (`Limiter::reset_client`).
+    pub fn reset_key<'a>(&'a self, scope: &'a str, key: &'a [u8]) -> Check<'a, ()> {
+        let mut limits: Vec<Limit> = registry::limits_of(scope);
+        for limit in self.inner.seen.lock().iter() {
+            if limit.scope() == scope && !limits.contains(limit) {
+                limits.push(limit.clone());
+            }
+        }
+        match &self.inner.store {
+            Backend::Memory(memory) => {
+                for limit in &limits {
+                    memory.forget(limit, key);
+                }
+                Check::ready(Ok(()))
+            }
+            Backend::Other(store) => Check::pending(async move {
+                for limit in &limits {
+                    store.forget(limit, key).await?;
+                }
+                Ok(())
+            }),
         }
     }
 
@@ -251,6 +386,7 @@ pub struct LimiterBuilder {
     on_store_error: OnStoreError,
     store_timeout: Duration,
     glue: Option<Box<dyn Any + Send + Sync>>,
+    overrides: Overrides,
 }
 
 impl fmt::Debug for LimiterBuilder {
@@ -270,6 +406,7 @@ impl Default for LimiterBuilder {
             on_store_error: OnStoreError::FallBackToMemory,
             store_timeout: LimiterBuilder::DEFAULT_STORE_TIMEOUT,
             glue: None,
+            overrides: Overrides::new(),
         }
     }
 }
@@ -305,6 +442,27 @@ impl LimiterBuilder {
     /// [`ManualClock`](crate::ManualClock).
     pub fn clock(mut self, clock: impl Clock) -> LimiterBuilder {
         self.clock = Some(Arc::new(clock));
+        self
+    }
+
+    /// The policy of every handler and middleware of `scope`, whatever the code declares:
+    /// the attribute's limit is the default a deployment overrides from its configuration,
+    /// without recompiling. [`Limiter::set_policy`] changes it while serving.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use limiter_core::{Limiter, Policy};
+    /// let limiter = Limiter::builder()
+    ///     .policy("login", Policy::new(10, Duration::from_secs(60))?)
+    ///     .build();
+    /// assert_eq!(limiter.policy_of("login").unwrap().max().get(), 10);
+    /// # Ok::<(), limiter_core::PolicyError>(())
+    /// ```
+    pub fn policy(mut self, scope: &str, policy: Policy) -> LimiterBuilder {
+        self.overrides.insert(
+            scope.into(),
+            Arc::new(Limit::new(scope.to_string(), policy)),
+        );
         self
     }
 
@@ -349,6 +507,8 @@ impl LimiterBuilder {
         if !global {
             BUILT.store(true, Ordering::Relaxed);
         }
+        let seen = self.overrides.values().map(|l| Limit::clone(l)).collect();
+        let overridden = AtomicBool::new(!self.overrides.is_empty());
         Limiter {
             inner: Arc::new(Settings {
                 store: self
@@ -361,6 +521,9 @@ impl LimiterBuilder {
                 fallback: MemoryStore::new(),
                 glue: self.glue,
                 built_on: std::thread::current().name().map(str::to_owned),
+                overrides: ArcSwap::from_pointee(self.overrides),
+                overridden,
+                seen: parking_lot::Mutex::new(seen),
             }),
         }
     }

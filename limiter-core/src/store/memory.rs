@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::{Check, Limit, Store};
+use super::{Charge, Check, Limit, Store};
 use crate::Decision;
 use table::{Prior, Table};
 
@@ -133,32 +133,39 @@ impl Shard {
             if !table.sweep_due(now_ms) {
                 table.seen(now_ms);
                 if let Some(slot) = table.find(fp) {
-                    if table.growth_for(slot) == 0 {
+                    if table.growth_for(slot, 1) == 0 {
                         return table.check_only(slot, now_ms);
                     }
                 }
             }
         }
         let t = self.table_index(limit, now_ms);
-        self.check_with_room(t, fp, now_ms, bounds).0
+        self.check_with_room(t, fp, now_ms, bounds, 1).0
     }
 
     /// Counts a request of `fp` against `limit`, making room for it if the shard is full.
     /// Returns the decision and what to undo it with.
     #[inline]
-    fn check(&mut self, limit: &Limit, fp: u64, now_ms: u64, bounds: Bounds) -> (Decision, Prior) {
+    fn check(
+        &mut self,
+        limit: &Limit,
+        fp: u64,
+        now_ms: u64,
+        bounds: Bounds,
+        cost: u32,
+    ) -> (Decision, Prior) {
         let t = self.table_index(limit, now_ms);
         let table = &mut self.tables[t];
         // The common case, kept short: a key already held, nothing to sweep or allocate.
         if !table.sweep_due(now_ms) {
             table.seen(now_ms);
             if let Some(slot) = table.find(fp) {
-                if table.growth_for(slot) == 0 {
-                    return table.check(slot, now_ms);
+                if table.growth_for(slot, cost) == 0 {
+                    return table.check(slot, now_ms, cost);
                 }
             }
         }
-        self.check_with_room(t, fp, now_ms, bounds)
+        self.check_with_room(t, fp, now_ms, bounds, cost)
     }
 
     /// [`check`](Self::check) when a sweep is due, the key is new, or its log needs a ring.
@@ -169,6 +176,7 @@ impl Shard {
         fp: u64,
         now_ms: u64,
         bounds: Bounds,
+        cost: u32,
     ) -> (Decision, Prior) {
         if self.tables[t].sweep_due(now_ms) {
             self.keys -= self.tables[t].maintain(now_ms);
@@ -182,7 +190,7 @@ impl Shard {
                 self.tables[t].insert(fp)
             }
         };
-        let growth = self.tables[t].growth_for(slot);
+        let growth = self.tables[t].growth_for(slot, cost);
         let slot = if growth > 0 && self.bytes() + growth > bounds.bytes {
             // The log needs a ring the shard has no bytes for: take the ring of the log
             // closest to expiring (its key goes with it).
@@ -196,7 +204,7 @@ impl Shard {
         } else {
             slot
         };
-        self.tables[t].check(slot, now_ms)
+        self.tables[t].check(slot, now_ms, cost)
     }
 
     /// Makes room for one more key in table `t`: under the key bound, and within the bytes
@@ -232,6 +240,12 @@ impl Shard {
     fn undo(&mut self, limit: &Limit, fp: u64, prior: Prior) {
         if let Some(table) = self.tables.iter_mut().find(|t| t.limit_id() == limit.id()) {
             table.undo(fp, prior);
+        }
+    }
+
+    fn refund(&mut self, limit: &Limit, fp: u64, at_ms: u64, now_ms: u64, cost: u32) {
+        if let Some(table) = self.tables.iter_mut().find(|t| t.limit_id() == limit.id()) {
+            table.refund(fp, at_ms, now_ms, cost);
         }
     }
 
@@ -358,12 +372,12 @@ impl MemoryStore {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use limiter_core::{Limit, MemoryStore, Policy};
+    /// use limiter_core::{Charge, Limit, MemoryStore, Policy};
     /// let store = MemoryStore::new();
     /// let minute = Limit::new("login", Policy::new(5, Duration::from_secs(60))?);
     /// let day = Limit::new("login-1d", Policy::new(2, Duration::from_secs(86_400))?);
     /// let now = Duration::from_secs(1);
-    /// let both = [(&minute, &b"client"[..]), (&day, &b"client"[..])];
+    /// let both = [Charge::new(&minute, b"client"), Charge::new(&day, b"client")];
     /// assert!(store.check_all_at(&both, now).iter().all(|d| d.allowed()));
     /// assert!(store.check_all_at(&both, now).iter().all(|d| d.allowed()));
     /// let third = store.check_all_at(&both, now);
@@ -371,12 +385,12 @@ impl MemoryStore {
     /// assert_eq!(third[0].remaining(), 3); // the rejected request took nothing
     /// # Ok::<(), limiter_core::PolicyError>(())
     /// ```
-    pub fn check_all_at(&self, requests: &[(&Limit, &[u8])], now: Duration) -> Vec<Decision> {
+    pub fn check_all_at(&self, requests: &[Charge<'_>], now: Duration) -> Vec<Decision> {
         let now_ms = millis(now);
         let located: Vec<(usize, u64)> = requests
             .iter()
-            .map(|(_, key)| {
-                let fp = self.fingerprint(key);
+            .map(|charge| {
+                let fp = self.fingerprint(charge.key);
                 (self.shard_of(fp), fp)
             })
             .collect();
@@ -395,26 +409,69 @@ impl MemoryStore {
             .collect();
         let mut decisions = Vec::with_capacity(requests.len());
         let mut priors = Vec::with_capacity(requests.len());
-        for (i, (limit, _)) in requests.iter().enumerate() {
+        for (i, charge) in requests.iter().enumerate() {
             let fp = located[i].1;
+            let bounds = self.inner.bounds;
+            let cost = charge.cost.max(1);
             let (decision, prior) =
-                guards[positions[i]].check(limit, fp, now_ms, self.inner.bounds);
+                guards[positions[i]].check(charge.limit, fp, now_ms, bounds, cost);
             decisions.push(decision);
             priors.push(prior);
         }
         if decisions.iter().any(|d| !d.allowed()) {
-            for (i, (limit, _)) in requests.iter().enumerate().rev() {
-                guards[positions[i]].undo(limit, located[i].1, priors[i]);
+            for (i, charge) in requests.iter().enumerate().rev() {
+                guards[positions[i]].undo(charge.limit, located[i].1, priors[i]);
             }
-            for (i, (limit, _)) in requests.iter().enumerate() {
+            for (i, charge) in requests.iter().enumerate() {
                 if decisions[i].allowed() {
-                    decisions[i] = guards[positions[i]].status(limit, located[i].1, now_ms);
+                    let fp = located[i].1;
+                    decisions[i] = guards[positions[i]].status(charge.limit, fp, now_ms);
                 }
             }
         }
         drop(guards);
         self.housekeep(now_ms);
         decisions
+    }
+
+    /// Takes back what a check of `charges` read at `at` counted (see [`Store::refund`]);
+    /// `now` is the refund's reading.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use limiter_core::{Charge, Limit, MemoryStore, Policy};
+    /// let store = MemoryStore::new();
+    /// let login = Limit::new("login", Policy::new(1, Duration::from_secs(60))?);
+    /// let at = Duration::from_secs(5);
+    /// let attempt = [Charge::new(&login, b"ann")];
+    /// assert!(store.check_all_at(&attempt, at)[0].allowed());
+    /// store.refund_at(&attempt, at, at); // it succeeded: only failures count
+    /// assert!(store.check_all_at(&attempt, at)[0].allowed());
+    /// # Ok::<(), limiter_core::PolicyError>(())
+    /// ```
+    pub fn refund_at(&self, charges: &[Charge<'_>], at: Duration, now: Duration) {
+        let (at_ms, now_ms) = (millis(at), millis(now));
+        for charge in charges {
+            let fp = self.fingerprint(charge.key);
+            let shard = &self.inner.shards[self.shard_of(fp)].0;
+            shard
+                .lock()
+                .refund(charge.limit, fp, at_ms, now_ms, charge.cost.max(1));
+        }
+    }
+
+    /// Forgets `key`'s state under `limit`.
+    pub fn forget(&self, limit: &Limit, key: &[u8]) {
+        let fp = self.fingerprint(key);
+        let mut shard = self.inner.shards[self.shard_of(fp)].0.lock();
+        let forgotten = shard
+            .tables
+            .iter_mut()
+            .find(|t| t.limit_id() == limit.id())
+            .is_some_and(|table| table.forget(fp));
+        if forgotten {
+            shard.keys -= 1;
+        }
     }
 
     /// Every [`HOUSEKEEPING_TICK_MS`], the first request to notice visits the next shard.
@@ -515,10 +572,25 @@ impl Store for MemoryStore {
 
     fn check_all<'a>(
         &'a self,
-        requests: &'a [(&'a Limit, &'a [u8])],
+        charges: &'a [Charge<'a>],
         now: Duration,
     ) -> Check<'a, Vec<Decision>> {
-        Check::ready(Ok(self.check_all_at(requests, now)))
+        Check::ready(Ok(self.check_all_at(charges, now)))
+    }
+
+    fn refund<'a>(
+        &'a self,
+        charges: &'a [Charge<'a>],
+        at: Duration,
+        now: Duration,
+    ) -> Check<'a, ()> {
+        self.refund_at(charges, at, now);
+        Check::ready(Ok(()))
+    }
+
+    fn forget<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> Check<'a, ()> {
+        MemoryStore::forget(self, limit, key);
+        Check::ready(Ok(()))
     }
 }
 

@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::OnceLock;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -44,17 +45,37 @@ pub use memory::MemoryStore;
 pub struct Limit {
     scope: Cow<'static, str>,
     policy: Policy,
-    id: u64,
+    /// Computed on first use: a `const` limit cannot hash.
+    id: OnceLock<u64>,
 }
 
 impl Limit {
     /// The limit `policy` under the name `scope`.
     pub fn new(scope: impl Into<Cow<'static, str>>, policy: Policy) -> Limit {
         let scope = scope.into();
+        let id = OnceLock::new();
+        let _ = id.set(stable_id(&scope, &policy));
+        Limit { scope, policy, id }
+    }
+
+    /// A limit made in a `const` or `static`: for the limits a handler checks itself
+    /// (see `limiter::check`).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use limiter_core::{Limit, Policy};
+    /// const PER_MINUTE: Policy = match Policy::new(5, Duration::from_secs(60)) {
+    ///     Ok(policy) => policy,
+    ///     Err(error) => panic!("{}", error.message()),
+    /// };
+    /// static PER_USERNAME: Limit = Limit::constant("login-username", PER_MINUTE);
+    /// assert_eq!(PER_USERNAME.scope(), "login-username");
+    /// ```
+    pub const fn constant(scope: &'static str, policy: Policy) -> Limit {
         Limit {
-            id: stable_id(&scope, &policy),
-            scope,
+            scope: Cow::Borrowed(scope),
             policy,
+            id: OnceLock::new(),
         }
     }
 
@@ -70,8 +91,9 @@ impl Limit {
 
     /// A 64-bit identity of (scope, policy), equal for equal limits in every process (see
     /// above for its encoding).
+    #[inline]
     pub fn id(&self) -> u64 {
-        self.id
+        *self.id.get_or_init(|| stable_id(&self.scope, &self.policy))
     }
 }
 
@@ -92,11 +114,52 @@ fn stable_id(scope: &str, policy: &Policy) -> u64 {
 
 impl PartialEq for Limit {
     fn eq(&self, other: &Limit) -> bool {
-        self.id == other.id && self.policy == other.policy && self.scope == other.scope
+        self.policy == other.policy && self.scope == other.scope
     }
 }
 
 impl Eq for Limit {}
+
+/// One limit a request is counted against: the limit, the client's key, and how many units
+/// the request costs (1 unless said otherwise).
+///
+/// ```
+/// use std::time::Duration;
+/// use limiter_core::{Charge, Limit, MemoryStore, Policy};
+/// let store = MemoryStore::new();
+/// let exports = Limit::new("exports", Policy::new(100, Duration::from_secs(60))?);
+/// let batch = [Charge::new(&exports, b"tenant-7").cost(40)];
+/// assert_eq!(store.check_all_at(&batch, Duration::ZERO)[0].remaining(), 60);
+/// # Ok::<(), limiter_core::PolicyError>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Charge<'a> {
+    /// The limit.
+    pub limit: &'a Limit,
+    /// The client's key under it.
+    pub key: &'a [u8],
+    /// The units the request takes, at least 1.
+    pub cost: u32,
+}
+
+impl<'a> Charge<'a> {
+    /// One unit of `limit` for `key`.
+    pub const fn new(limit: &'a Limit, key: &'a [u8]) -> Charge<'a> {
+        Charge {
+            limit,
+            key,
+            cost: 1,
+        }
+    }
+
+    /// The same charge, for `cost` units (0 counts as 1).
+    pub const fn cost(self, cost: u32) -> Charge<'a> {
+        Charge {
+            cost: if cost == 0 { 1 } else { cost },
+            ..self
+        }
+    }
+}
 
 /// A place that counts requests: the in-memory store, Redis, or one of your own.
 ///
@@ -121,9 +184,25 @@ pub trait Store: Send + Sync + 'static {
     /// now, `reset_after` when used quota next comes back (zero when none is used).
     fn check_all<'a>(
         &'a self,
-        requests: &'a [(&'a Limit, &'a [u8])],
+        charges: &'a [Charge<'a>],
         now: Duration,
     ) -> Check<'a, Vec<Decision>>;
+
+    /// Takes back what a check of `charges` whose reading was `at` counted (for
+    /// `count = "failures"`: a request that turned out a success). `now` is the reading of
+    /// the refund. A refund never gives back more than the check took, and never state that
+    /// no longer counts; when it cannot tell its own units from others', it takes back
+    /// theirs only if that errs on the side of the limit.
+    fn refund<'a>(
+        &'a self,
+        charges: &'a [Charge<'a>],
+        at: Duration,
+        now: Duration,
+    ) -> Check<'a, ()>;
+
+    /// Forgets `key`'s state under `limit`: the client starts afresh
+    /// ([`Limiter::reset_key`](crate::Limiter::reset_key)).
+    fn forget<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> Check<'a, ()>;
 }
 
 impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
@@ -133,10 +212,23 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
 
     fn check_all<'a>(
         &'a self,
-        requests: &'a [(&'a Limit, &'a [u8])],
+        charges: &'a [Charge<'a>],
         now: Duration,
     ) -> Check<'a, Vec<Decision>> {
-        (**self).check_all(requests, now)
+        (**self).check_all(charges, now)
+    }
+
+    fn refund<'a>(
+        &'a self,
+        charges: &'a [Charge<'a>],
+        at: Duration,
+        now: Duration,
+    ) -> Check<'a, ()> {
+        (**self).refund(charges, at, now)
+    }
+
+    fn forget<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> Check<'a, ()> {
+        (**self).forget(limit, key)
     }
 }
 

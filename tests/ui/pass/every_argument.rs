@@ -52,6 +52,31 @@ async fn stacked() -> &'static str {
     "ok"
 }
 
+fn internal(req: &HttpRequest) -> bool {
+    req.headers().contains_key("x-internal")
+}
+
+fn batch_size(req: &HttpRequest) -> u32 {
+    req.query_string().len() as u32
+}
+
+fn plan(_: &HttpRequest) -> Option<limiter::Policy> {
+    None
+}
+
+const BATCH: u32 = 10;
+
+#[rate_limit(100, per = "1m", cost = 10, count = "failures", dry_run = true)]
+#[rate_limit(1000, per = "1h", cost = BATCH, count = "all", dry_run = false, scope = "hourly")]
+async fn literal_options() -> &'static str {
+    "ok"
+}
+
+#[rate_limit(100, per = "1m", key = "user", cost = batch_size, exempt = internal, policy = plan)]
+async fn function_options() -> &'static str {
+    "ok"
+}
+
 fn main() {
     let _ = App::new()
         .route("/", web::get().to(defaults))
@@ -60,6 +85,8 @@ fn main() {
         .route("/h", web::get().to(header_key))
         .route("/f", web::get().to(function_key))
         .route("/s", web::get().to(stacked))
+        .route("/o", web::get().to(literal_options))
+        .route("/p", web::get().to(function_options))
         .service(route_above)
         .service(route_below);
 }

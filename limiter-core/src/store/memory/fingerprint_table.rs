@@ -142,6 +142,14 @@ impl<V: Copy + Default> FingerprintTable<V> {
         Some(value)
     }
 
+    /// Removes `fp`, returning its state if it was held.
+    pub(super) fn remove(&mut self, fp: u64) -> Option<V> {
+        let i = self.find(fp)?;
+        let value = self.slots[i].1;
+        self.remove_at(i);
+        Some(value)
+    }
+
     /// Empties slot `i` and shifts the entries of its probe run back, so that every entry
     /// stays reachable from its home slot.
     fn remove_at(&mut self, mut i: usize) {

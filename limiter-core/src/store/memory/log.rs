@@ -167,6 +167,39 @@ impl InstantLog for LogView<'_> {
         }
     }
 
+    fn nth(&self, i: usize) -> Stamp {
+        match self.entry.meta {
+            INLINE => Stamp::from_bits(self.entry.data),
+            _ => {
+                let (head, _) = self.head_len();
+                let start = self.entry.data as usize * self.slab.capacity;
+                Stamp::from_bits(self.slab.stamps[start + wrap(head + i, self.slab.capacity)])
+            }
+        }
+    }
+
+    fn remove(&mut self, from: usize, count: usize) {
+        if count == 0 {
+            return;
+        }
+        if !self.entry.in_ring() {
+            // One inline instant: it is the one removed.
+            *self.entry = LogEntry::EMPTY;
+            return;
+        }
+        let (head, len) = self.head_len();
+        let capacity = self.slab.capacity;
+        let ring = self.slab.ring(self.entry.data);
+        for i in from..len - count {
+            ring[wrap(head + i, capacity)] = ring[wrap(head + i + count, capacity)];
+        }
+        if len == count {
+            self.clear();
+        } else {
+            self.set_head_len(head, len - count);
+        }
+    }
+
     fn push(&mut self, stamp: Stamp) {
         match self.entry.meta {
             EMPTY => {
@@ -250,10 +283,14 @@ impl LogTable {
 
     /// The bytes the slab would add if the key in slot `slot` needed a ring now: zero when
     /// its log needs none (empty, or in a ring already) or a free ring is waiting.
-    pub(super) fn ring_growth(&self, slot: Option<usize>) -> usize {
-        // A log of one instant gets a ring when it takes a second: never with `N = 1`.
-        let needs_ring =
-            self.slab.capacity >= 2 && slot.is_some_and(|i| self.entry_meta(i) == INLINE);
+    pub(super) fn ring_growth(&self, slot: Option<usize>, cost: u32) -> usize {
+        // A log gets a ring when it takes a second instant: never with `N = 1`.
+        let needs_ring = self.slab.capacity >= 2
+            && slot.is_some_and(|i| match self.entry_meta(i) {
+                INLINE => true,
+                EMPTY => cost >= 2,
+                _ => false,
+            });
         if !needs_ring || !self.slab.free.is_empty() {
             return 0;
         }
@@ -321,6 +358,7 @@ impl LogTable {
         slot: usize,
         now_ms: u64,
         policy: &Policy,
+        cost: u32,
         in_order: bool,
     ) -> Decision {
         let mut log = LogView {
@@ -328,19 +366,46 @@ impl LogTable {
             slab: &mut self.slab,
         };
         if in_order {
-            sliding_window::check_in_order(&mut log, now_ms, policy)
+            sliding_window::check_in_order(&mut log, now_ms, policy, cost)
         } else {
-            sliding_window::check(&mut log, now_ms, policy)
+            sliding_window::check_cost(&mut log, now_ms, policy, cost)
         }
     }
 
-    /// Takes back the instant the last check of the key in `slot` added.
-    pub(super) fn undo(&mut self, slot: usize) {
+    /// Takes back the `count` instants the last check of the key in `slot` added.
+    pub(super) fn undo(&mut self, slot: usize, count: u32) {
         let mut log = LogView {
             entry: self.map.at(slot),
             slab: &mut self.slab,
         };
-        log.pop_newest();
+        for _ in 0..count {
+            log.pop_newest();
+        }
+    }
+
+    /// Forgets `fp`'s log. Whether it was held.
+    pub(super) fn forget(&mut self, fp: u64) -> bool {
+        match self.map.remove(fp) {
+            Some(entry) => {
+                if entry.in_ring() {
+                    self.slab.release(entry.data);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Takes back `cost` instants of `fp` counted by a check read at `at_ms`, at the
+    /// reading `now_ms`.
+    pub(super) fn refund(&mut self, fp: u64, at_ms: u64, now_ms: u64, policy: &Policy, cost: u32) {
+        if let Some(slot) = self.map.find(fp) {
+            let mut log = LogView {
+                entry: self.map.at(slot),
+                slab: &mut self.slab,
+            };
+            sliding_window::refund(&mut log, at_ms, now_ms, policy, cost);
+        }
     }
 
     /// Where the key stands, with nothing counted.
@@ -431,16 +496,19 @@ mod tests {
         // Fill the log, then let instants leave one by one while others arrive, so that the
         // head walks all the way round the ring.
         for t in 0..u64::from(max) {
-            assert!(table.check(slot, t, &policy, true).allowed());
+            assert!(table.check(slot, t, &policy, 1, true).allowed());
         }
         let window = policy.window_ms();
         for t in 0..u64::from(max) {
             let at = window + t;
             let slot = table.map.find(7).unwrap();
-            let d = table.check(slot, at, &policy, true);
+            let d = table.check(slot, at, &policy, 1, true);
             assert!(d.allowed(), "at {at}");
             assert_eq!(d.remaining(), 0, "at {at}");
-            assert!(!table.check(slot, at, &policy, true).allowed(), "at {at}");
+            assert!(
+                !table.check(slot, at, &policy, 1, true).allowed(),
+                "at {at}"
+            );
         }
     }
 }

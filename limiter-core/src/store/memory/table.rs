@@ -10,15 +10,19 @@ use crate::{Algorithm, Decision, Limit, Policy};
 
 /// The fixed-size states, all 8 bytes, so a table entry is 16.
 pub(super) trait CompactState: Copy + Default {
-    fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision;
+    fn check(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision;
+    fn refund(&mut self, at_ms: u64, policy: &Policy, cost: u32);
     fn status(&self, now_ms: u64, policy: &Policy) -> Decision;
     fn is_expired(&self, now_ms: u64, policy: &Policy) -> bool;
     fn expires_in(&self, now_ms: u64, policy: &Policy) -> u64;
 }
 
 impl CompactState for FixedWindow {
-    fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {
-        FixedWindow::check(self, now_ms, policy)
+    fn check(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision {
+        FixedWindow::check_cost(self, now_ms, policy, cost)
+    }
+    fn refund(&mut self, at_ms: u64, policy: &Policy, cost: u32) {
+        FixedWindow::refund(self, at_ms, policy, cost)
     }
     fn status(&self, now_ms: u64, policy: &Policy) -> Decision {
         FixedWindow::status(self, now_ms, policy)
@@ -32,8 +36,11 @@ impl CompactState for FixedWindow {
 }
 
 impl CompactState for SlidingWindowCounter {
-    fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {
-        SlidingWindowCounter::check(self, now_ms, policy)
+    fn check(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision {
+        SlidingWindowCounter::check_cost(self, now_ms, policy, cost)
+    }
+    fn refund(&mut self, at_ms: u64, policy: &Policy, cost: u32) {
+        SlidingWindowCounter::refund(self, at_ms, policy, cost)
     }
     fn status(&self, now_ms: u64, policy: &Policy) -> Decision {
         SlidingWindowCounter::status(self, now_ms, policy)
@@ -47,8 +54,11 @@ impl CompactState for SlidingWindowCounter {
 }
 
 impl CompactState for TokenBucket {
-    fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {
-        TokenBucket::check(self, now_ms, policy)
+    fn check(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision {
+        TokenBucket::check_cost(self, now_ms, policy, cost)
+    }
+    fn refund(&mut self, _: u64, policy: &Policy, cost: u32) {
+        TokenBucket::refund(self, policy, cost)
     }
     fn status(&self, now_ms: u64, policy: &Policy) -> Decision {
         TokenBucket::status(self, now_ms, policy)
@@ -70,8 +80,8 @@ pub(super) enum Prior {
     Fixed(FixedWindow),
     Counter(SlidingWindowCounter),
     Bucket(TokenBucket),
-    /// The log gained one instant.
-    Pushed,
+    /// The log gained this many instants.
+    Pushed(u32),
 }
 
 pub(super) trait Compact: CompactState {
@@ -128,10 +138,10 @@ impl<S: Compact> CompactTable<S> {
     }
 
     #[inline]
-    fn check(&mut self, slot: usize, now_ms: u64, policy: &Policy) -> (Decision, Prior) {
+    fn check(&mut self, slot: usize, now_ms: u64, policy: &Policy, cost: u32) -> (Decision, Prior) {
         let state = self.map.at(slot);
         let before = *state;
-        let decision = state.check(now_ms, policy);
+        let decision = CompactState::check(state, now_ms, policy, cost);
         let prior = if decision.allowed() {
             before.prior()
         } else {
@@ -148,6 +158,12 @@ impl<S: Compact> CompactTable<S> {
 
     fn status(&self, fp: u64, now_ms: u64, policy: &Policy) -> Decision {
         self.map.get(fp).unwrap_or_default().status(now_ms, policy)
+    }
+
+    fn refund(&mut self, fp: u64, at_ms: u64, policy: &Policy, cost: u32) {
+        if let Some(slot) = self.map.find(fp) {
+            CompactState::refund(self.map.at(slot), at_ms, policy, cost);
+        }
     }
 
     fn evict(&mut self, start: u64, keep: u64, now_ms: u64, policy: &Policy) -> bool {
@@ -269,10 +285,12 @@ impl Table {
         }
     }
 
-    /// The bytes the check of the key in `slot` may add (a sliding log's first ring).
-    pub(super) fn growth_for(&self, slot: usize) -> usize {
+    /// The bytes a check of `cost` units of the key in `slot` may add (a sliding log's
+    /// first ring).
+    #[inline]
+    pub(super) fn growth_for(&self, slot: usize, cost: u32) -> usize {
         match &self.counts {
-            Counts::Log(l) => l.ring_growth(Some(slot)),
+            Counts::Log(l) => l.ring_growth(Some(slot), cost),
             _ => 0,
         }
     }
@@ -305,35 +323,58 @@ impl Table {
         now_ms.saturating_sub(self.swept_at) >= self.policy.window_ms()
     }
 
-    /// Counts a request of the key in `slot`, with no way back.
+    /// Counts a one-unit request of the key in `slot`, with no way back.
     #[inline(always)]
     pub(super) fn check_only(&mut self, slot: usize, now_ms: u64) -> Decision {
         let policy = &self.policy;
         match &mut self.counts {
-            Counts::Fixed(t) => t.map.at(slot).check(now_ms, policy),
-            Counts::Counter(t) => t.map.at(slot).check(now_ms, policy),
-            Counts::Bucket(t) => t.map.at(slot).check(now_ms, policy),
-            Counts::Log(t) => t.check(slot, now_ms, policy, now_ms >= self.last_seen),
+            Counts::Fixed(t) => CompactState::check(t.map.at(slot), now_ms, policy, 1),
+            Counts::Counter(t) => CompactState::check(t.map.at(slot), now_ms, policy, 1),
+            Counts::Bucket(t) => CompactState::check(t.map.at(slot), now_ms, policy, 1),
+            Counts::Log(t) => t.check(slot, now_ms, policy, 1, now_ms >= self.last_seen),
         }
     }
 
-    /// Counts a request of the key in `slot`.
+    /// Counts a request of `cost` units of the key in `slot`.
     #[inline]
-    pub(super) fn check(&mut self, slot: usize, now_ms: u64) -> (Decision, Prior) {
+    pub(super) fn check(&mut self, slot: usize, now_ms: u64, cost: u32) -> (Decision, Prior) {
         let policy = &self.policy;
         match &mut self.counts {
-            Counts::Fixed(t) => t.check(slot, now_ms, policy),
-            Counts::Counter(t) => t.check(slot, now_ms, policy),
-            Counts::Bucket(t) => t.check(slot, now_ms, policy),
+            Counts::Fixed(t) => t.check(slot, now_ms, policy, cost),
+            Counts::Counter(t) => t.check(slot, now_ms, policy, cost),
+            Counts::Bucket(t) => t.check(slot, now_ms, policy, cost),
             Counts::Log(t) => {
-                let decision = t.check(slot, now_ms, policy, now_ms >= self.last_seen);
+                let decision = t.check(slot, now_ms, policy, cost, now_ms >= self.last_seen);
                 let prior = if decision.allowed() {
-                    Prior::Pushed
+                    Prior::Pushed(cost)
                 } else {
                     Prior::Unchanged
                 };
                 (decision, prior)
             }
+        }
+    }
+
+    /// Forgets `fp`'s state. Whether it was held.
+    pub(super) fn forget(&mut self, fp: u64) -> bool {
+        match &mut self.counts {
+            Counts::Fixed(t) => t.map.remove(fp).is_some(),
+            Counts::Counter(t) => t.map.remove(fp).is_some(),
+            Counts::Bucket(t) => t.map.remove(fp).is_some(),
+            Counts::Log(t) => t.forget(fp),
+        }
+    }
+
+    /// Takes back `cost` units of `fp` counted at `at_ms` (see [`Store::refund`]).
+    ///
+    /// [`Store::refund`]: crate::Store::refund
+    pub(super) fn refund(&mut self, fp: u64, at_ms: u64, now_ms: u64, cost: u32) {
+        let policy = &self.policy;
+        match &mut self.counts {
+            Counts::Fixed(t) => t.refund(fp, at_ms, policy, cost),
+            Counts::Counter(t) => t.refund(fp, at_ms, policy, cost),
+            Counts::Bucket(t) => t.refund(fp, at_ms, policy, cost),
+            Counts::Log(t) => t.refund(fp, at_ms, now_ms, policy, cost),
         }
     }
 
@@ -344,8 +385,8 @@ impl Table {
             Counts::Counter(t) => t.undo(fp, prior),
             Counts::Bucket(t) => t.undo(fp, prior),
             Counts::Log(t) => {
-                if let (Prior::Pushed, Some(slot)) = (prior, t.map().find(fp)) {
-                    t.undo(slot);
+                if let (Prior::Pushed(count), Some(slot)) = (prior, t.map().find(fp)) {
+                    t.undo(slot, count);
                 }
             }
         }

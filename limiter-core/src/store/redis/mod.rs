@@ -9,7 +9,7 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::RedisError;
 
-use super::{Check, Limit, Store, StoreError};
+use super::{Charge, Check, Limit, Store, StoreError};
 use crate::Decision;
 use scripts::Script;
 
@@ -55,6 +55,7 @@ struct Inner {
     prefix: String,
     caller_clock: bool,
     script: Script,
+    refund: Script,
 }
 
 impl RedisStore {
@@ -81,7 +82,8 @@ impl RedisStore {
                 connection,
                 prefix: "limiter".to_string(),
                 caller_clock: false,
-                script: Script::new(),
+                script: Script::check(),
+                refund: Script::refund(),
             }),
         }
     }
@@ -111,7 +113,8 @@ impl RedisStore {
             connection: shared.connection.clone(),
             prefix: shared.prefix.clone(),
             caller_clock: shared.caller_clock,
-            script: Script::new(),
+            script: Script::check(),
+            refund: Script::refund(),
         });
         change(&mut inner);
         RedisStore {
@@ -162,28 +165,32 @@ impl RedisStore {
 
     async fn eval(
         &self,
-        requests: &[(&Limit, &[u8])],
+        charges: &[Charge<'_>],
         now: Duration,
     ) -> Result<Vec<Decision>, StoreError> {
-        // The same (limit, key) twice is one budget asked once: the script reads each key
-        // before it writes any.
-        let mut unique: Vec<usize> = Vec::with_capacity(requests.len());
-        let mut slot_of = Vec::with_capacity(requests.len());
-        for (i, (limit, key)) in requests.iter().enumerate() {
+        // The same (limit, key) twice is one budget asked once for the sum: the script reads
+        // each key before it writes any.
+        let mut unique: Vec<Charge<'_>> = Vec::with_capacity(charges.len());
+        let mut slot_of = Vec::with_capacity(charges.len());
+        for charge in charges {
             let same = unique
                 .iter()
-                .position(|&u| requests[u].0 == *limit && requests[u].1 == *key);
-            slot_of.push(same.unwrap_or_else(|| {
-                unique.push(i);
-                unique.len() - 1
-            }));
+                .position(|u| u.limit == charge.limit && u.key == charge.key);
+            slot_of.push(match same {
+                Some(slot) => {
+                    unique[slot].cost = unique[slot].cost.saturating_add(charge.cost.max(1));
+                    slot
+                }
+                None => {
+                    unique.push(charge.cost(charge.cost));
+                    unique.len() - 1
+                }
+            });
         }
-        let script = &self.inner.script;
         let mut command = redis::cmd("EVALSHA");
-        command.arg(&script.sha).arg(unique.len());
-        for &i in &unique {
-            let (limit, key) = requests[i];
-            command.arg(self.key_name(limit, key));
+        command.arg(&self.inner.script.sha).arg(unique.len());
+        for charge in &unique {
+            command.arg(self.key_name(charge.limit, charge.key));
         }
         if self.inner.caller_clock {
             command
@@ -192,24 +199,17 @@ impl RedisStore {
         } else {
             command.arg("").arg(0);
         }
-        for &i in &unique {
-            let policy = requests[i].0.policy();
+        for charge in &unique {
+            let policy = charge.limit.policy();
             command
                 .arg(scripts::code(policy.algorithm()))
                 .arg(policy.window_ms())
                 .arg(policy.max().get())
                 .arg(policy.emission_interval_ns())
-                .arg(u64::from(policy.burst().get()) * policy.emission_interval_ns());
+                .arg(u64::from(policy.burst().get()) * policy.emission_interval_ns())
+                .arg(charge.cost);
         }
-        let mut connection = self.inner.connection.clone();
-        let reply: Result<Vec<i64>, RedisError> = match command.query_async(&mut connection).await {
-            Err(e) if is_no_script(&e) => {
-                load(&mut connection, script).await?;
-                command.query_async(&mut connection).await
-            }
-            other => other,
-        };
-        let reply = reply.map_err(|e| error("Redis check failed", e))?;
+        let reply: Vec<i64> = self.run(&self.inner.script, &command).await?;
         if reply.len() != 3 * unique.len() {
             return Err(StoreError::msg(format!(
                 "the rate limit script answered {} numbers for {} limits",
@@ -220,8 +220,8 @@ impl RedisStore {
         let decisions: Vec<Decision> = unique
             .iter()
             .zip(reply.chunks_exact(3))
-            .map(|(&i, answer)| {
-                let max = requests[i].0.policy().max().get();
+            .map(|(charge, answer)| {
+                let max = charge.limit.policy().max().get();
                 let wait = Duration::from_nanos(u64::try_from(answer[2]).unwrap_or(0));
                 if answer[0] == 1 {
                     Decision::allow(max, u32::try_from(answer[1]).unwrap_or(0), wait)
@@ -232,7 +232,64 @@ impl RedisStore {
             .collect();
         Ok(slot_of.into_iter().map(|u| decisions[u]).collect())
     }
+
+    async fn take_back(
+        &self,
+        charges: &[Charge<'_>],
+        at: Duration,
+        now: Duration,
+    ) -> Result<(), StoreError> {
+        let mut command = redis::cmd("EVALSHA");
+        command.arg(&self.inner.refund.sha).arg(charges.len());
+        for charge in charges {
+            command.arg(self.key_name(charge.limit, charge.key));
+        }
+        command.arg(at.as_millis().to_string());
+        if self.inner.caller_clock {
+            command.arg(now.as_millis().to_string()).arg(0);
+        } else {
+            // The server's clock placed the check; the time since it is the caller's to
+            // measure, with a margin for the two trips' different latencies.
+            let elapsed = now.saturating_sub(at) + REFUND_MARGIN;
+            command.arg("").arg(elapsed.as_millis().to_string());
+        }
+        for charge in charges {
+            let policy = charge.limit.policy();
+            command
+                .arg(scripts::code(policy.algorithm()))
+                .arg(policy.window_ms())
+                .arg(policy.max().get())
+                .arg(policy.emission_interval_ns())
+                .arg(charge.cost.max(1));
+        }
+        self.run::<i64>(&self.inner.refund, &command)
+            .await
+            .map(drop)
+    }
+
+    /// Runs `command` (an `EVALSHA` of `script`), loading the script first if Redis does
+    /// not know it (a restart, `SCRIPT FLUSH`).
+    async fn run<T: redis::FromRedisValue>(
+        &self,
+        script: &Script,
+        command: &redis::Cmd,
+    ) -> Result<T, StoreError> {
+        let mut connection = self.inner.connection.clone();
+        let reply = match command.query_async(&mut connection).await {
+            Err(e) if is_no_script(&e) => {
+                load(&mut connection, script).await?;
+                command.query_async(&mut connection).await
+            }
+            other => other,
+        };
+        reply.map_err(|e| error("Redis check failed", e))
+    }
 }
+
+/// How much earlier than the caller measures a refund places its check, with the server's
+/// clock: a refund placed too early takes back older units or none (erring on the side of
+/// the limit), one placed too late could take back newer units than its own.
+const REFUND_MARGIN: Duration = Duration::from_millis(250);
 
 /// With the caller's clock, keys live at least this long in Redis's own time (a minute): the
 /// caller's time need not run at Redis's pace, and expiry must not cut a window short.
@@ -270,7 +327,7 @@ fn error(what: &str, source: RedisError) -> StoreError {
 impl Store for RedisStore {
     fn check<'a>(&'a self, limit: &'a Limit, key: &'a [u8], now: Duration) -> Check<'a> {
         Check::pending(async move {
-            let decisions = self.eval(&[(limit, key)], now).await?;
+            let decisions = self.eval(&[Charge::new(limit, key)], now).await?;
             decisions
                 .into_iter()
                 .next()
@@ -280,10 +337,31 @@ impl Store for RedisStore {
 
     fn check_all<'a>(
         &'a self,
-        requests: &'a [(&'a Limit, &'a [u8])],
+        charges: &'a [Charge<'a>],
         now: Duration,
     ) -> Check<'a, Vec<Decision>> {
-        Check::pending(self.eval(requests, now))
+        Check::pending(self.eval(charges, now))
+    }
+
+    fn refund<'a>(
+        &'a self,
+        charges: &'a [Charge<'a>],
+        at: Duration,
+        now: Duration,
+    ) -> Check<'a, ()> {
+        Check::pending(self.take_back(charges, at, now))
+    }
+
+    fn forget<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> Check<'a, ()> {
+        Check::pending(async move {
+            let mut connection = self.inner.connection.clone();
+            redis::cmd("DEL")
+                .arg(self.key_name(limit, key))
+                .query_async::<i64>(&mut connection)
+                .await
+                .map(drop)
+                .map_err(|e| error("Redis reset failed", e))
+        })
     }
 }
 

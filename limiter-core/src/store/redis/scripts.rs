@@ -3,9 +3,9 @@
 //! and the same decisions as the in-memory store.
 //!
 //! `KEYS[i]` holds the state of one key under one limit; `ARGV` is
-//! `[now_ms or "", min_ttl_ms]` followed by five values per key:
+//! `[now_ms or "", min_ttl_ms]` followed by six values per key:
 //! `algorithm (1 sliding window, 2 fixed window, 3 counter, 4 bucket), window_ms, max,
-//! interval_ns, capacity_ns`. Without a `now` the script reads the Redis server's clock
+//! interval_ns, capacity_ns, cost`. Without a `now` the script reads the Redis server's clock
 //! (`TIME`), so instances with skewed clocks agree. It answers three numbers per key,
 //! `allowed, remaining, wait_ns`, with the meaning of [`Store::check_all`](crate::Store):
 //! the request is counted by every limit or by none.
@@ -50,11 +50,12 @@ end
 --   admits (boolean), {remaining, wait_ns} if counted (or the rejection), the status with
 --   nothing counted {remaining, wait_ns}, and a function that writes the counted state.
 
-local function sliding_window(key, window, max)
+local function sliding_window(key, window, max, cost)
   local now = clock
   local len = redis.call('LLEN', key)
+  local newest = nil
   if len > 0 then
-    local newest = tonumber(redis.call('LINDEX', key, -1))
+    newest = tonumber(redis.call('LINDEX', key, -1))
     if newest > now then now = newest end
   end
   local expired, oldest = 0, nil
@@ -67,18 +68,33 @@ local function sliding_window(key, window, max)
   local status_wait = 0
   if oldest then status_wait = (oldest + window - now) * 1000000 end
   local status = {max - count, status_wait}
-  if count >= max then
-    return false, {0, status_wait}, status, nil
+  if count + cost > max then
+    -- Admitted once the oldest count + cost - max instants have left the window; more than
+    -- max at once never is (the wait is until the log is empty).
+    local leaving = count + cost - max
+    local last = now
+    if leaving <= count then
+      last = tonumber(redis.call('LINDEX', key, expired + leaving - 1))
+    elseif count > 0 then
+      last = newest
+    end
+    return false, {0, (last + window - now) * 1000000}, status, nil
   end
-  local counted = {max - count - 1, ((oldest or now) + window - now) * 1000000}
+  local counted = {max - count - cost, ((oldest or now) + window - now) * 1000000}
   return true, counted, status, function()
     if expired > 0 then redis.call('LTRIM', key, expired, -1) end
-    redis.call('RPUSH', key, now)
+    local left = cost
+    while left > 0 do
+      local batch = {}
+      for j = 1, math.min(left, 1000) do batch[j] = now end
+      redis.call('RPUSH', key, unpack(batch))
+      left = left - #batch
+    end
     expire(key, window)
   end
 end
 
-local function fixed_window(key, window, max)
+local function fixed_window(key, window, max, cost)
   local now = clock
   local state = redis.call('HMGET', key, 's', 'c')
   local start = tonumber(state[1])
@@ -91,11 +107,11 @@ local function fixed_window(key, window, max)
   local ends = (start + window - now) * 1000000
   local status = {max - count, 0}
   if count > 0 then status[2] = ends end
-  if count >= max then
+  if cost > max - count then
     return false, {0, ends}, status, nil
   end
-  return true, {max - count - 1, ends}, status, function()
-    redis.call('HSET', key, 's', start, 'c', count + 1)
+  return true, {max - count - cost, ends}, status, function()
+    redis.call('HSET', key, 's', start, 'c', count + cost)
     expire(key, start + window - now)
   end
 end
@@ -113,7 +129,7 @@ local function until_below(prev, cur, elapsed, t, target)
   return to_edge + t - y_max
 end
 
-local function sliding_window_counter(key, window, max)
+local function sliding_window_counter(key, window, max, cost)
   local now = clock
   local state = redis.call('HMGET', key, 'w', 'p', 'c')
   local stored = tonumber(state[1])
@@ -131,24 +147,26 @@ local function sliding_window_counter(key, window, max)
     prev = stored_cur
   end
   local weighted = prev * (window - elapsed) + cur * window
-  if weighted >= max * window then
-    local wait = until_below(prev, cur, elapsed, window, max) * 1000000
+  if cost > max or weighted + (cost - 1) * window >= max * window then
+    local target = max + 1 - cost
+    if target < 1 then target = 1 end
+    local wait = until_below(prev, cur, elapsed, window, target) * 1000000
     return false, {0, wait}, {0, wait}, nil
   end
   local left = idiv(max * window - weighted + window - 1, window)
   local status = {left, 0}
   if left < max then status[2] = until_below(prev, cur, elapsed, window, max - left) * 1000000 end
-  local room = max * window - (weighted + window)
+  local room = max * window - (weighted + cost * window)
   if room < 0 then room = 0 end
   local remaining = idiv(room + window - 1, window)
-  local wait = until_below(prev, cur + 1, elapsed, window, max - remaining) * 1000000
+  local wait = until_below(prev, cur + cost, elapsed, window, max - remaining) * 1000000
   return true, {remaining, wait}, status, function()
-    redis.call('HSET', key, 'w', index, 'p', prev, 'c', cur + 1)
+    redis.call('HSET', key, 'w', index, 'p', prev, 'c', cur + cost)
     expire(key, 2 * window - elapsed)
   end
 end
 
-local function token_bucket(key, interval, capacity)
+local function token_bucket(key, interval, capacity, cost)
   local now = clock
   local state = redis.call('HMGET', key, 't', 'n')
   local used = 0
@@ -164,13 +182,15 @@ local function token_bucket(key, interval, capacity)
     if partial ~= 0 then next_back = interval - partial end
     return remaining, next_back
   end
-  if used + interval > capacity then
-    local wait = used + interval - capacity
+  local taken = cost * interval
+  if used + taken > capacity then
+    local wait = used + taken - capacity
+    if wait > 4611686018427387904 then wait = 4611686018427387904 end
     return false, {0, wait}, {0, wait}, nil
   end
   local status_remaining, status_wait = standing(used)
   if used == 0 then status_wait = 0 end
-  local after = used + interval
+  local after = used + taken
   local remaining, next_back = standing(after)
   return true, {remaining, next_back}, {status_remaining, status_wait}, function()
     local whole = idiv(after, 1000000)
@@ -182,20 +202,21 @@ end
 local n = #KEYS
 local admitted, counted, statuses, writes = true, {}, {}, {}
 for i = 1, n do
-  local base = 2 + (i - 1) * 5
+  local base = 2 + (i - 1) * 6
   local algorithm = tonumber(ARGV[base + 1])
   local window = tonumber(ARGV[base + 2])
   local max = tonumber(ARGV[base + 3])
+  local cost = tonumber(ARGV[base + 6])
   local admits, decision, status, write
   if algorithm == 1 then
-    admits, decision, status, write = sliding_window(KEYS[i], window, max)
+    admits, decision, status, write = sliding_window(KEYS[i], window, max, cost)
   elseif algorithm == 2 then
-    admits, decision, status, write = fixed_window(KEYS[i], window, max)
+    admits, decision, status, write = fixed_window(KEYS[i], window, max, cost)
   elseif algorithm == 3 then
-    admits, decision, status, write = sliding_window_counter(KEYS[i], window, max)
+    admits, decision, status, write = sliding_window_counter(KEYS[i], window, max, cost)
   else
     admits, decision, status, write =
-      token_bucket(KEYS[i], tonumber(ARGV[base + 4]), tonumber(ARGV[base + 5]))
+      token_bucket(KEYS[i], tonumber(ARGV[base + 4]), tonumber(ARGV[base + 5]), cost)
   end
   if not admits then admitted = false end
   counted[i] = {admits, decision}
@@ -224,6 +245,75 @@ end
 return reply
 "#;
 
+/// Takes back what a check counted (`count = "failures"`), with the rules of the
+/// algorithms' `refund`. `KEYS[i]` as for the check; `ARGV` is `[at_ms, now_ms or "",
+/// elapsed_ms]` followed by five values per key: `algorithm, window_ms, max, interval_ns,
+/// cost`. Without a `now` the script reads the server's clock and places the check at
+/// `TIME − elapsed_ms`: the caller's measure of the time since its check, less a margin,
+/// so that a refund never lands after its check (where it could take back later units,
+/// which would err against the limit).
+const REFUND: &str = r#"
+if redis.replicate_commands then redis.replicate_commands() end
+local at = tonumber(ARGV[1])
+local clock = tonumber(ARGV[2])
+if not clock then
+  local t = redis.call('TIME')
+  clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  at = clock - tonumber(ARGV[3])
+end
+for i = 1, #KEYS do
+  local key = KEYS[i]
+  local base = 3 + (i - 1) * 5
+  local algorithm = tonumber(ARGV[base + 1])
+  local window = tonumber(ARGV[base + 2])
+  local interval = tonumber(ARGV[base + 4])
+  local cost = tonumber(ARGV[base + 5])
+  if algorithm == 1 then
+    -- The oldest instants not earlier than the check's reading, unless those have left
+    -- the window.
+    local stamps = {}
+    if clock - at < window then stamps = redis.call('LRANGE', key, 0, -1) end
+    local from = nil
+    for j = 1, #stamps do
+      if tonumber(stamps[j]) >= at then from = j - 1 break end
+    end
+    if from then
+      local count = math.min(cost, #stamps - from)
+      for j = from, from + count - 1 do redis.call('LSET', key, j, 'refunded') end
+      redis.call('LREM', key, count, 'refunded')
+    end
+  elseif algorithm == 2 then
+    local state = redis.call('HMGET', key, 's', 'c')
+    local start, count = tonumber(state[1]), tonumber(state[2]) or 0
+    if start and count > 0 and at >= start and at - start < window then
+      redis.call('HSET', key, 'c', count - math.min(cost, count))
+    end
+  elseif algorithm == 3 then
+    local state = redis.call('HMGET', key, 'w', 'p', 'c')
+    local stored = tonumber(state[1])
+    if stored then
+      local back = stored - math.floor(at / window)
+      local field = nil
+      if back == 0 then field = 'c' elseif back == 1 then field = 'p' end
+      if field then
+        local n = tonumber(redis.call('HGET', key, field)) or 0
+        redis.call('HSET', key, field, n - math.min(cost, n))
+      end
+    end
+  else
+    -- The theoretical arrival time moves back by the tokens' worth (relative to the
+    -- clock, to stay within exact doubles); one in the past is a full bucket.
+    local state = redis.call('HMGET', key, 't', 'n')
+    if state[1] then
+      local tat = (tonumber(state[1]) - clock) * 1000000 + tonumber(state[2]) - cost * interval
+      local whole = math.floor(tat / 1000000)
+      redis.call('HSET', key, 't', clock + whole, 'n', tat - whole * 1000000)
+    end
+  end
+end
+return 0
+"#;
+
 /// The script: its source and the SHA-1 that `EVALSHA` names it by.
 pub(crate) struct Script {
     pub(crate) source: &'static str,
@@ -231,10 +321,20 @@ pub(crate) struct Script {
 }
 
 impl Script {
-    pub(crate) fn new() -> Script {
+    /// The check, for every algorithm and any number of limits.
+    pub(crate) fn check() -> Script {
+        Script::of(SCRIPT)
+    }
+
+    /// The refund.
+    pub(crate) fn refund() -> Script {
+        Script::of(REFUND)
+    }
+
+    fn of(source: &'static str) -> Script {
         Script {
-            source: SCRIPT,
-            sha: sha1_smol::Sha1::from(SCRIPT).digest().to_string(),
+            source,
+            sha: sha1_smol::Sha1::from(source).digest().to_string(),
         }
     }
 }

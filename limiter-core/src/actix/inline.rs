@@ -1,0 +1,151 @@
+//! Limits decided inside a handler, once what the request says is known (the username in a
+//! login form): [`check`], with the attribute's responses, fields and fault policy.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::fmt;
+
+use actix_web::{HttpMessage, HttpRequest, HttpResponse, ResponseError};
+
+use super::keys::ClientKey;
+use super::response::{complete_rejection, Failure, InlineChecks, Member, Rejection};
+use crate::{Client, Limit, Limiter, Verdict};
+
+/// A request a [`check`] turned away: return it with `?`, and actix answers with the
+/// limiter's 429 (or its configured rejection response), or the 503 of a store that
+/// failed closed. Under `#[rate_limit]` (or the `RateLimit` middleware) its response also
+/// carries the RateLimit fields of every limit checked.
+pub struct Rejected {
+    response: RefCell<Option<HttpResponse>>,
+    status: actix_web::http::StatusCode,
+}
+
+impl fmt::Debug for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Rejected")
+            .field("status", &self.status)
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Display for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "rejected by the rate limiter ({})", self.status)
+    }
+}
+
+impl ResponseError for Rejected {
+    fn status_code(&self) -> actix_web::http::StatusCode {
+        self.status
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        self.response
+            .borrow_mut()
+            .take()
+            .unwrap_or_else(|| HttpResponse::build(self.status).finish())
+    }
+}
+
+impl Rejected {
+    fn new(response: HttpResponse) -> Rejected {
+        Rejected {
+            status: response.status(),
+            response: RefCell::new(Some(response)),
+        }
+    }
+}
+
+/// Counts `req` against `limit` for `key` — a value the handler read from the request, such
+/// as the username of a login form — with the limiter the request is counted by, its store
+/// and its fault policy. `Err` is the response to answer with (`?` does).
+///
+/// The key lives in a namespace of its own (`"ann"` here never shares the budget of a user
+/// id `"ann"` or of an address); configuration can override the limit's policy by its
+/// scope, as for the attribute's.
+///
+/// ```no_run
+/// use std::collections::HashMap;
+/// use std::time::Duration;
+/// use actix_web::{web, HttpRequest, HttpResponse};
+/// use limiter_core::{Limit, Policy, Rejected};
+///
+/// const PER_USERNAME: Policy = match Policy::new(5, Duration::from_secs(900)) {
+///     Ok(policy) => policy,
+///     Err(error) => panic!("{}", error.message()),
+/// };
+/// static LOGINS_PER_USERNAME: Limit = Limit::constant("login-username", PER_USERNAME);
+///
+/// // With `limiter`, under `#[post("/login")] #[rate_limit(30, per = "1m")]`: per address
+/// // before the body is read, then per username.
+/// async fn login(
+///     req: HttpRequest,
+///     form: web::Form<HashMap<String, String>>,
+/// ) -> Result<HttpResponse, Rejected> {
+///     let user = form.get("user").map_or("", String::as_str);
+///     limiter_core::check(&req, &LOGINS_PER_USERNAME, user).await?;
+///     Ok(HttpResponse::Ok().finish())
+/// }
+/// ```
+pub async fn check(req: &HttpRequest, limit: &Limit, key: &str) -> Result<(), Rejected> {
+    let limiter = Limiter::of(req);
+    let overridden = limiter.overridden(limit);
+    let limit = overridden.as_deref().unwrap_or(limit);
+    let key = ClientKey::inline(key.as_bytes());
+    let mut check = limiter.check(limit, key.as_bytes());
+    let result = match check.take_ready() {
+        Some(result) => result,
+        None => check.await,
+    };
+    let decision = match limiter.verdict(result) {
+        Verdict::Decided(decision) => decision,
+        Verdict::Unlimited => return Ok(()),
+        Verdict::Unavailable => {
+            let failure = Failure::StoreUnavailable;
+            let mut response = match limiter.http().failure_response.as_deref() {
+                Some(build) => build(&failure),
+                None => failure.problem_response(),
+            };
+            complete_rejection(&mut response, failure.retry_after_secs());
+            return Err(Rejected::new(response));
+        }
+    };
+    let name = super::response::field_name(Cow::Owned(limit.scope().to_string()));
+    let member = Member {
+        name: name.clone(),
+        policy: *limit.policy(),
+    };
+    req.extensions_mut()
+        .get_mut::<InlineChecks>()
+        .map(|checks| checks.0.push((member.clone(), decision)))
+        .unwrap_or_else(|| {
+            req.extensions_mut()
+                .insert(InlineChecks(vec![(member, decision)]));
+        });
+    if decision.allowed() {
+        return Ok(());
+    }
+    let rejection = Rejection::new(&name, decision, &limiter.http().rejection_message);
+    let response = match limiter.http().rejection_response.as_deref() {
+        Some(build) => {
+            let mut response = build(&rejection);
+            complete_rejection(&mut response, rejection.retry_after());
+            response
+        }
+        None => rejection.problem_response(),
+    };
+    Err(Rejected::new(response))
+}
+
+impl Limiter {
+    /// Who `req` is counted as when its key is its address: the peer, or the client a
+    /// trusted proxy vouched for (an IPv6 address is then grouped by
+    /// [`ipv6_prefix`](Self::ipv6_prefix); see [`client_ip`](crate::client_ip)). For logs,
+    /// and for checking a proxy setup. `Err` says why there is none.
+    pub fn client(&self, req: &HttpRequest) -> Result<Client, Failure> {
+        super::keys::client(req, self).map_err(|error| match error {
+            super::keys::KeyError::NoClientAddress => Failure::NoClientAddress,
+            super::keys::KeyError::Contradiction(_) => Failure::ContradictoryForwarding,
+        })
+    }
+}
