@@ -283,6 +283,94 @@ async fn instance(url: &str, clock: &ManualClock) -> Limiter {
         .build()
 }
 
+// ---- production controls on Redis ---------------------------------------------------------
+
+#[rate_limit(3, per = "15m", count = "failures", scope = "redis-login")]
+async fn redis_login(req: actix_web::HttpRequest) -> HttpResponse {
+    // Everyone sent at once is decided before the first answer is known.
+    for _ in 0..10 {
+        actix_web::rt::task::yield_now().await;
+    }
+    if req.query_string() == "password=right" {
+        HttpResponse::Ok().finish()
+    } else {
+        HttpResponse::Unauthorized().finish()
+    }
+}
+
+#[rate_limit(5, per = "1m", cost = 2, scope = "redis-configured")]
+async fn redis_configured() -> HttpResponse {
+    HttpResponse::Ok().finish()
+}
+
+/// Two instances on one Redis: failures only (refunds shared by both, exact under
+/// concurrency), cost, configuration changed while serving, and a reset.
+#[actix_web::test]
+async fn production_controls_hold_across_instances() {
+    let server = RedisServer::start();
+    let clock = ManualClock::starting_at(Duration::from_secs(1_700_000_040));
+    let mut apps = Vec::new();
+    let mut limiters = Vec::new();
+    for _ in 0..2 {
+        let limiter = instance(&server.url(), &clock).await;
+        limiters.push(limiter.clone());
+        apps.push(
+            test::init_service(
+                App::new()
+                    .app_data(limiter)
+                    .route("/login", web::get().to(redis_login))
+                    .route("/configured", web::get().to(redis_configured)),
+            )
+            .await,
+        );
+    }
+    let call = |i: usize, uri: &'static str| {
+        let req = test::TestRequest::get()
+            .uri(uri)
+            .peer_addr("203.0.113.7:1".parse().unwrap())
+            .to_request();
+        test::call_service(&apps[i], req)
+    };
+    // Successes never use the budget, on either instance.
+    for i in 0..10 {
+        assert_eq!(call(i % 2, "/login?password=right").await.status(), 200);
+    }
+    // Twenty wrong passwords at once over both instances: exactly three tries.
+    let attempts = (0..20).map(|i| call(i % 2, "/login?password=guess"));
+    let statuses: Vec<u16> = futures_util::future::join_all(attempts)
+        .await
+        .iter()
+        .map(|r| r.status().as_u16())
+        .collect();
+    assert_eq!(count(&statuses, 401), 3, "{statuses:?}");
+    assert_eq!(count(&statuses, 429), 17, "{statuses:?}");
+    // A reset on one instance unblocks the client on both.
+    let client = "203.0.113.7".parse().unwrap();
+    limiters[0]
+        .reset("redis-login", limiter::Subject::Address(client))
+        .await
+        .unwrap();
+    assert_eq!(call(1, "/login?password=right").await.status(), 200);
+    // Cost 2 of 5: two requests, then the third does not fit.
+    assert_eq!(call(0, "/configured").await.status(), 200);
+    assert_eq!(call(1, "/configured").await.status(), 200);
+    assert_eq!(call(0, "/configured").await.status(), 429);
+    // Raised on both instances while serving: a new budget of 10, five requests.
+    for limiter in &limiters {
+        limiter.set_policy(
+            "redis-configured",
+            Policy::new(10, Duration::from_secs(60)).unwrap(),
+        );
+    }
+    let statuses: Vec<u16> =
+        futures_util::future::join_all((0..8).map(|i| call(i % 2, "/configured")))
+            .await
+            .iter()
+            .map(|r| r.status().as_u16())
+            .collect();
+    assert_eq!(count(&statuses, 200), 5, "{statuses:?}");
+}
+
 #[actix_web::test]
 async fn two_instances_admit_exactly_100_of_2_x_200_concurrent_requests() {
     let server = RedisServer::start();

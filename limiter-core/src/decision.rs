@@ -58,10 +58,28 @@ impl Decision {
     /// A rejected request that could be admitted after `retry_after`.
     #[inline]
     pub fn reject(limit: u32, retry_after: Duration) -> Decision {
+        Decision::reject_leaving(limit, 0, retry_after)
+    }
+
+    /// A rejected request that costs more than the `remaining` units still admitted now
+    /// (the RateLimit `r` stays honest: a cheaper request would pass), and fits after
+    /// `retry_after`.
+    #[inline]
+    pub fn reject_leaving(limit: u32, remaining: u32, retry_after: Duration) -> Decision {
         Decision {
             wait: nanos(retry_after),
             limit,
-            remaining: 0,
+            remaining,
+        }
+    }
+
+    /// [`reject_leaving`](Decision::reject_leaving) with the wait in nanoseconds.
+    #[inline]
+    pub(crate) const fn reject_leaving_ns(limit: u32, remaining: u32, wait_ns: u64) -> Decision {
+        Decision {
+            wait: wait_ns & !ALLOWED,
+            limit,
+            remaining,
         }
     }
 

@@ -38,6 +38,7 @@ pub use actix::proxy::{
     self as proxy, client_of, Client, Contradiction, ForwardingHeaders, InvalidProxy,
     TrustedProxies,
 };
+pub use actix::reset::Subject;
 pub use actix::response::{Failure, Rejection};
 pub use clock::{Clock, ManualClock, PreciseClock, SystemClock};
 pub use decision::Decision;

@@ -62,7 +62,9 @@ impl Model for SlidingLog {
             let newest = times.iter().filter(|&&t| now - t < window).max();
             newest.map_or(window, |t| t + window - now)
         };
-        Decision::reject(self.max as u32, ms(wait))
+        // A cheaper request would pass: the rejection says how many units are left.
+        let left = self.max - counted(times, now);
+        Decision::reject_leaving(self.max as u32, left as u32, ms(wait))
     }
 
     fn refund(&mut self, key: u8, at: u64, now: u64, cost: u64) {
@@ -118,7 +120,7 @@ impl Model for Fixed {
             *count += cost;
             Decision::allow(self.max as u32, (self.max - *count) as u32, ends_in)
         } else {
-            Decision::reject(self.max as u32, ends_in)
+            Decision::reject_leaving(self.max as u32, (self.max - *count) as u32, ends_in)
         }
     }
 
@@ -177,7 +179,11 @@ impl Model for Bucket {
                 Duration::from_nanos(next_token),
             )
         } else {
-            Decision::reject(self.max as u32, Duration::from_nanos(taken - *content))
+            Decision::reject_leaving(
+                self.max as u32,
+                (*content / self.interval) as u32,
+                Duration::from_nanos(taken - *content),
+            )
         }
     }
 
@@ -263,10 +269,11 @@ impl Counter {
 impl Model for Counter {
     fn check_cost(&mut self, key: u8, now: u64, cost: u64) -> Decision {
         // Admitted when `cost` requests one after the other would each be.
-        if self.remaining(key, now) < cost {
+        let left = self.remaining(key, now);
+        if left < cost {
             let wanted = cost.min(self.max);
             let wait = self.wait_until(now, |at| self.remaining(key, at) >= wanted);
-            return Decision::reject(self.max as u32, ms(wait));
+            return Decision::reject_leaving(self.max as u32, left as u32, ms(wait));
         }
         *self.counts.entry((key, now / self.window)).or_default() += cost;
         let remaining = self.remaining(key, now);

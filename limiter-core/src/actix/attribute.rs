@@ -365,6 +365,16 @@ where
         refund: decided.refund.map(|refund| (refund, limiter.clone())),
     };
     match Args::from_request(&req, &mut payload).await {
+        // `count = "failures"`: the response is made here, so that a success's refund is
+        // taken back before it leaves (the client's next request must find it).
+        Ok(args) if headers.refund.is_some() => {
+            let mut response = handler(args).await.respond_to(&req).map_into_boxed_body();
+            let refund = headers.apply_fields(&mut response, &req);
+            if let Some((refund, limiter)) = refund {
+                refund.take_back(&limiter).await;
+            }
+            Guarded(Outcome::Responded(response))
+        }
         Ok(args) => Guarded(Outcome::Admitted(handler(args).await, headers)),
         Err(error) => Guarded(Outcome::ExtractorFailed(error.into(), headers)),
     }
@@ -375,6 +385,7 @@ pub struct Guarded<R>(Outcome<R>);
 
 enum Outcome<R> {
     Admitted(R, Fields),
+    Responded(HttpResponse),
     ExtractorFailed(actix_web::Error, Fields),
     Refused(HttpResponse),
 }
@@ -389,7 +400,18 @@ struct Fields {
 }
 
 impl Fields {
-    fn apply(mut self, response: &mut HttpResponse, req: &HttpRequest) {
+    fn apply(self, response: &mut HttpResponse, req: &HttpRequest) {
+        if let Some((refund, limiter)) = self.apply_fields(response, req) {
+            refund.apply(&limiter);
+        }
+    }
+
+    /// Adds the fields; returns the refund a success is owed.
+    fn apply_fields(
+        mut self,
+        response: &mut HttpResponse,
+        req: &HttpRequest,
+    ) -> Option<(Refund, Limiter)> {
         self.fields.take_inline_checks(req, self.limits);
         self.fields.apply(
             response.headers_mut(),
@@ -399,11 +421,7 @@ impl Fields {
             Write::Replace,
         );
         // `count = "failures"`: a success gives back what the request took.
-        if let Some((refund, limiter)) = self.refund {
-            if response.status().as_u16() < 400 {
-                refund.apply(&limiter);
-            }
-        }
+        self.refund.filter(|_| response.status().as_u16() < 400)
     }
 }
 
@@ -422,7 +440,7 @@ impl<R: Responder> Responder for Guarded<R> {
                 fields.apply(&mut response, req);
                 response
             }
-            Outcome::Refused(response) => response,
+            Outcome::Refused(response) | Outcome::Responded(response) => response,
         }
     }
 }

@@ -48,25 +48,24 @@ pub(crate) struct Refund {
 }
 
 impl Refund {
-    /// Takes the charges back (the response was a success). In memory at once; with a
+    /// Takes the charges back (the response was a success), before the response leaves:
+    /// the client's next request finds them back.
+    pub(crate) async fn take_back(self, limiter: &Limiter) {
+        let charges: Vec<Charge<'_>> = self
+            .charges
+            .iter()
+            .map(|(limit, key, cost)| Charge::new(limit, key.as_bytes()).cost(*cost))
+            .collect();
+        let _ = limiter.refund(&charges, self.at).await;
+    }
+
+    /// [`take_back`](Self::take_back) where nothing can wait: in memory at once; with a
     /// networked store, on a task of its own.
     pub(crate) fn apply(self, limiter: &Limiter) {
-        let memory_store = limiter.memory_store().is_some();
         let limiter = limiter.clone();
-        let take_back = async move {
-            let charges: Vec<Charge<'_>> = self
-                .charges
-                .iter()
-                .map(|(limit, key, cost)| Charge::new(limit, key.as_bytes()).cost(*cost))
-                .collect();
-            let _ = limiter.refund(&charges, self.at).await;
-        };
-        if memory_store {
-            // Decided at once: no runtime needed.
-            let mut take_back = std::pin::pin!(take_back);
-            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-            let _ = take_back.as_mut().poll(&mut cx);
-        } else {
+        let mut take_back = Box::pin(async move { self.take_back(&limiter).await });
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        if take_back.as_mut().poll(&mut cx).is_pending() {
             actix_web::rt::spawn(take_back);
         }
     }

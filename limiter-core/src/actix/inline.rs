@@ -91,6 +91,8 @@ pub async fn check(req: &HttpRequest, limit: &Limit, key: &str) -> Result<(), Re
     let limiter = Limiter::of(req);
     let overridden = limiter.overridden(limit);
     let limit = overridden.as_deref().unwrap_or(limit);
+    // So that `Limiter::reset` finds this budget: a limit checked inline is declared nowhere.
+    limiter.remember(limit);
     let key = ClientKey::inline(key.as_bytes());
     let mut check = limiter.check(limit, key.as_bytes());
     let result = match check.take_ready() {
@@ -115,13 +117,13 @@ pub async fn check(req: &HttpRequest, limit: &Limit, key: &str) -> Result<(), Re
         name: name.clone(),
         policy: *limit.policy(),
     };
-    req.extensions_mut()
-        .get_mut::<InlineChecks>()
-        .map(|checks| checks.0.push((member.clone(), decision)))
-        .unwrap_or_else(|| {
-            req.extensions_mut()
-                .insert(InlineChecks(vec![(member, decision)]));
-        });
+    {
+        let mut extensions = req.extensions_mut();
+        match extensions.get_mut::<InlineChecks>() {
+            Some(checks) => checks.0.push((member, decision)),
+            None => drop(extensions.insert(InlineChecks(vec![(member, decision)]))),
+        }
+    }
     if decision.allowed() {
         return Ok(());
     }

@@ -39,6 +39,20 @@ impl ClientKey {
         ClientKey::tagged(tag::INLINE, value)
     }
 
+    /// The key of `value` under a kind of key, as a request would make it.
+    pub(crate) fn of(kind: Kind, value: &[u8]) -> ClientKey {
+        match kind {
+            Kind::Global => {
+                let mut bytes = [0; 18];
+                bytes[0] = tag::GLOBAL;
+                ClientKey::Inline { bytes, len: 1 }
+            }
+            Kind::User => ClientKey::tagged(tag::USER, value),
+            Kind::Header => ClientKey::tagged(tag::HEADER, value),
+            Kind::Function => ClientKey::tagged(tag::FUNCTION, value),
+        }
+    }
+
     pub(crate) fn as_bytes(&self) -> &[u8] {
         match self {
             ClientKey::Inline { bytes, len } => &bytes[..usize::from(*len)],
@@ -63,6 +77,15 @@ impl ClientKey {
         bytes.extend_from_slice(value);
         ClientKey::Owned(bytes)
     }
+}
+
+/// The kinds of key whose value comes from somewhere other than the client's address.
+#[derive(Clone, Copy)]
+pub(crate) enum Kind {
+    Global,
+    User,
+    Header,
+    Function,
 }
 
 /// The longest key value kept as it is; longer ones are hashed.
@@ -110,13 +133,9 @@ impl KeySpec {
     ) -> Result<ClientKey, KeyError> {
         let value = match self {
             KeySpec::Ip => None,
-            KeySpec::Global => {
-                let mut bytes = [0; 18];
-                bytes[0] = tag::GLOBAL;
-                return Ok(ClientKey::Inline { bytes, len: 1 });
-            }
+            KeySpec::Global => return Ok(ClientKey::of(Kind::Global, b"")),
             KeySpec::User => match limiter.http().user_key.as_deref() {
-                Some(resolve) => resolve(req).map(|id| ClientKey::tagged(tag::USER, id.as_bytes())),
+                Some(resolve) => resolve(req).map(|id| ClientKey::of(Kind::User, id.as_bytes())),
                 None => {
                     super::mistakes::user_key_without_resolver();
                     None
@@ -125,9 +144,9 @@ impl KeySpec {
             KeySpec::Header(name) => req
                 .headers()
                 .get(name)
-                .map(|value| ClientKey::tagged(tag::HEADER, value.as_bytes())),
+                .map(|value| ClientKey::of(Kind::Header, value.as_bytes())),
             KeySpec::Function(compute) => {
-                compute(req).map(|key| ClientKey::tagged(tag::FUNCTION, key.as_bytes()))
+                compute(req).map(|key| ClientKey::of(Kind::Function, key.as_bytes()))
             }
         };
         match value {

@@ -163,7 +163,7 @@ where
             );
             if let Some(refund) = decided.refund {
                 if response.status().as_u16() < 400 {
-                    refund.apply(&limiter);
+                    refund.take_back(&limiter).await;
                 }
             }
             Ok(response.map_into_left_body())

@@ -6,6 +6,7 @@
 //! | `attribute.rs` | what `#[rate_limit]` expands to at run time |
 //! | `middleware.rs` | [`RateLimit`](crate::RateLimit): one limit over an `App` or a `Scope` |
 //! | `inline.rs` | [`check`](crate::check): a limit decided inside a handler |
+//! | `reset.rs` | [`Limiter::reset`](crate::Limiter::reset): forgetting one client's budget |
 //! | `decide.rs` | the one decide path: the limiter of a request, its keys, one check, the fields or the response |
 //! | `keys.rs`, `proxy.rs` | who a request is counted as: keys, trusted proxies, forwarding headers |
 //! | `response.rs` | the RateLimit header fields, the 429, the failures |
@@ -19,5 +20,6 @@ pub(crate) mod keys;
 pub(crate) mod middleware;
 pub(crate) mod mistakes;
 pub mod proxy;
+pub(crate) mod reset;
 pub(crate) mod response;
 pub(crate) mod settings;

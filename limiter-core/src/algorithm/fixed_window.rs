@@ -53,7 +53,7 @@ impl FixedWindow {
             self.count += cost;
             Decision::allow_ns(max, max - self.count, ends_in)
         } else {
-            Decision::reject_ns(max, ends_in)
+            Decision::reject_leaving_ns(max, max - self.count, ends_in)
         }
     }
 

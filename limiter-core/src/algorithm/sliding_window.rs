@@ -105,7 +105,8 @@ pub fn check_in_order<L: InstantLog + ?Sized>(
             // More than `N` at once: never admitted; the wait is until the log is empty.
             log.newest().unwrap_or(Stamp::at(now_ms))
         };
-        Decision::reject_ns(max, ms(window - last_to_leave.age(now_ms)))
+        let remaining = (max as usize).saturating_sub(len) as u32;
+        Decision::reject_leaving_ns(max, remaining, ms(window - last_to_leave.age(now_ms)))
     }
 }
 

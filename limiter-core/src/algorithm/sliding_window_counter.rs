@@ -107,7 +107,8 @@ impl SlidingWindowCounter {
         if cost > max || weighted + (cost - 1) * t >= max * t {
             let target = (max + 1).saturating_sub(cost).max(1);
             let wait = time_until_below(previous, current, elapsed, t, target);
-            return Decision::reject_ns(max as u32, ms(wait));
+            let left = (max * t).saturating_sub(weighted).div_ceil(t);
+            return Decision::reject_leaving_ns(max as u32, left as u32, ms(wait));
         }
         let current = current + cost;
         *self = SlidingWindowCounter::pack(index as u16, previous, current);

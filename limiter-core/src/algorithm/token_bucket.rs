@@ -51,7 +51,8 @@ impl TokenBucket {
         let used = self.tat_ns.saturating_sub(now);
         if u128::from(used) + taken > u128::from(capacity) {
             let wait = (u128::from(used) + taken - u128::from(capacity)).min(1 << 62);
-            return Decision::reject_ns(max, wait as u64);
+            let left = (capacity.saturating_sub(used) / interval).min(u64::from(u32::MAX));
+            return Decision::reject_leaving_ns(max, left as u32, wait as u64);
         }
         let used = used + taken as u64;
         self.tat_ns = now.saturating_add(used);

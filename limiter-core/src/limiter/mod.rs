@@ -70,7 +70,7 @@ struct Settings {
     overridden: AtomicBool,
     /// Limits seen for each scope besides the declared ones (overrides, per-request
     /// policies), so that [`reset`](Limiter::reset) finds every budget of a scope.
-    seen: parking_lot::Mutex<Vec<Limit>>,
+    seen: parking_lot::RwLock<Vec<Limit>>,
 }
 
 /// Scope → the limit configuration gives it.
@@ -294,7 +294,11 @@ impl Limiter {
     /// Notes a limit of a scope that is not declared in the code (an override, a policy
     /// chosen per request), so that [`reset`](Self::reset) finds its budget too.
     pub fn remember(&self, limit: &Limit) {
-        let mut seen = self.inner.seen.lock();
+        // Read first: once a limit is known, remembering it again costs no exclusive lock.
+        if self.inner.seen.read().iter().any(|l| l == limit) {
+            return;
+        }
+        let mut seen = self.inner.seen.write();
         if !seen.iter().any(|l| l == limit) {
             seen.push(limit.clone());
         }
@@ -302,11 +306,11 @@ impl Limiter {
 
     /// Forgets the state of `key` under every limit of `scope` this program knows (the
     /// declared ones, overrides, and policies seen per request): a client starts afresh. In
-    /// memory and in Redis alike. For the key of a client as requests make it, see the
-    /// glue's `reset` helpers (`Limiter::reset_client`).
+    /// memory and in Redis alike. `key` is the store's key; to name a client as requests
+    /// are counted (an address, a user id), use `Limiter::reset` with a `Subject`.
     pub fn reset_key<'a>(&'a self, scope: &'a str, key: &'a [u8]) -> Check<'a, ()> {
         let mut limits: Vec<Limit> = registry::limits_of(scope);
-        for limit in self.inner.seen.lock().iter() {
+        for limit in self.inner.seen.read().iter() {
             if limit.scope() == scope && !limits.contains(limit) {
                 limits.push(limit.clone());
             }
@@ -523,7 +527,7 @@ impl LimiterBuilder {
                 built_on: std::thread::current().name().map(str::to_owned),
                 overrides: ArcSwap::from_pointee(self.overrides),
                 overridden,
-                seen: parking_lot::Mutex::new(seen),
+                seen: parking_lot::RwLock::new(seen),
             }),
         }
     }

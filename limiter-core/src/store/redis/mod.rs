@@ -226,7 +226,7 @@ impl RedisStore {
                 if answer[0] == 1 {
                     Decision::allow(max, u32::try_from(answer[1]).unwrap_or(0), wait)
                 } else {
-                    Decision::reject(max, wait)
+                    Decision::reject_leaving(max, u32::try_from(answer[1]).unwrap_or(0), wait)
                 }
             })
             .collect();

@@ -78,7 +78,7 @@ local function sliding_window(key, window, max, cost)
     elseif count > 0 then
       last = newest
     end
-    return false, {0, (last + window - now) * 1000000}, status, nil
+    return false, {max - count, (last + window - now) * 1000000}, status, nil
   end
   local counted = {max - count - cost, ((oldest or now) + window - now) * 1000000}
   return true, counted, status, function()
@@ -108,7 +108,7 @@ local function fixed_window(key, window, max, cost)
   local status = {max - count, 0}
   if count > 0 then status[2] = ends end
   if cost > max - count then
-    return false, {0, ends}, status, nil
+    return false, {max - count, ends}, status, nil
   end
   return true, {max - count - cost, ends}, status, function()
     redis.call('HSET', key, 's', start, 'c', count + cost)
@@ -151,7 +151,9 @@ local function sliding_window_counter(key, window, max, cost)
     local target = max + 1 - cost
     if target < 1 then target = 1 end
     local wait = until_below(prev, cur, elapsed, window, target) * 1000000
-    return false, {0, wait}, {0, wait}, nil
+    local left = 0
+    if weighted < max * window then left = idiv(max * window - weighted + window - 1, window) end
+    return false, {left, wait}, {left, wait}, nil
   end
   local left = idiv(max * window - weighted + window - 1, window)
   local status = {left, 0}
@@ -186,7 +188,9 @@ local function token_bucket(key, interval, capacity, cost)
   if used + taken > capacity then
     local wait = used + taken - capacity
     if wait > 4611686018427387904 then wait = 4611686018427387904 end
-    return false, {0, wait}, {0, wait}, nil
+    local left = 0
+    if used < capacity then left = idiv(capacity - used, interval) end
+    return false, {left, wait}, {left, wait}, nil
   end
   local status_remaining, status_wait = standing(used)
   if used == 0 then status_wait = 0 end
@@ -238,7 +242,7 @@ for i = 1, n do
     reply[#reply + 1] = statuses[i][2]
   else
     reply[#reply + 1] = 0
-    reply[#reply + 1] = 0
+    reply[#reply + 1] = decision[1]
     reply[#reply + 1] = decision[2]
   end
 end
