@@ -650,6 +650,83 @@ async fn a_limit_checked_inside_the_handler_uses_the_custom_rejection() {
     assert_eq!(body, "slow down: login-username");
 }
 
+#[rate_limit(30, per = "1m", scope = "login-address-2")]
+async fn login_failures_by_name(
+    req: HttpRequest,
+    form: web::Form<Login>,
+) -> Result<HttpResponse, Rejected> {
+    limiter::check_failures(&req, &LOGINS_PER_USERNAME, &form.user).await?;
+    think().await;
+    Ok(if form.password == "correct horse" {
+        HttpResponse::Ok().finish()
+    } else {
+        HttpResponse::Unauthorized().finish()
+    })
+}
+
+#[actix_web::test]
+async fn failures_per_username_hold_back_guessing_never_the_owner() {
+    let (_, builder) = limiter();
+    let app = test::init_service(
+        App::new()
+            .app_data(builder.build())
+            .route("/login", web::post().to(login_failures_by_name)),
+    )
+    .await;
+    let try_login = |password: &'static str, from: &'static str| {
+        test::TestRequest::post()
+            .uri("/login")
+            .set_form([("user", "dee"), ("password", password)])
+            .peer_addr(peer(from))
+            .to_request()
+    };
+    // The owner logs in as often as they like.
+    for _ in 0..10 {
+        let res = test::call_service(&app, try_login("correct horse", CLIENT)).await;
+        assert_eq!(res.status(), 200);
+    }
+    // Twenty guesses at once from twenty addresses: exactly three tries for "dee".
+    let froms = [
+        "198.51.100.1:1",
+        "198.51.100.2:1",
+        "198.51.100.3:1",
+        "198.51.100.4:1",
+        "198.51.100.5:1",
+        "198.51.100.6:1",
+        "198.51.100.7:1",
+        "198.51.100.8:1",
+        "198.51.100.9:1",
+        "198.51.100.10:1",
+        "198.51.100.11:1",
+        "198.51.100.12:1",
+        "198.51.100.13:1",
+        "198.51.100.14:1",
+        "198.51.100.15:1",
+        "198.51.100.16:1",
+        "198.51.100.17:1",
+        "198.51.100.18:1",
+        "198.51.100.19:1",
+        "198.51.100.20:1",
+    ];
+    let responses = futures_util::future::join_all(
+        froms
+            .iter()
+            .map(|from| test::call_service(&app, try_login("guess", from))),
+    )
+    .await;
+    let statuses: Vec<u16> = responses.iter().map(|r| r.status().as_u16()).collect();
+    assert_eq!(
+        statuses.iter().filter(|&&s| s == 401).count(),
+        3,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|&&s| s == 429).count(),
+        17,
+        "{statuses:?}"
+    );
+}
+
 // ---- which client a request is counted as ------------------------------------------------
 
 #[actix_web::test]

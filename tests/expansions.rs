@@ -32,7 +32,7 @@ use std::path::Path;
 
 use quote::ToTokens;
 
-const EXAMPLES: [&str; 9] = [
+const EXAMPLES: [&str; 12] = [
     "basic",
     "stacked",
     "shared_scope",
@@ -42,6 +42,9 @@ const EXAMPLES: [&str; 9] = [
     "custom_key",
     "behind_proxy",
     "redis",
+    "middleware",
+    "login_failures",
+    "tiers",
 ];
 
 fn named(attr: &syn::Attribute, name: &str) -> bool {

@@ -15,6 +15,10 @@ mod custom_key;
 #[rustfmt::skip]
 mod custom_response;
 #[rustfmt::skip]
+mod login_failures;
+#[rustfmt::skip]
+mod middleware;
+#[rustfmt::skip]
 mod per_user;
 #[cfg(feature = "redis")]
 #[rustfmt::skip]
@@ -23,5 +27,7 @@ mod redis;
 mod shared_scope;
 #[rustfmt::skip]
 mod stacked;
+#[rustfmt::skip]
+mod tiers;
 
 fn main() {}

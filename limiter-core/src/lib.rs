@@ -31,7 +31,7 @@ pub mod store;
 pub mod actix;
 
 pub use actix::attribute::{handler_path, Guarded, HandlerLimits, LimitSpec};
-pub use actix::inline::{check, Rejected};
+pub use actix::inline::{check, check_failures, Rejected};
 pub use actix::keys::{client_ip, KeySpec};
 pub use actix::middleware::{RateLimit, RateLimitService};
 pub use actix::proxy::{

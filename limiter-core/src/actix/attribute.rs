@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use actix_web::body::BoxBody;
@@ -355,64 +356,45 @@ where
         Ok(decided) => decided,
         Err(response) => {
             limiter.discard_small_body(&req, &mut payload).await;
-            return Guarded(Outcome::Refused(*response));
+            return Guarded(*response, PhantomData);
         }
     };
-    let headers = Fields {
+    let fields = Fields {
         fields: decided.fields,
         limits,
         options: limiter.http().headers,
-        refund: decided.refund.map(|refund| (refund, limiter.clone())),
     };
-    match Args::from_request(&req, &mut payload).await {
-        // `count = "failures"`: the response is made here, so that a success's refund is
-        // taken back before it leaves (the client's next request must find it).
-        Ok(args) if headers.refund.is_some() => {
-            let mut response = handler(args).await.respond_to(&req).map_into_boxed_body();
-            let refund = headers.apply_fields(&mut response, &req);
-            if let Some((refund, limiter)) = refund {
-                refund.take_back(&limiter).await;
-            }
-            Guarded(Outcome::Responded(response))
+    // The response is made here rather than when actix asks for it, so that what a
+    // success takes back (`count = "failures"`) is taken back before it leaves: the
+    // client's next request must find it.
+    let mut response = match Args::from_request(&req, &mut payload).await {
+        Ok(args) => handler(args).await.respond_to(&req).map_into_boxed_body(),
+        Err(error) => HttpResponse::from_error(error.into()),
+    };
+    let inline_refunds = fields.apply(&mut response, &req);
+    if response.status().as_u16() < 400 {
+        for refund in decided.refund.into_iter().chain(inline_refunds) {
+            refund.take_back(limiter).await;
         }
-        Ok(args) => Guarded(Outcome::Admitted(handler(args).await, headers)),
-        Err(error) => Guarded(Outcome::ExtractorFailed(error.into(), headers)),
     }
+    Guarded(response, PhantomData)
 }
 
 /// The response of a rate-limited handler.
-pub struct Guarded<R>(Outcome<R>);
+pub struct Guarded<R>(HttpResponse, PhantomData<fn() -> R>);
 
-enum Outcome<R> {
-    Admitted(R, Fields),
-    Responded(HttpResponse),
-    ExtractorFailed(actix_web::Error, Fields),
-    Refused(HttpResponse),
-}
-
-/// The header fields to add once the handler has answered, and what to take back if its
-/// answer is a success.
+/// The header fields to add once the handler has answered.
 struct Fields {
     fields: RateLimitFields,
     limits: &'static HandlerLimits,
     options: HeaderOptions,
-    refund: Option<(Refund, Limiter)>,
 }
 
 impl Fields {
-    fn apply(self, response: &mut HttpResponse, req: &HttpRequest) {
-        if let Some((refund, limiter)) = self.apply_fields(response, req) {
-            refund.apply(&limiter);
-        }
-    }
-
-    /// Adds the fields; returns the refund a success is owed.
-    fn apply_fields(
-        mut self,
-        response: &mut HttpResponse,
-        req: &HttpRequest,
-    ) -> Option<(Refund, Limiter)> {
-        self.fields.take_inline_checks(req, self.limits);
+    /// Adds the fields, with those of limits checked inside the handler; returns what a
+    /// success takes back of the latter.
+    fn apply(mut self, response: &mut HttpResponse, req: &HttpRequest) -> Vec<Refund> {
+        let refunds = self.fields.take_inline_checks(req, self.limits);
         self.fields.apply(
             response.headers_mut(),
             &self.limits.policy,
@@ -420,27 +402,14 @@ impl Fields {
             self.options,
             Write::Replace,
         );
-        // `count = "failures"`: a success gives back what the request took.
-        self.refund.filter(|_| response.status().as_u16() < 400)
+        refunds
     }
 }
 
 impl<R: Responder> Responder for Guarded<R> {
     type Body = BoxBody;
 
-    fn respond_to(self, req: &HttpRequest) -> HttpResponse<BoxBody> {
-        match self.0 {
-            Outcome::Admitted(inner, fields) => {
-                let mut response = inner.respond_to(req).map_into_boxed_body();
-                fields.apply(&mut response, req);
-                response
-            }
-            Outcome::ExtractorFailed(error, fields) => {
-                let mut response = HttpResponse::from_error(error);
-                fields.apply(&mut response, req);
-                response
-            }
-            Outcome::Refused(response) | Outcome::Responded(response) => response,
-        }
+    fn respond_to(self, _: &HttpRequest) -> HttpResponse<BoxBody> {
+        self.0
     }
 }

@@ -6,7 +6,6 @@
 
 use actix_web::{HttpRequest, HttpResponse};
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -48,6 +47,14 @@ pub(crate) struct Refund {
 }
 
 impl Refund {
+    /// One unit of `limit` for `key`, counted at `at`.
+    pub(crate) fn one(limit: Arc<Limit>, key: ClientKey, at: Duration) -> Refund {
+        Refund {
+            charges: vec![(limit, key, 1)],
+            at,
+        }
+    }
+
     /// Takes the charges back (the response was a success), before the response leaves:
     /// the client's next request finds them back.
     pub(crate) async fn take_back(self, limiter: &Limiter) {
@@ -57,17 +64,6 @@ impl Refund {
             .map(|(limit, key, cost)| Charge::new(limit, key.as_bytes()).cost(*cost))
             .collect();
         let _ = limiter.refund(&charges, self.at).await;
-    }
-
-    /// [`take_back`](Self::take_back) where nothing can wait: in memory at once; with a
-    /// networked store, on a task of its own.
-    pub(crate) fn apply(self, limiter: &Limiter) {
-        let limiter = limiter.clone();
-        let mut take_back = Box::pin(async move { self.take_back(&limiter).await });
-        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        if take_back.as_mut().poll(&mut cx).is_pending() {
-            actix_web::rt::spawn(take_back);
-        }
     }
 }
 

@@ -7,9 +7,12 @@ use std::fmt;
 
 use actix_web::{HttpMessage, HttpRequest, HttpResponse, ResponseError};
 
+use std::sync::Arc;
+
+use super::decide::Refund;
 use super::keys::ClientKey;
 use super::response::{complete_rejection, Failure, InlineChecks, Member, Rejection};
-use crate::{Client, Limit, Limiter, Verdict};
+use crate::{Charge, Client, Limit, Limiter, StoreError, Verdict};
 
 /// A request a [`check`] turned away: return it with `?`, and actix answers with the
 /// limiter's 429 (or its configured rejection response), or the 503 of a store that
@@ -88,17 +91,46 @@ impl Rejected {
 /// }
 /// ```
 pub async fn check(req: &HttpRequest, limit: &Limit, key: &str) -> Result<(), Rejected> {
+    check_inline(req, limit, key, false).await
+}
+
+/// [`check`], counting only failures (`count = "failures"`): the request is counted now,
+/// and taken back if its response turns out a success (status below 400), before that
+/// response leaves. For the username of a login form: five **failed** logins per username,
+/// while a person who types the right password is never held back.
+///
+/// The taking back is done by `#[rate_limit]` (or the `RateLimit` middleware) around the
+/// handler, which sees its response: without either, this counts every request, as
+/// [`check`] does.
+pub async fn check_failures(req: &HttpRequest, limit: &Limit, key: &str) -> Result<(), Rejected> {
+    check_inline(req, limit, key, true).await
+}
+
+async fn check_inline(
+    req: &HttpRequest,
+    limit: &Limit,
+    key: &str,
+    failures_only: bool,
+) -> Result<(), Rejected> {
     let limiter = Limiter::of(req);
     let overridden = limiter.overridden(limit);
     let limit = overridden.as_deref().unwrap_or(limit);
     // So that `Limiter::reset` finds this budget: a limit checked inline is declared nowhere.
     limiter.remember(limit);
     let key = ClientKey::inline(key.as_bytes());
-    let mut check = limiter.check(limit, key.as_bytes());
+    let at = limiter.now();
+    let charge = [Charge::new(limit, key.as_bytes())];
+    let mut check = limiter.check_all_at(&charge, at);
     let result = match check.take_ready() {
         Some(result) => result,
         None => check.await,
     };
+    let result = result.and_then(|decisions| {
+        decisions
+            .into_iter()
+            .next()
+            .ok_or_else(|| StoreError::msg("the store answered nothing"))
+    });
     let decision = match limiter.verdict(result) {
         Verdict::Decided(decision) => decision,
         Verdict::Unlimited => return Ok(()),
@@ -112,6 +144,8 @@ pub async fn check(req: &HttpRequest, limit: &Limit, key: &str) -> Result<(), Re
             return Err(Rejected::new(response));
         }
     };
+    let refund = (failures_only && decision.allowed())
+        .then(|| Refund::one(Arc::new(limit.clone()), key.clone(), at));
     let name = super::response::field_name(Cow::Owned(limit.scope().to_string()));
     let member = Member {
         name: name.clone(),
@@ -119,9 +153,12 @@ pub async fn check(req: &HttpRequest, limit: &Limit, key: &str) -> Result<(), Re
     };
     {
         let mut extensions = req.extensions_mut();
-        match extensions.get_mut::<InlineChecks>() {
-            Some(checks) => checks.0.push((member, decision)),
-            None => drop(extensions.insert(InlineChecks(vec![(member, decision)]))),
+        if extensions.get::<InlineChecks>().is_none() {
+            extensions.insert(InlineChecks::default());
+        }
+        if let Some(inline) = extensions.get_mut::<InlineChecks>() {
+            inline.checks.push((member, decision));
+            inline.refunds.extend(refund);
         }
     }
     if decision.allowed() {

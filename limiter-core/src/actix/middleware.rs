@@ -153,7 +153,7 @@ where
             };
             let mut response = service.call(req).await?;
             let mut fields = decided.fields;
-            fields.take_inline_checks(response.request(), &limits);
+            let inline_refunds = fields.take_inline_checks(response.request(), &limits);
             fields.apply(
                 response.headers_mut(),
                 &limits.policy,
@@ -161,8 +161,10 @@ where
                 limiter.http().headers,
                 Write::Prepend,
             );
-            if let Some(refund) = decided.refund {
-                if response.status().as_u16() < 400 {
+            // `count = "failures"`: a success takes back what it was counted, before it
+            // leaves.
+            if response.status().as_u16() < 400 {
+                for refund in decided.refund.into_iter().chain(inline_refunds) {
                     refund.take_back(&limiter).await;
                 }
             }

@@ -69,9 +69,12 @@ pub(crate) struct RateLimitFields {
 }
 
 /// The decisions of limits checked inside a handler, waiting in the request's extensions
-/// for the response's fields.
+/// for the response's fields, and what a success takes back (`check_failures`).
 #[derive(Default)]
-pub(crate) struct InlineChecks(pub(crate) Vec<(Member, Decision)>);
+pub(crate) struct InlineChecks {
+    pub(crate) checks: Vec<(Member, Decision)>,
+    pub(crate) refunds: Vec<super::decide::Refund>,
+}
 
 /// The name and policy of one list member, when they are not the declared ones.
 #[derive(Clone, Debug)]
@@ -126,18 +129,18 @@ impl RateLimitFields {
     }
 
     /// Adds the decisions of limits checked inside the handler ([`crate::check`]), which
-    /// the request carries in its extensions.
+    /// the request carries in its extensions; returns what a success takes back of them.
     pub(crate) fn take_inline_checks(
         &mut self,
         req: &actix_web::HttpRequest,
         declared: &super::attribute::HandlerLimits,
-    ) {
+    ) -> Vec<super::decide::Refund> {
         use actix_web::HttpMessage;
         let Some(checked) = req.extensions_mut().remove::<InlineChecks>() else {
-            return;
+            return Vec::new();
         };
         if self.incomplete {
-            return;
+            return checked.refunds;
         }
         let members = self.members.get_or_insert_with(|| {
             declared
@@ -149,13 +152,14 @@ impl RateLimitFields {
                 })
                 .collect()
         });
-        for (member, decision) in checked.0 {
+        for (member, decision) in checked.checks {
             members.push(member);
             match self.first {
                 None => self.first = Some(decision),
                 Some(_) => self.stacked.push(decision),
             }
         }
+        checked.refunds
     }
 
     fn decisions(&self) -> impl Iterator<Item = &Decision> {
