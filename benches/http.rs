@@ -1,6 +1,7 @@
 //! Hello-world over HTTP on loopback: bare actix, the same handler under `#[rate_limit]`
-//! (limit never reached), under actix-governor's middleware, and a flood of requests that
-//! `#[rate_limit]` rejects. One server process per variant, all pinned to CPU 0; the load
+//! (limit never reached), under actix-governor's middleware and under limiter's own
+//! `RateLimit` middleware, under an attribute with every option on, and a flood of
+//! requests that `#[rate_limit]` rejects. One server process per variant, all pinned to CPU 0; the load
 //! generator pinned to CPU 1; several alternating rounds; medians and ratios printed, and
 //! the servers' CPU time per request, read from `/proc/PID/task/*/schedstat` (more stable
 //! than requests per second on a shared machine).
@@ -25,7 +26,7 @@ mod redis_server;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-const VARIANTS: [&str; 9] = [
+const VARIANTS: [&str; 11] = [
     "bare",
     "limiter",
     "governor",
@@ -35,6 +36,8 @@ const VARIANTS: [&str; 9] = [
     "proxied",
     "post_kept",
     "post_closed",
+    "middleware",
+    "options",
 ];
 /// The body of the `post_*` variants: a login form's size.
 const POST_BODY: usize = 512;
@@ -58,6 +61,22 @@ async fn hello_with_headers() -> actix_web::HttpResponse {
 /// A limit this benchmark never reaches: 65,535 per 100 ms from one address.
 #[rate_limit(65535, per = "100ms")]
 async fn limited_hello() -> &'static str {
+    "Hello world!"
+}
+
+fn never_exempt(req: &actix_web::HttpRequest) -> bool {
+    req.headers().contains_key("x-exempt")
+}
+
+fn default_plan(req: &actix_web::HttpRequest) -> Option<limiter::Policy> {
+    req.headers().get("x-plan").and(None)
+}
+
+/// Every option on: a cost, failures only (each success is taken back), an exemption rule
+/// and a per-request policy that both decline, and a second limit in dry run.
+#[rate_limit(65535, per = "100ms", cost = 2, count = "failures", exempt = never_exempt, policy = default_plan)]
+#[rate_limit(65535, per = "100ms", dry_run = true, scope = "trial")]
+async fn options_hello() -> &'static str {
     "Hello world!"
 }
 
@@ -106,6 +125,19 @@ fn serve(variant: &str, listener: TcpListener) -> std::io::Result<()> {
             "proxied" => Limiter::builder().trusted_proxies(["127.0.0.1"]).build(),
             _ => Limiter::builder().build(),
         };
+        if variant == "middleware" {
+            let policy = limiter::Policy::new(65535, Duration::from_millis(100)).unwrap();
+            return HttpServer::new(move || {
+                App::new()
+                    .app_data(limiter.clone())
+                    .wrap(limiter::RateLimit::new(policy))
+                    .route("/", web::get().to(hello))
+            })
+            .workers(1)
+            .listen(listener)?
+            .run()
+            .await;
+        }
         if variant == "governor" {
             return HttpServer::new(move || {
                 App::new()
@@ -124,6 +156,7 @@ fn serve(variant: &str, listener: TcpListener) -> std::io::Result<()> {
                     app.route("/", web::get().to(limited_hello))
                 }
                 "rejecting" => app.route("/", web::get().to(rejecting_hello)),
+                "options" => app.route("/", web::get().to(options_hello)),
                 "post_kept" | "post_closed" => app.route("/", web::post().to(rejecting_post)),
                 "headers" => app.route("/", web::get().to(hello_with_headers)),
                 _ => app.route("/", web::get().to(hello)),
@@ -385,6 +418,18 @@ fn main() {
         );
     }
     println!("limiter / governor throughput: {:.3}", rps[1] / rps[2]);
+    println!(
+        "limiter middleware / governor middleware throughput: {:.3}",
+        rps[9] / rps[2]
+    );
+    println!(
+        "limiter middleware / attribute throughput: {:.3}",
+        rps[9] / rps[1]
+    );
+    println!(
+        "every option on / attribute throughput: {:.3}",
+        rps[10] / rps[1]
+    );
     println!("rejected flood / bare throughput: {:.3}", rps[3] / rps[0]);
     println!(
         "rejected flood / limiter allowed throughput: {:.3}",
@@ -397,7 +442,7 @@ fn main() {
     );
     #[cfg(feature = "redis")]
     {
-        println!("redis store / bare throughput: {:.3}", rps[9] / rps[0]);
+        println!("redis store / bare throughput: {:.3}", rps[11] / rps[0]);
         drop(redis);
     }
 }
