@@ -40,11 +40,12 @@ pub use actix::proxy::{
 };
 pub use actix::reset::Subject;
 pub use actix::response::{Failure, Rejection};
+pub use actix::routes_page::routes_service;
 pub use clock::{Clock, ManualClock, PreciseClock, SystemClock};
 pub use decision::Decision;
 pub use limiter::{Limiter, LimiterBuilder, OnStoreError, Verdict, RETRY_INTERVAL};
 pub use policy::{Algorithm, Policy, PolicyError};
-pub use registry::{routes, Declaration, Route, ScopeConflict};
+pub use registry::{routes, Declaration, Route, RouteLimit, Routes, ScopeConflict};
 #[cfg(feature = "redis")]
 pub use store::RedisStore;
 pub use store::{Charge, Check, Limit, MemoryStore, Store, StoreError};

@@ -116,6 +116,42 @@ pub enum PolicyError {
     },
 }
 
+/// `5 per 1m, sliding_window` (`…, burst 20` for a bucket with a burst): the window in the
+/// attribute's units.
+///
+/// ```
+/// use std::time::Duration;
+/// use limiter_core::Policy;
+/// let policy = Policy::new(100, Duration::from_secs(5400))?;
+/// assert_eq!(policy.to_string(), "100 per 1h30m, sliding_window");
+/// # Ok::<(), limiter_core::PolicyError>(())
+/// ```
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} per ", self.max)?;
+        let mut left = self.window_ms;
+        for (unit, ms) in [
+            ("d", 86_400_000),
+            ("h", 3_600_000),
+            ("m", 60_000),
+            ("s", 1_000),
+        ] {
+            if left >= ms {
+                write!(f, "{}{unit}", left / ms)?;
+                left %= ms;
+            }
+        }
+        if left > 0 {
+            write!(f, "{left}ms")?;
+        }
+        write!(f, ", {}", self.algorithm)?;
+        if let Some(burst) = self.burst {
+            write!(f, ", burst {burst}")?;
+        }
+        Ok(())
+    }
+}
+
 impl fmt::Display for PolicyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

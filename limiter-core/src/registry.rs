@@ -16,6 +16,11 @@ pub trait Declares: Sync {
     fn owner(&self) -> &str;
     /// The limits, in the order they are checked.
     fn limits(&self) -> Vec<&Limit>;
+    /// For each limit, who it counts and what it does besides counting one per request,
+    /// in words (`ip`; `cost=10`, `count=failures`).
+    fn details(&self) -> Vec<(String, Vec<String>)> {
+        Vec::new()
+    }
 }
 
 /// One `#[rate_limit]` handler, as the attribute registers it. Not a public API.
@@ -105,6 +110,9 @@ impl Declares for Static {
     fn limits(&self) -> Vec<&Limit> {
         self.0.limits()
     }
+    fn details(&self) -> Vec<(String, Vec<String>)> {
+        self.0.details()
+    }
 }
 
 /// Where a limit was declared: the handler's path and its place in the source.
@@ -158,7 +166,7 @@ impl fmt::Display for ScopeConflict {
 
 impl std::error::Error for ScopeConflict {}
 
-/// A rate-limited handler of the program: where it is, and its limits.
+/// A rate-limited handler (or middleware) of the program: where it is, and its limits.
 #[derive(Clone, Debug)]
 pub struct Route {
     /// The handler's path (see [`handler_path`](crate::handler_path)).
@@ -166,30 +174,161 @@ pub struct Route {
     /// The source file and line of its `#[rate_limit]`.
     pub location: String,
     /// Its limits, in the order they are checked.
-    pub limits: Vec<Limit>,
+    pub limits: Vec<RouteLimit>,
 }
 
-/// Every `#[rate_limit]` handler of the program, known before any request: each registers
-/// itself at compile time.
+/// One limit of a [`Route`]: the limit, who it counts, and its options.
+#[derive(Clone, Debug)]
+pub struct RouteLimit {
+    /// The limit (scope and policy).
+    pub limit: Limit,
+    /// Who it counts: `ip`, `user`, `global`, `header:NAME`, `function`.
+    pub key: String,
+    /// What it does besides counting one unit per request: `cost=10`, `cost=fn`,
+    /// `count=failures`, `exempt=fn`, `dry_run`, `policy=fn`, and `configured` when the
+    /// limiter's configuration replaced the declared policy.
+    pub options: Vec<String>,
+}
+
+impl std::ops::Deref for RouteLimit {
+    type Target = Limit;
+
+    fn deref(&self) -> &Limit {
+        &self.limit
+    }
+}
+
+/// The program's rate-limited routes ([`routes`], [`Limiter::routes`](crate::Limiter::routes)):
+/// a list, printed as an aligned table.
+#[derive(Clone, Debug, Default)]
+pub struct Routes(pub Vec<Route>);
+
+impl std::ops::Deref for Routes {
+    type Target = [Route];
+
+    fn deref(&self) -> &[Route] {
+        &self.0
+    }
+}
+
+impl IntoIterator for Routes {
+    type Item = Route;
+    type IntoIter = std::vec::IntoIter<Route>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl Routes {
+    /// One row per limit: scope, policy, key, options, handler and where it is declared.
+    pub fn rows(&self) -> Vec<[String; 5]> {
+        let mut rows = Vec::new();
+        for route in &self.0 {
+            for limit in &route.limits {
+                let options = if limit.options.is_empty() {
+                    "-".to_string()
+                } else {
+                    limit.options.join(" ")
+                };
+                rows.push([
+                    limit.scope().to_string(),
+                    limit.policy().to_string(),
+                    limit.key.clone(),
+                    options,
+                    format!("{} ({})", route.handler, route.location),
+                ]);
+            }
+        }
+        rows
+    }
+}
+
+/// ```text
+/// scope   limit                       key  options         handler
+/// login   5 per 15m, sliding_window   ip   count=failures  my_app::login (src/main.rs:12)
+/// ```
+impl fmt::Display for Routes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let header = ["scope", "limit", "key", "options", "handler"].map(str::to_string);
+        let rows = self.rows();
+        let mut widths = header.clone().map(|h| h.chars().count());
+        for row in &rows {
+            for (width, cell) in widths.iter_mut().zip(row) {
+                *width = (*width).max(cell.chars().count());
+            }
+        }
+        for row in std::iter::once(&header).chain(&rows) {
+            let mut line = String::new();
+            for (i, (cell, width)) in row.iter().zip(widths).enumerate() {
+                if i + 1 == row.len() {
+                    line.push_str(cell);
+                } else {
+                    line.push_str(&format!("{cell:<width$}  "));
+                }
+            }
+            writeln!(f, "{}", line.trim_end())?;
+        }
+        Ok(())
+    }
+}
+
+/// Every `#[rate_limit]` handler of the program, known before any request (each registers
+/// itself at compile time), and every `RateLimit` middleware its apps have made, with the
+/// limits as declared; [`Limiter::routes`](crate::Limiter::routes) shows them as a limiter
+/// configures them.
 ///
 /// ```
-/// for route in limiter_core::routes() {
+/// for route in limiter_core::routes().iter() {
 ///     for limit in &route.limits {
-///         println!("{} ({}): {:?}", route.handler, limit.scope(), limit.policy());
+///         println!("{} ({}): {}", route.handler, limit.scope(), limit.policy());
 ///     }
 /// }
+/// print!("{}", limiter_core::routes()); // an aligned table
 /// ```
-pub fn routes() -> Vec<Route> {
+pub fn routes() -> Routes {
     let mut routes: Vec<Route> = everything()
         .into_iter()
-        .map(|(declares, place)| Route {
-            handler: declares.owner().to_string(),
-            location: location(place),
-            limits: declares.limits().into_iter().cloned().collect(),
+        .map(|(declares, place)| {
+            let mut details = declares.details().into_iter();
+            Route {
+                handler: declares.owner().to_string(),
+                location: location(place),
+                limits: declares
+                    .limits()
+                    .into_iter()
+                    .map(|limit| {
+                        let (key, options) = details.next().unwrap_or_default();
+                        RouteLimit {
+                            limit: limit.clone(),
+                            key,
+                            options,
+                        }
+                    })
+                    .collect(),
+            }
         })
         .collect();
     routes.sort_by(|a, b| a.handler.cmp(&b.handler));
-    routes
+    Routes(routes)
+}
+
+impl crate::Limiter {
+    /// [`routes`], each limit as this limiter applies it: a policy its configuration
+    /// replaced ([`LimiterBuilder::policy`](crate::LimiterBuilder::policy),
+    /// [`set_policy`](crate::Limiter::set_policy)) is shown instead, marked `configured`.
+    pub fn routes(&self) -> Routes {
+        let mut routes = routes();
+        for route in &mut routes.0 {
+            for entry in &mut route.limits {
+                if let Some(configured) = self.overridden(&entry.limit) {
+                    entry.limit = Limit::clone(&configured);
+                    entry.options.push("configured".to_string());
+                }
+            }
+        }
+        routes
+    }
 }
 
 fn location(place: Option<(&'static str, u32)>) -> String {

@@ -313,6 +313,38 @@ impl crate::registry::Declares for HandlerLimits {
     fn limits(&self) -> Vec<&Limit> {
         self.limits.iter().map(|spec| &spec.limit).collect()
     }
+
+    fn details(&self) -> Vec<(String, Vec<String>)> {
+        self.limits
+            .iter()
+            .map(|spec| (spec.key.kind().into_owned(), spec.options.described()))
+            .collect()
+    }
+}
+
+impl Options {
+    /// The options in words, as the route table shows them.
+    fn described(&self) -> Vec<String> {
+        let mut words = Vec::new();
+        match self.cost {
+            Cost::Units(1) => {}
+            Cost::Units(units) => words.push(format!("cost={units}")),
+            Cost::Computed(_) => words.push("cost=fn".to_string()),
+        }
+        if self.failures_only {
+            words.push("count=failures".to_string());
+        }
+        if self.exempt.is_some() {
+            words.push("exempt=fn".to_string());
+        }
+        if self.dry_run {
+            words.push("dry_run".to_string());
+        }
+        if self.policy.is_some() {
+            words.push("policy=fn".to_string());
+        }
+        words
+    }
 }
 
 /// The request and its body stream, taken in one extraction: the guarded handler's only

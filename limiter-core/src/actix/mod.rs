@@ -6,6 +6,7 @@
 //! | `attribute.rs` | what `#[rate_limit]` expands to at run time |
 //! | `middleware.rs` | [`RateLimit`](crate::RateLimit): one limit over an `App` or a `Scope` |
 //! | `inline.rs` | [`check`](crate::check): a limit decided inside a handler |
+//! | `routes_page.rs` | [`routes_service`](crate::routes_service): the route table as a page and as JSON |
 //! | `reset.rs` | [`Limiter::reset`](crate::Limiter::reset): forgetting one client's budget |
 //! | `decide.rs` | the one decide path: the limiter of a request, its keys, one check, the fields or the response |
 //! | `keys.rs`, `proxy.rs` | who a request is counted as: keys, trusted proxies, forwarding headers |
@@ -22,4 +23,5 @@ pub(crate) mod mistakes;
 pub mod proxy;
 pub(crate) mod reset;
 pub(crate) mod response;
+pub(crate) mod routes_page;
 pub(crate) mod settings;

@@ -1,0 +1,181 @@
+//! [`routes_service`]: the table of rate-limited routes, served by the application itself —
+//! as JSON for tools, as a small HTML page for people.
+
+use std::fmt::Write as _;
+
+use actix_web::http::header::{self, ContentType};
+use actix_web::{web, HttpRequest, HttpResponse, Resource};
+
+use crate::{Limiter, Routes};
+
+/// A resource at `path` that serves the program's rate-limited routes with the policies the
+/// request's [`Limiter`] applies (configured and changed-at-run-time ones included): a
+/// small HTML page with no external assets, or JSON for a client that asks for it (`Accept:
+/// application/json`, or `?format=json`).
+///
+/// Mount it where only operators reach it (an admin scope behind your authentication):
+/// it tells anyone who sees it what your limits are.
+///
+/// ```
+/// use actix_web::App;
+/// let app = App::new().service(limiter_core::routes_service("/limits"));
+/// ```
+pub fn routes_service(path: &str) -> Resource {
+    web::resource(path).route(web::get().to(serve))
+}
+
+async fn serve(req: HttpRequest) -> HttpResponse {
+    let routes = Limiter::of(&req).routes();
+    let wants_json = req.query_string().split('&').any(|p| p == "format=json")
+        || req
+            .headers()
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|accept| {
+                accept.contains("application/json") && !accept.contains("text/html")
+            });
+    let response = if wants_json {
+        HttpResponse::Ok()
+            .content_type(ContentType::json())
+            .body(json(&routes))
+    } else {
+        HttpResponse::Ok()
+            .content_type(ContentType::html())
+            .body(html(&routes))
+    };
+    let mut response = response;
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
+    response
+}
+
+/// `{"routes":[{"handler":…,"location":…,"limits":[{"scope":…,"max":…,"window_ms":…,
+/// "algorithm":…,"burst":…,"key":…,"options":[…]}]}]}`
+pub(crate) fn json(routes: &Routes) -> String {
+    let mut out = String::from("{\"routes\":[");
+    for (i, route) in routes.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let _ = write!(
+            out,
+            "{{\"handler\":{},\"location\":{},\"limits\":[",
+            string(&route.handler),
+            string(&route.location)
+        );
+        for (j, limit) in route.limits.iter().enumerate() {
+            if j > 0 {
+                out.push(',');
+            }
+            let policy = limit.policy();
+            let burst = match policy.algorithm() {
+                crate::Algorithm::TokenBucket => policy.burst().to_string(),
+                _ => "null".to_string(),
+            };
+            let options: Vec<String> = limit.options.iter().map(|o| string(o)).collect();
+            let _ = write!(
+                out,
+                "{{\"scope\":{},\"max\":{},\"window_ms\":{},\"algorithm\":{},\"burst\":{burst},\
+                 \"key\":{},\"options\":[{}]}}",
+                string(limit.scope()),
+                policy.max(),
+                policy.window_ms(),
+                string(policy.algorithm().name()),
+                string(&limit.key),
+                options.join(",")
+            );
+        }
+        out.push_str("]}");
+    }
+    out.push_str("]}");
+    out
+}
+
+/// A JSON string.
+fn string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Text made safe for HTML.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+pub(crate) fn html(routes: &Routes) -> String {
+    let mut rows = String::new();
+    for [scope, limit, key, options, handler] in routes.rows() {
+        let configured = options.contains("configured");
+        let _ = write!(
+            rows,
+            "<tr{}><td><code>{}</code></td><td>{}</td><td><code>{}</code></td><td>{}</td>\
+             <td><code>{}</code></td></tr>",
+            if configured {
+                " class=\"configured\""
+            } else {
+                ""
+            },
+            escape(&scope),
+            escape(&limit),
+            escape(&key),
+            escape(&options),
+            escape(&handler)
+        );
+    }
+    let count = routes.rows().len();
+    format!(
+        r#"<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Rate limits</title>
+<style>
+  body {{ font: 15px/1.45 system-ui, sans-serif; margin: 2rem; color: #1d2125; background: #fff; }}
+  h1 {{ font-size: 1.4rem; margin: 0 0 .25rem; }}
+  p {{ color: #555; margin: 0 0 1.25rem; }}
+  table {{ border-collapse: collapse; width: 100%; }}
+  th, td {{ text-align: left; padding: .45rem .7rem; border-bottom: 1px solid #e3e6ea; vertical-align: top; }}
+  th {{ font-weight: 600; background: #f5f7f9; }}
+  tr.configured td:nth-child(2) {{ color: #8a4b00; font-weight: 600; }}
+  code {{ font: 13px ui-monospace, SFMono-Regular, Menlo, monospace; }}
+</style>
+</head>
+<body>
+<h1>Rate limits</h1>
+<p>{count} limit{plural} in this program, as this instance applies them. Highlighted: a policy set by configuration.</p>
+<table>
+<thead><tr><th>scope</th><th>limit</th><th>key</th><th>options</th><th>handler</th></tr></thead>
+<tbody>{rows}</tbody>
+</table>
+</body>
+</html>
+"#,
+        plural = if count == 1 { "" } else { "s" },
+    )
+}
