@@ -37,6 +37,7 @@ async fn main() -> std::io::Result<()> {
         .and_then(|p| p.parse().ok())
         .unwrap_or(8080);
     let limiter = Limiter::builder().build();
+    print!("{}", limiter.routes()); // what is protected, by what
     println!("listening on http://127.0.0.1:{port}");
     HttpServer::new(move || App::new().app_data(limiter.clone()).service(items))
         .bind(("127.0.0.1", port))?

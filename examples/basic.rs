@@ -57,6 +57,7 @@ async fn main() -> std::io::Result<()> {
     // Built once, outside the factory closure, and cloned into every worker: one budget per
     // client for the whole server. Built inside, each worker would count on its own.
     let limiter = Limiter::builder().build();
+    print!("{}", limiter.routes()); // what is protected, by what
     println!("listening on http://127.0.0.1:{port}");
     HttpServer::new(move || {
         App::new()

@@ -36,6 +36,7 @@ async fn main() -> std::io::Result<()> {
         // Your proxies' addresses or networks. A typo here panics at start-up, naming it.
         .trusted_proxies(["127.0.0.1", "::1"])
         .build();
+    print!("{}", limiter.routes()); // what is protected, by what
     println!("listening on http://127.0.0.1:{port}");
     HttpServer::new(move || App::new().app_data(limiter.clone()).service(index))
         .bind(("127.0.0.1", port))?

@@ -30,6 +30,7 @@ async fn main() -> std::io::Result<()> {
     let limiter = Limiter::builder().build(); // once, outside the closure: shared by all workers
     let per_minute = Policy::new(100, Duration::from_secs(60))
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
+    print!("{}", limiter.routes()); // what is protected, by what
     println!("listening on http://127.0.0.1:{port}");
     HttpServer::new(move || {
         let api = RateLimit::new(per_minute).key(KeySpec::Ip).scope("api");

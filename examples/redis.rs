@@ -37,6 +37,7 @@ async fn main() -> std::io::Result<()> {
     let store = RedisStore::connect_lazily(&url)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
     let limiter = Limiter::builder().store(store).build();
+    print!("{}", limiter.routes()); // what is protected, by what
     println!("listening on http://127.0.0.1:{port}, counting in {url}");
     HttpServer::new(move || App::new().app_data(limiter.clone()).service(login))
         .bind(("127.0.0.1", port))?

@@ -32,6 +32,7 @@ async fn main() -> std::io::Result<()> {
         .and_then(|p| p.parse().ok())
         .unwrap_or(8080);
     let limiter = Limiter::builder().build(); // once, outside the closure: shared by all workers
+    print!("{}", limiter.routes()); // what is protected, by what
     println!("listening on http://127.0.0.1:{port}");
     HttpServer::new(move || App::new().app_data(limiter.clone()).service(comment))
         .bind(("127.0.0.1", port))?

@@ -7,6 +7,7 @@
 //! curl -si -H 'X-User: ann' http://127.0.0.1:8080/reports                   # free: 10 an hour
 //! curl -si -H 'X-User: ann' -H 'X-Plan: pro' http://127.0.0.1:8080/reports  # pro: 1000 an hour
 //! REPORTS_PER_HOUR=20 cargo run --example tiers                             # free plan from configuration
+//! curl -s http://127.0.0.1:8080/limits                                      # the limits in force, as a page
 //! ```
 
 use std::time::Duration;
@@ -56,9 +57,16 @@ async fn main() -> std::io::Result<()> {
         builder = builder.policy("reports", policy);
     }
     let limiter = builder.build();
+    print!("{}", limiter.routes()); // what is protected, by what
     println!("listening on http://127.0.0.1:{port}");
-    HttpServer::new(move || App::new().app_data(limiter.clone()).service(reports))
-        .bind(("127.0.0.1", port))?
-        .run()
-        .await
+    HttpServer::new(move || {
+        App::new()
+            .app_data(limiter.clone())
+            .service(reports)
+            // The route table with the policies in force: mount it where only operators reach.
+            .service(limiter::routes_service("/limits"))
+    })
+    .bind(("127.0.0.1", port))?
+    .run()
+    .await
 }

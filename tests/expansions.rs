@@ -32,7 +32,7 @@ use std::path::Path;
 
 use quote::ToTokens;
 
-const EXAMPLES: [&str; 12] = [
+const EXAMPLES: [&str; 13] = [
     "basic",
     "stacked",
     "shared_scope",
@@ -45,6 +45,7 @@ const EXAMPLES: [&str; 12] = [
     "middleware",
     "login_failures",
     "tiers",
+    "metrics",
 ];
 
 fn named(attr: &syn::Attribute, name: &str) -> bool {

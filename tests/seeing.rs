@@ -175,3 +175,84 @@ async fn the_page_and_the_json_show_the_table() {
         Some("application/json")
     );
 }
+
+// ---- tracing --------------------------------------------------------------------------------
+
+#[rate_limit(1, per = "1m", scope = "seeing-traced")]
+async fn traced() -> &'static str {
+    "ok"
+}
+
+#[actix_web::test]
+async fn each_rejection_is_a_debug_event_naming_the_key_only_when_asked() {
+    common::events::record();
+    for (trace_keys, scope_client) in [(false, "203.0.113.7:1"), (true, "198.51.100.9:1")] {
+        let limiter = Limiter::builder()
+            .clock(limiter::ManualClock::starting_at(Duration::from_secs(60)))
+            .trace_keys(trace_keys)
+            .build();
+        let app = test::init_service(
+            App::new()
+                .app_data(limiter)
+                .route("/", web::get().to(traced)),
+        )
+        .await;
+        let call = || {
+            test::TestRequest::get()
+                .uri("/")
+                .peer_addr(common::peer(scope_client))
+                .to_request()
+        };
+        assert_eq!(test::call_service(&app, call()).await.status(), 200);
+        assert_eq!(test::call_service(&app, call()).await.status(), 429);
+        let ip = scope_client.split(':').next().unwrap();
+        let events: Vec<String> = common::events::debug_events("scope=\"seeing-traced\"")
+            .into_iter()
+            .filter(|e| !trace_keys || e.contains(ip))
+            .collect();
+        let last = events.last().expect("a debug event for the rejection");
+        assert!(last.contains("request rejected"), "{last}");
+        assert!(last.contains("key=\"ip\""), "{last}");
+        assert!(last.contains("retry_after_secs=60"), "{last}");
+        assert_eq!(last.contains(ip), trace_keys, "{last}");
+    }
+}
+
+#[rate_limit(1, per = "1m", scope = "seeing-span")]
+async fn spanned() -> &'static str {
+    "ok"
+}
+
+#[actix_web::test]
+async fn a_request_span_that_declares_the_field_records_the_rejection() {
+    use actix_web::dev::Service as _;
+    use tracing::Instrument as _;
+    common::events::record();
+    let before = common::events::span_records("rate_limit=\"rejected\"").len();
+    let app = test::init_service(
+        App::new()
+            .app_data(Limiter::builder().build())
+            .wrap_fn(|req, srv| {
+                let span = tracing::info_span!("request", rate_limit = tracing::field::Empty);
+                srv.call(req).instrument(span)
+            })
+            .route("/", web::get().to(spanned)),
+    )
+    .await;
+    let call = || {
+        test::TestRequest::get()
+            .uri("/")
+            .peer_addr(common::peer("192.0.2.77:1"))
+            .to_request()
+    };
+    assert_eq!(test::call_service(&app, call()).await.status(), 200);
+    assert_eq!(
+        common::events::span_records("rate_limit=\"rejected\"").len(),
+        before
+    );
+    assert_eq!(test::call_service(&app, call()).await.status(), 429);
+    assert_eq!(
+        common::events::span_records("rate_limit=\"rejected\"").len(),
+        before + 1
+    );
+}

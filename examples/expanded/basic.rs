@@ -98,6 +98,7 @@ async fn main() -> std::io::Result<()> {
         Err(_) => 8080,
     };
     let limiter = Limiter::builder().build();
+    print!("{}", limiter.routes());
     println!("listening on http://127.0.0.1:{port}");
     HttpServer::new(move || {
             App::new()

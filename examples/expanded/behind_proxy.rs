@@ -68,6 +68,7 @@ async fn index(
 async fn main() -> std::io::Result<()> {
     let port = std::env::var("PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(8080);
     let limiter = Limiter::builder().trusted_proxies(["127.0.0.1", "::1"]).build();
+    print!("{}", limiter.routes());
     println!("listening on http://127.0.0.1:{port}");
     HttpServer::new(move || App::new().app_data(limiter.clone()).service(index))
         .bind(("127.0.0.1", port))?

@@ -75,6 +75,7 @@ async fn main() -> std::io::Result<()> {
                 )
         })
         .build();
+    print!("{}", limiter.routes());
     println!("listening on http://127.0.0.1:{port}");
     HttpServer::new(move || App::new().app_data(limiter.clone()).service(search))
         .bind(("127.0.0.1", port))?

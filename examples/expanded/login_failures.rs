@@ -105,6 +105,7 @@ fn password_is_right(user: &str, password: &str) -> bool {
 async fn main() -> std::io::Result<()> {
     let port = std::env::var("PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(8080);
     let limiter = Limiter::builder().build();
+    print!("{}", limiter.routes());
     println!("listening on http://127.0.0.1:{port}");
     HttpServer::new(move || App::new().app_data(limiter.clone()).service(login))
         .bind(("127.0.0.1", port))?

@@ -16,6 +16,9 @@ mod custom_key;
 mod custom_response;
 #[rustfmt::skip]
 mod login_failures;
+#[cfg(feature = "metrics")]
+#[rustfmt::skip]
+mod metrics;
 #[rustfmt::skip]
 mod middleware;
 #[rustfmt::skip]

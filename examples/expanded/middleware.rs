@@ -66,6 +66,7 @@ async fn main() -> std::io::Result<()> {
             std::io::ErrorKind::InvalidInput,
             e.to_string(),
         ))?;
+    print!("{}", limiter.routes());
     println!("listening on http://127.0.0.1:{port}");
     HttpServer::new(move || {
             let api = RateLimit::new(per_minute).key(KeySpec::Ip).scope("api");

@@ -65,6 +65,7 @@ fn signed_in_user(req: &HttpRequest) -> Option<String> {
 async fn main() -> std::io::Result<()> {
     let port = std::env::var("PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(8080);
     let limiter = Limiter::builder().user_key(signed_in_user).build();
+    print!("{}", limiter.routes());
     println!("listening on http://127.0.0.1:{port}");
     HttpServer::new(move || App::new().app_data(limiter.clone()).service(feed))
         .bind(("127.0.0.1", port))?

@@ -75,6 +75,7 @@ async fn main() -> std::io::Result<()> {
             e.to_string(),
         ))?;
     let limiter = Limiter::builder().store(store).build();
+    print!("{}", limiter.routes());
     println!("listening on http://127.0.0.1:{port}, counting in {url}");
     HttpServer::new(move || App::new().app_data(limiter.clone()).service(login))
         .bind(("127.0.0.1", port))?

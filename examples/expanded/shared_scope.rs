@@ -99,6 +99,7 @@ async fn reset_password(
 async fn main() -> std::io::Result<()> {
     let port = std::env::var("PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(8080);
     let limiter = Limiter::builder().build();
+    print!("{}", limiter.routes());
     println!("listening on http://127.0.0.1:{port}");
     HttpServer::new(move || {
             App::new().app_data(limiter.clone()).service(sign_in).service(reset_password)

@@ -11,6 +11,7 @@
 //! curl -si -H 'X-User: ann' http://127.0.0.1:8080/reports                   # free: 10 an hour
 //! curl -si -H 'X-User: ann' -H 'X-Plan: pro' http://127.0.0.1:8080/reports  # pro: 1000 an hour
 //! REPORTS_PER_HOUR=20 cargo run --example tiers                             # free plan from configuration
+//! curl -s http://127.0.0.1:8080/limits                                      # the limits in force, as a page
 //! ```
 #![allow(unused_imports)]
 use std::time::Duration;
@@ -84,8 +85,14 @@ async fn main() -> std::io::Result<()> {
         builder = builder.policy("reports", policy);
     }
     let limiter = builder.build();
+    print!("{}", limiter.routes());
     println!("listening on http://127.0.0.1:{port}");
-    HttpServer::new(move || App::new().app_data(limiter.clone()).service(reports))
+    HttpServer::new(move || {
+            App::new()
+                .app_data(limiter.clone())
+                .service(reports)
+                .service(limiter::routes_service("/limits"))
+        })
         .bind(("127.0.0.1", port))?
         .run()
         .await

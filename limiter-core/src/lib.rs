@@ -23,6 +23,7 @@ pub mod algorithm;
 pub mod clock;
 mod decision;
 mod limiter;
+mod observe;
 mod policy;
 mod registry;
 pub mod store;

@@ -12,6 +12,13 @@ static EVENTS: Mutex<Vec<(Level, String)>> = Mutex::new(Vec::new());
 
 struct Recorder;
 
+/// Spans made so far, and the ones each thread is in: enough for `Span::current()`.
+static NEXT_SPAN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+static SPANS: Mutex<Vec<(u64, &'static Metadata<'static>)>> = Mutex::new(Vec::new());
+thread_local! {
+    static ENTERED: std::cell::RefCell<Vec<tracing::span::Id>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 struct Text(String);
 
 impl Visit for Text {
@@ -31,10 +38,31 @@ impl Subscriber for Recorder {
     fn enabled(&self, _: &Metadata<'_>) -> bool {
         true
     }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
+    fn new_span(&self, attributes: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        let id = NEXT_SPAN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        SPANS.lock().unwrap().push((id, attributes.metadata()));
+        tracing::span::Id::from_u64(id)
     }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn current_span(&self) -> tracing_core::span::Current {
+        let current = ENTERED.with(|entered| entered.borrow().last().cloned());
+        let metadata = current.as_ref().and_then(|id| {
+            let spans = SPANS.lock().unwrap();
+            spans
+                .iter()
+                .find(|(i, _)| *i == id.into_u64())
+                .map(|(_, m)| *m)
+        });
+        match (current, metadata) {
+            (Some(id), Some(metadata)) => tracing_core::span::Current::new(id, metadata),
+            _ => tracing_core::span::Current::none(),
+        }
+    }
+    fn record(&self, _: &tracing::span::Id, values: &tracing::span::Record<'_>) {
+        // A field recorded on a span, kept as a TRACE entry: `span record rate_limit="…"`.
+        let mut text = Text(String::from("span record"));
+        values.record(&mut text);
+        EVENTS.lock().unwrap().push((Level::TRACE, text.0));
+    }
     fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
     fn event(&self, event: &Event<'_>) {
         let mut text = Text(String::new());
@@ -44,8 +72,12 @@ impl Subscriber for Recorder {
             .unwrap()
             .push((*event.metadata().level(), text.0));
     }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
+    fn enter(&self, id: &tracing::span::Id) {
+        ENTERED.with(|entered| entered.borrow_mut().push(id.clone()));
+    }
+    fn exit(&self, _: &tracing::span::Id) {
+        ENTERED.with(|entered| entered.borrow_mut().pop());
+    }
 }
 
 /// Installs the recorder for the whole process (once).
@@ -74,6 +106,28 @@ pub(crate) fn all_warnings() -> Vec<String> {
         .unwrap()
         .iter()
         .filter(|(level, _)| *level <= Level::WARN)
+        .map(|(_, text)| text.clone())
+        .collect()
+}
+
+/// The `debug` events whose text contains `needle`.
+pub(crate) fn debug_events(needle: &str) -> Vec<String> {
+    EVENTS
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(level, text)| *level == Level::DEBUG && text.contains(needle))
+        .map(|(_, text)| text.clone())
+        .collect()
+}
+
+/// The fields recorded on spans, as `span record NAME=VALUE`.
+pub(crate) fn span_records(needle: &str) -> Vec<String> {
+    EVENTS
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(level, text)| *level == Level::TRACE && text.contains(needle))
         .map(|(_, text)| text.clone())
         .collect()
 }

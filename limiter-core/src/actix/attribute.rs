@@ -24,6 +24,8 @@ pub struct LimitSpec {
     pub(crate) key: KeySpec,
     handler: String,
     pub(crate) options: Options,
+    /// Its decision counters (feature `metrics`; nothing without it).
+    pub(crate) counters: crate::observe::Counters,
 }
 
 /// What a limit does besides counting one unit per request: the attribute's `exempt`,
@@ -100,6 +102,7 @@ impl LimitSpec {
             key,
             handler,
             options: Options::default(),
+            counters: Default::default(),
         }
     }
 
@@ -156,6 +159,7 @@ impl LimitSpec {
             limit: Limit::new(scope, policy),
             key,
             options: Options::default(),
+            counters: Default::default(),
         }
     }
 

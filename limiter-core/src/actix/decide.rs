@@ -12,6 +12,7 @@ use std::time::Duration;
 use super::attribute::{HandlerLimits, LimitSpec};
 use super::keys::{ClientKey, KeyError};
 use super::response::{complete_rejection, Failure, Member, RateLimitFields, Rejection, Write};
+use crate::observe::Outcome;
 use crate::{Charge, Decision, Limit, Limiter, Verdict};
 
 /// What deciding a request came to, when it may go on.
@@ -107,6 +108,11 @@ impl Planned<'_> {
         }
     }
 
+    /// Counts what became of the request for this limit (feature `metrics`).
+    fn counted(&self, outcome: Outcome) {
+        self.spec.counters.add(self.limit.scope(), outcome);
+    }
+
     /// Whether the request costs more than the limit ever allows at once.
     fn never_admitted(&self) -> bool {
         self.cost > self.limit.policy().capacity()
@@ -188,11 +194,15 @@ impl Limiter {
             }
         }
         if self.is_exempt(req) {
+            for spec in &limits.limits {
+                spec.counters.add(spec.limit.scope(), Outcome::Exempt);
+            }
             return Ok(Decided::none());
         }
         let mut planned = Vec::with_capacity(limits.limits.len());
         for spec in &limits.limits {
             if spec.options.exempt.is_some_and(|exempt| exempt(req)) {
+                spec.counters.add(spec.limit.scope(), Outcome::Exempt);
                 continue;
             }
             let key = spec
@@ -215,6 +225,8 @@ impl Limiter {
         let enforced: Vec<&Planned<'_>> = planned.iter().filter(|p| !p.dry_run).collect();
         let mut decisions: Vec<Option<Decision>> = vec![None; planned.len()];
         if let Some(never) = enforced.iter().find(|p| p.never_admitted()) {
+            never.counted(Outcome::Rejected);
+            self.rejected_event(never, None);
             return Err(Box::new(self.never_admitted(limits, never)));
         }
         if !enforced.is_empty() {
@@ -234,9 +246,13 @@ impl Limiter {
                     }
                 }
                 // Unlimited meanwhile; the RateLimit fields are left out.
-                Verdict::Unlimited => return Ok(Decided::undecided()),
+                Verdict::Unlimited => {
+                    enforced.iter().for_each(|p| p.counted(Outcome::StoreError));
+                    return Ok(Decided::undecided());
+                }
                 Verdict::Unavailable => {
-                    return Err(Box::new(self.failure(limits, Failure::StoreUnavailable)))
+                    enforced.iter().for_each(|p| p.counted(Outcome::StoreError));
+                    return Err(Box::new(self.failure(limits, Failure::StoreUnavailable)));
                 }
             }
             let rejected = planned
@@ -245,6 +261,12 @@ impl Limiter {
                 .filter_map(|(p, d)| d.filter(|d| !d.allowed()).map(|d| (p, d)))
                 .max_by_key(|(_, d)| d.retry_after());
             if let Some((p, decision)) = rejected {
+                for (p, d) in planned.iter().zip(&decisions) {
+                    if d.is_some_and(|d| !d.allowed()) {
+                        p.counted(Outcome::Rejected);
+                    }
+                }
+                self.rejected_event(p, Some(decision));
                 let (members, answers): (Vec<Member>, Vec<Decision>) = planned
                     .iter()
                     .zip(&decisions)
@@ -259,6 +281,7 @@ impl Limiter {
                 )));
             }
         }
+        enforced.iter().for_each(|p| p.counted(Outcome::Allowed));
         // Then the limits on trial, each on its own: decided and counted, never enforced.
         for (slot, p) in decisions
             .iter_mut()
@@ -282,6 +305,11 @@ impl Limiter {
                     Err(_) => None,
                 }
             };
+            p.counted(match decision {
+                Some(d) if d.allowed() => Outcome::Allowed,
+                Some(_) => Outcome::DryRun,
+                None => Outcome::StoreError,
+            });
             if let Some(decision) = decision.filter(|d| !d.allowed()) {
                 tracing::warn!(
                     scope = p.limit.scope(),
@@ -334,19 +362,68 @@ impl Limiter {
             Some(result) => result,
             None => check.await,
         };
+        let scope = spec.limit.scope();
         match self.verdict(result) {
-            Verdict::Decided(decision) if decision.allowed() => Ok(Decided {
-                fields: RateLimitFields::one(decision),
-                refund: None,
-            }),
-            Verdict::Decided(decision) => Err(Box::new(self.rejection(
-                limits,
-                &RateLimitFields::one(decision),
-                &spec.name,
-                decision,
-            ))),
-            Verdict::Unlimited => Ok(Decided::undecided()),
-            Verdict::Unavailable => Err(Box::new(self.failure(limits, Failure::StoreUnavailable))),
+            Verdict::Decided(decision) if decision.allowed() => {
+                spec.counters.add(scope, Outcome::Allowed);
+                Ok(Decided {
+                    fields: RateLimitFields::one(decision),
+                    refund: None,
+                })
+            }
+            Verdict::Decided(decision) => {
+                spec.counters.add(scope, Outcome::Rejected);
+                self.rejection_event(scope, &spec.key.kind(), &key, Some(decision));
+                Err(Box::new(self.rejection(
+                    limits,
+                    &RateLimitFields::one(decision),
+                    &spec.name,
+                    decision,
+                )))
+            }
+            Verdict::Unlimited => {
+                spec.counters.add(scope, Outcome::StoreError);
+                Ok(Decided::undecided())
+            }
+            Verdict::Unavailable => {
+                spec.counters.add(scope, Outcome::StoreError);
+                Err(Box::new(self.failure(limits, Failure::StoreUnavailable)))
+            }
+        }
+    }
+
+    /// The `debug` event of a rejected request (`decision` is `None` for a cost no budget
+    /// holds), and the `rate_limit` field of the current span, where it declares one.
+    fn rejected_event(&self, planned: &Planned<'_>, decision: Option<Decision>) {
+        let kind = planned.spec.key.kind();
+        self.rejection_event(planned.limit.scope(), &kind, &planned.key, decision);
+    }
+
+    #[cold]
+    pub(crate) fn rejection_event(
+        &self,
+        scope: &str,
+        kind: &str,
+        key: &ClientKey,
+        decision: Option<Decision>,
+    ) {
+        tracing::Span::current().record("rate_limit", "rejected");
+        let retry_after_secs = decision.map(|d| d.retry_after_secs());
+        if self.http().trace_keys {
+            tracing::debug!(
+                scope,
+                key = kind,
+                client = %key.describe(),
+                retry_after_secs,
+                "rate limit: request rejected"
+            );
+        } else {
+            tracing::debug!(
+                scope,
+                key = kind,
+                retry_after_secs,
+                "rate limit: request rejected"
+            );
         }
     }
 

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use super::decide::Refund;
 use super::keys::ClientKey;
 use super::response::{complete_rejection, Failure, InlineChecks, Member, Rejection};
+use crate::observe::Outcome;
 use crate::{Charge, Client, Limit, Limiter, StoreError, Verdict};
 
 /// A request a [`check`] turned away: return it with `?`, and actix answers with the
@@ -133,8 +134,12 @@ async fn check_inline(
     });
     let decision = match limiter.verdict(result) {
         Verdict::Decided(decision) => decision,
-        Verdict::Unlimited => return Ok(()),
+        Verdict::Unlimited => {
+            crate::observe::count(limit.scope(), Outcome::StoreError);
+            return Ok(());
+        }
         Verdict::Unavailable => {
+            crate::observe::count(limit.scope(), Outcome::StoreError);
             let failure = Failure::StoreUnavailable;
             let mut response = match limiter.http().failure_response.as_deref() {
                 Some(build) => build(&failure),
@@ -162,8 +167,11 @@ async fn check_inline(
         }
     }
     if decision.allowed() {
+        crate::observe::count(limit.scope(), Outcome::Allowed);
         return Ok(());
     }
+    crate::observe::count(limit.scope(), Outcome::Rejected);
+    limiter.rejection_event(limit.scope(), "checked", &key, Some(decision));
     let rejection = Rejection::new(&name, decision, &limiter.http().rejection_message);
     let response = match limiter.http().rejection_response.as_deref() {
         Some(build) => {

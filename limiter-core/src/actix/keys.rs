@@ -53,6 +53,45 @@ impl ClientKey {
         }
     }
 
+    /// The key in words, for a log line: `203.0.113.7`, `2001:db8::/56`, `user:ann`.
+    pub(crate) fn describe(&self) -> String {
+        let bytes = self.as_bytes();
+        let (tag, value) = match bytes.split_first() {
+            Some((tag, value)) => (*tag, value),
+            None => return String::new(),
+        };
+        match (tag, value.len()) {
+            (tag::IPV4, 4) => {
+                std::net::Ipv4Addr::new(value[0], value[1], value[2], value[3]).to_string()
+            }
+            (tag::IPV6, 17) => {
+                let mut octets = [0; 16];
+                octets.copy_from_slice(&value[1..]);
+                format!("{}/{}", std::net::Ipv6Addr::from(octets), value[0])
+            }
+            (tag::GLOBAL, _) => "global".to_string(),
+            (tag::HASHED, _) => format!(
+                "sha1:{}",
+                value
+                    .iter()
+                    .skip(1)
+                    .map(|b| format!("{b:02x}"))
+                    .collect::<String>()
+            ),
+            (tag, _) => {
+                let kind = match tag {
+                    tag::USER => "user",
+                    tag::HEADER => "header",
+                    tag::FUNCTION => "function",
+                    tag::INLINE => "checked",
+                    tag::OBFUSCATED => "obfuscated",
+                    _ => "key",
+                };
+                format!("{kind}:{}", String::from_utf8_lossy(value))
+            }
+        }
+    }
+
     pub(crate) fn as_bytes(&self) -> &[u8] {
         match self {
             ClientKey::Inline { bytes, len } => &bytes[..usize::from(*len)],

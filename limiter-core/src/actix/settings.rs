@@ -34,6 +34,8 @@ pub(crate) struct HttpSettings {
     pub(crate) exempt: TrustedProxies,
     pub(crate) exempt_when: Option<Arc<ExemptWhen>>,
     pub(crate) dry_run: bool,
+    /// Whether rejection events carry the client's key (it may be personal data).
+    pub(crate) trace_keys: bool,
 }
 
 impl Default for HttpSettings {
@@ -54,6 +56,7 @@ impl Default for HttpSettings {
             exempt: TrustedProxies::none(),
             exempt_when: None,
             dry_run: false,
+            trace_keys: false,
         }
     }
 }
@@ -269,6 +272,14 @@ impl LimiterBuilder {
     /// limit out safely (default: off; `dry_run = true` does it for one limit).
     pub fn dry_run(mut self, on: bool) -> LimiterBuilder {
         self.http().dry_run = on;
+        self
+    }
+
+    /// Whether the `debug` event of each rejection carries the client's key (an address, a
+    /// user id, an API key: personal data, or a secret, in many services). Default: no —
+    /// the event names the scope, the kind of key and the Retry-After.
+    pub fn trace_keys(mut self, on: bool) -> LimiterBuilder {
+        self.http().trace_keys = on;
         self
     }
 

@@ -63,6 +63,8 @@ pub const RETRY_INTERVAL: Duration = Duration::from_millis(500);
 #[derive(Debug)]
 pub(crate) struct StoreHealth {
     healthy: AtomicBool,
+    /// Whether `limiter_store_up` was set since the store first answered.
+    reported: AtomicBool,
     /// Milliseconds since [`origin`] when the next attempt is allowed while unhealthy.
     next_attempt: AtomicU64,
 }
@@ -71,6 +73,7 @@ impl StoreHealth {
     pub(crate) fn new() -> StoreHealth {
         StoreHealth {
             healthy: AtomicBool::new(true),
+            reported: AtomicBool::new(false),
             next_attempt: AtomicU64::new(0),
         }
     }
@@ -90,10 +93,19 @@ impl StoreHealth {
                 .is_ok()
     }
 
-    pub(crate) fn failed(&self, error: &dyn std::fmt::Display, policy: OnStoreError) {
+    pub(crate) fn failed(
+        &self,
+        store: &'static str,
+        error: &dyn std::fmt::Display,
+        policy: OnStoreError,
+    ) {
         self.next_attempt
             .store(elapsed_ms() + retry_ms(), Ordering::Relaxed);
-        if self.healthy.swap(false, Ordering::Relaxed) {
+        let lost = self.healthy.swap(false, Ordering::Relaxed);
+        if lost || !self.reported.swap(true, Ordering::Relaxed) {
+            crate::observe::store_up(store, false);
+        }
+        if lost {
             tracing::warn!(
                 %error,
                 ?policy,
@@ -102,9 +114,17 @@ impl StoreHealth {
         }
     }
 
-    pub(crate) fn answered(&self) {
-        if !self.healthy.load(Ordering::Relaxed) && !self.healthy.swap(true, Ordering::Relaxed) {
-            tracing::info!("rate limit store back; counting in it again");
+    /// The store answered: `limiter_store_up` goes to 1 at its first answer and when it
+    /// comes back; otherwise this is one relaxed load.
+    pub(crate) fn answered(&self, store: &'static str) {
+        if !self.healthy.load(Ordering::Relaxed) {
+            if !self.healthy.swap(true, Ordering::Relaxed) {
+                crate::observe::store_up(store, true);
+                tracing::info!("rate limit store back; counting in it again");
+            }
+        } else if crate::observe::ENABLED && !self.reported.load(Ordering::Relaxed) {
+            self.reported.store(true, Ordering::Relaxed);
+            crate::observe::store_up(store, true);
         }
     }
 }

@@ -216,10 +216,19 @@ impl Limiter {
         fallback: impl FnOnce(&MemoryStore) -> T,
     ) -> Result<T, StoreError> {
         let settings = &*self.inner;
+        let store = match &settings.store {
+            Backend::Other(store) => store.name(),
+            Backend::Memory(_) => "memory",
+        };
         let error = if settings.health.should_try() {
-            let error = match tokio::time::timeout(settings.store_timeout, attempt).await {
+            let started = crate::observe::ENABLED.then(std::time::Instant::now);
+            let answer = tokio::time::timeout(settings.store_timeout, attempt).await;
+            if let Some(started) = started {
+                crate::observe::store_answered(store, started.elapsed());
+            }
+            let error = match answer {
                 Ok(Ok(answer)) => {
-                    settings.health.answered();
+                    settings.health.answered(store);
                     return Ok(answer);
                 }
                 Ok(Err(error)) => error,
@@ -228,7 +237,9 @@ impl Limiter {
                     settings.store_timeout
                 )),
             };
-            settings.health.failed(&error, settings.on_store_error);
+            settings
+                .health
+                .failed(store, &error, settings.on_store_error);
             error
         } else {
             StoreError::msg("the rate limit store is unavailable; retrying it shortly")
@@ -522,7 +533,7 @@ impl LimiterBuilder {
                 on_store_error: self.on_store_error,
                 store_timeout: self.store_timeout,
                 health: StoreHealth::new(),
-                fallback: MemoryStore::new(),
+                fallback: MemoryStore::new().unpublished(),
                 glue: self.glue,
                 built_on: std::thread::current().name().map(str::to_owned),
                 overrides: ArcSwap::from_pointee(self.overrides),

@@ -7,7 +7,7 @@ mod table;
 use std::collections::hash_map::RandomState;
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -84,6 +84,9 @@ struct Inner {
     max_bytes: usize,
     next_housekeeping: AtomicU64,
     housekeeping_cursor: AtomicUsize,
+    /// Whether its keys, bytes and evictions go to the metrics (not a limiter's fallback,
+    /// which would contradict its primary store's).
+    publishes: AtomicBool,
 }
 
 /// What one shard may hold.
@@ -325,8 +328,15 @@ impl MemoryStore {
                 max_bytes,
                 next_housekeeping: AtomicU64::new(0),
                 housekeeping_cursor: AtomicUsize::new(0),
+                publishes: AtomicBool::new(true),
             }),
         }
+    }
+
+    /// A store whose figures do not go to the metrics (a limiter's fallback).
+    pub(crate) fn unpublished(self) -> MemoryStore {
+        self.inner.publishes.store(false, Ordering::Relaxed);
+        self
     }
 
     /// The store shared by every limiter of this process that was given no store.
@@ -500,6 +510,13 @@ impl MemoryStore {
             .fetch_add(1, Ordering::Relaxed);
         let shard = &self.inner.shards[cursor & self.inner.shard_mask].0;
         shard.lock().maintain(now_ms);
+        // Once per round of the shards: the figures cost a lock of each.
+        if crate::observe::ENABLED
+            && cursor & self.inner.shard_mask == 0
+            && self.inner.publishes.load(Ordering::Relaxed)
+        {
+            crate::observe::memory(self.len(), self.bytes(), self.evictions());
+        }
     }
 
     /// Drops every state that no longer counts at `now`, in every shard, at once.
@@ -591,6 +608,10 @@ impl Store for MemoryStore {
     fn forget<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> Check<'a, ()> {
         MemoryStore::forget(self, limit, key);
         Check::ready(Ok(()))
+    }
+
+    fn name(&self) -> &'static str {
+        "memory"
     }
 }
 

@@ -203,6 +203,11 @@ pub trait Store: Send + Sync + 'static {
     /// Forgets `key`'s state under `limit`: the client starts afresh
     /// ([`Limiter::reset_key`](crate::Limiter::reset_key)).
     fn forget<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> Check<'a, ()>;
+
+    /// Its name in the metrics' `store` label (`redis`, `memory`).
+    fn name(&self) -> &'static str {
+        "custom"
+    }
 }
 
 impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
@@ -229,6 +234,10 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
 
     fn forget<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> Check<'a, ()> {
         (**self).forget(limit, key)
+    }
+
+    fn name(&self) -> &'static str {
+        (**self).name()
     }
 }
 

@@ -352,6 +352,10 @@ impl Store for RedisStore {
         Check::pending(self.take_back(charges, at, now))
     }
 
+    fn name(&self) -> &'static str {
+        "redis"
+    }
+
     fn forget<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> Check<'a, ()> {
         Check::pending(async move {
             let mut connection = self.inner.connection.clone();

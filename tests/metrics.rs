@@ -1,0 +1,250 @@
+//! Metrics (feature `metrics`), read through `metrics-util`'s debugging recorder: counters
+//! move exactly as decisions are made, the store's latency and health and the memory
+//! store's figures are published, and no client key ever becomes a label.
+#![cfg(feature = "metrics")]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use actix_web::dev::{Service, ServiceResponse};
+use actix_web::{test, web, App, HttpRequest, HttpResponse};
+use common::peer;
+use limiter::{rate_limit, Limit, Limiter, ManualClock, MemoryStore, OnStoreError, Policy, Store};
+use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
+
+/// Every metric so far, by name and labels (`name{a=x,b=y}`): counters summed, gauges as
+/// last set, histograms' sample counts. Snapshots drain the recorder, so all tests read
+/// through this one accumulator.
+fn metrics() -> HashMap<String, f64> {
+    static SNAPSHOTTER: OnceLock<Snapshotter> = OnceLock::new();
+    static SEEN: Mutex<Option<HashMap<String, f64>>> = Mutex::new(None);
+    let snapshotter = SNAPSHOTTER.get_or_init(|| {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        recorder.install().expect("the only recorder");
+        snapshotter
+    });
+    let mut seen = SEEN.lock().unwrap();
+    let seen = seen.get_or_insert_with(HashMap::new);
+    for (key, _, _, value) in snapshotter.snapshot().into_vec() {
+        let key = key.key();
+        let mut labels: Vec<String> = key
+            .labels()
+            .map(|l| format!("{}={}", l.key(), l.value()))
+            .collect();
+        labels.sort();
+        let name = format!("{}{{{}}}", key.name(), labels.join(","));
+        let entry = seen.entry(name).or_insert(0.0);
+        match value {
+            DebugValue::Counter(n) => *entry += n as f64,
+            DebugValue::Gauge(g) => *entry = g.into_inner(),
+            DebugValue::Histogram(samples) => *entry += samples.len() as f64,
+        }
+    }
+    seen.clone()
+}
+
+fn decisions(scope: &str, outcome: &str) -> f64 {
+    let name = format!("limiter_decisions_total{{outcome={outcome},scope={scope}}}");
+    metrics().get(&name).copied().unwrap_or(0.0)
+}
+
+async fn get(
+    app: &impl Service<actix_http::Request, Response = ServiceResponse, Error = actix_web::Error>,
+    uri: &str,
+) -> u16 {
+    let req = test::TestRequest::get()
+        .uri(uri)
+        .peer_addr(peer("203.0.113.7:1"));
+    test::call_service(app, req.to_request())
+        .await
+        .status()
+        .as_u16()
+}
+
+#[rate_limit(2, per = "1m", scope = "metrics-login")]
+async fn login() -> &'static str {
+    "ok"
+}
+
+#[rate_limit(1, per = "1m", dry_run = true, scope = "metrics-trial")]
+async fn trial() -> &'static str {
+    "ok"
+}
+
+static PER_NAME: Limit = Limit::constant(
+    "metrics-checked",
+    match Policy::new(1, Duration::from_secs(60)) {
+        Ok(policy) => policy,
+        Err(_) => panic!("a valid policy"),
+    },
+);
+
+async fn checked(req: HttpRequest) -> Result<HttpResponse, limiter::Rejected> {
+    limiter::check(&req, &PER_NAME, "ann").await?;
+    Ok(HttpResponse::Ok().finish())
+}
+
+#[actix_web::test]
+async fn counters_move_exactly_as_decisions_are_made() {
+    metrics();
+    let limiter = Limiter::builder()
+        .clock(ManualClock::starting_at(Duration::from_secs(60)))
+        .exempt_when(|req| req.headers().contains_key("x-internal"))
+        .build();
+    let app = test::init_service(
+        App::new()
+            .app_data(limiter)
+            .route("/login", web::get().to(login))
+            .route("/trial", web::get().to(trial))
+            .route("/checked", web::get().to(checked)),
+    )
+    .await;
+    let statuses = [
+        get(&app, "/login").await,
+        get(&app, "/login").await,
+        get(&app, "/login").await,
+    ];
+    assert_eq!(statuses, [200, 200, 429]);
+    let internal = test::TestRequest::get()
+        .uri("/login")
+        .insert_header(("x-internal", "1"))
+        .peer_addr(peer("203.0.113.7:1"));
+    assert_eq!(
+        test::call_service(&app, internal.to_request())
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(decisions("metrics-login", "allowed"), 2.0);
+    assert_eq!(decisions("metrics-login", "rejected"), 1.0);
+    assert_eq!(decisions("metrics-login", "exempt"), 1.0);
+
+    assert_eq!(
+        [get(&app, "/trial").await, get(&app, "/trial").await],
+        [200, 200]
+    );
+    assert_eq!(decisions("metrics-trial", "allowed"), 1.0);
+    assert_eq!(decisions("metrics-trial", "dry_run"), 1.0);
+
+    assert_eq!(
+        [get(&app, "/checked").await, get(&app, "/checked").await],
+        [200, 429]
+    );
+    assert_eq!(decisions("metrics-checked", "allowed"), 1.0);
+    assert_eq!(decisions("metrics-checked", "rejected"), 1.0);
+
+    // Labels are scopes and outcomes: the client's address appears nowhere.
+    assert!(metrics().keys().all(|name| !name.contains("203.0.113.7")));
+}
+
+// ---- a store that fails on demand ----------------------------------------------------------
+
+static DOWN: AtomicBool = AtomicBool::new(false);
+
+/// The memory store, failing while `DOWN` is set.
+struct Flaky(MemoryStore);
+
+impl Store for Flaky {
+    fn check<'a>(&'a self, limit: &'a Limit, key: &'a [u8], now: Duration) -> limiter::Check<'a> {
+        if DOWN.load(Ordering::SeqCst) {
+            return limiter::Check::ready(Err(limiter::StoreError::msg("down")));
+        }
+        self.0.check(limit, key, now)
+    }
+
+    fn check_all<'a>(
+        &'a self,
+        charges: &'a [limiter::Charge<'a>],
+        now: Duration,
+    ) -> limiter::Check<'a, Vec<limiter::Decision>> {
+        if DOWN.load(Ordering::SeqCst) {
+            return limiter::Check::ready(Err(limiter::StoreError::msg("down")));
+        }
+        self.0.check_all(charges, now)
+    }
+
+    fn refund<'a>(
+        &'a self,
+        charges: &'a [limiter::Charge<'a>],
+        at: Duration,
+        now: Duration,
+    ) -> limiter::Check<'a, ()> {
+        self.0.refund(charges, at, now)
+    }
+
+    fn forget<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> limiter::Check<'a, ()> {
+        Store::forget(&self.0, limit, key)
+    }
+
+    fn name(&self) -> &'static str {
+        "flaky"
+    }
+}
+
+#[rate_limit(100, per = "1m", scope = "metrics-store")]
+async fn stored() -> &'static str {
+    "ok"
+}
+
+#[actix_web::test]
+async fn the_store_publishes_its_latency_and_health() {
+    metrics();
+    let limiter = Limiter::builder()
+        .store(Flaky(MemoryStore::new()))
+        .on_store_error(OnStoreError::FailOpen)
+        .build();
+    let app = test::init_service(
+        App::new()
+            .app_data(limiter)
+            .route("/", web::get().to(stored)),
+    )
+    .await;
+    assert_eq!(get(&app, "/").await, 200);
+    assert_eq!(get(&app, "/").await, 200);
+    let seen = metrics();
+    assert_eq!(seen.get("limiter_store_up{store=flaky}"), Some(&1.0));
+    assert_eq!(seen.get("limiter_store_seconds{store=flaky}"), Some(&2.0));
+    DOWN.store(true, Ordering::SeqCst);
+    assert_eq!(get(&app, "/").await, 200); // fails open
+    assert_eq!(metrics().get("limiter_store_up{store=flaky}"), Some(&0.0));
+    assert_eq!(decisions("metrics-store", "store_error"), 1.0);
+    assert_eq!(decisions("metrics-store", "allowed"), 2.0);
+    DOWN.store(false, Ordering::SeqCst);
+    // Retried after the retry interval, in real time.
+    std::thread::sleep(limiter::RETRY_INTERVAL + Duration::from_millis(50));
+    assert_eq!(get(&app, "/").await, 200);
+    assert_eq!(metrics().get("limiter_store_up{store=flaky}"), Some(&1.0));
+}
+
+#[::std::prelude::v1::test]
+fn the_memory_store_publishes_its_keys_bytes_and_evictions() {
+    metrics();
+    let clock = ManualClock::starting_at(Duration::from_secs(1));
+    let store = MemoryStore::with_bounds(1_000, 1 << 20);
+    let limit = Limit::new(
+        "metrics-memory",
+        Policy::new(5, Duration::from_secs(3600)).unwrap(),
+    );
+    // 2,000 keys into 1,000, the clock moving a housekeeping tick per check: every shard is
+    // visited many times over, and the figures published once per round.
+    for i in 0u32..2_000 {
+        clock.advance(Duration::from_millis(10));
+        let _ = store.check_at(&limit, &i.to_le_bytes(), limiter::Clock::now(&clock));
+    }
+    let seen = metrics();
+    let keys = seen.get("limiter_keys{}").copied().unwrap_or(0.0);
+    assert!(keys > 900.0 && keys <= 1_000.0, "{keys}");
+    assert!(seen.get("limiter_bytes{}").copied().unwrap_or(0.0) > 0.0);
+    assert!(
+        seen.get("limiter_evictions_total{}")
+            .copied()
+            .unwrap_or(0.0)
+            >= 900.0
+    );
+}
