@@ -58,6 +58,22 @@ fn every_handler_is_listed_with_its_policy_key_and_options_before_any_request() 
     let burst = row(&rows, "seeing-burst");
     assert_eq!(burst[1], "10 per 1s, token_bucket, burst 20");
     assert_eq!(burst[3], "dry_run");
+    // Every handler of this test binary, and nothing else of it.
+    let mut ours: Vec<&str> = routes
+        .iter()
+        .map(|r| r.handler.as_str())
+        .filter(|h| h.starts_with("seeing::"))
+        .collect();
+    ours.sort_unstable();
+    assert_eq!(
+        ours,
+        [
+            "seeing::export",
+            "seeing::login",
+            "seeing::spanned",
+            "seeing::traced"
+        ]
+    );
     // One route, two limits, in the order they are checked.
     let route = routes
         .iter()
