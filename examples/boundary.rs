@@ -57,7 +57,12 @@ pub fn worst_minute(decisions: &[(u64, bool)]) -> usize {
     let admitted: Vec<u64> = decisions.iter().filter(|d| d.1).map(|d| d.0).collect();
     admitted
         .iter()
-        .map(|&t| admitted.iter().filter(|&&u| u >= t && u - t < WINDOW_MS).count())
+        .map(|&t| {
+            admitted
+                .iter()
+                .filter(|&&u| u >= t && u - t < WINDOW_MS)
+                .count()
+        })
         .max()
         .unwrap_or(0)
 }
@@ -77,8 +82,15 @@ fn marks(lane: usize) -> Vec<((f64, f64), bool)> {
     let mut marks = Vec::new();
     let mut last = (u64::MAX, 0);
     for (at, admitted) in replay(LANES[lane].0) {
-        last = if last.0 == at { (at, last.1 + 1) } else { (at, 0) };
-        marks.push(((at as f64 / 1000.0, y - 0.2 + 0.09 * last.1 as f64), admitted));
+        last = if last.0 == at {
+            (at, last.1 + 1)
+        } else {
+            (at, 0)
+        };
+        marks.push((
+            (at as f64 / 1000.0, y - 0.2 + 0.09 * last.1 as f64),
+            admitted,
+        ));
     }
     marks
 }
@@ -127,12 +139,16 @@ pub fn svg() -> String {
             .label_style(("sans-serif", 13))
             .draw()
             .expect("a mesh");
-        for lane in 0..LANES.len() {
+        for (lane, (algorithm, _)) in LANES.iter().enumerate() {
             let y = (3 - lane) as f64;
             chart
-                .draw_series(marks(lane).into_iter().map(|(p, admitted)| mark(p, admitted)))
+                .draw_series(
+                    marks(lane)
+                        .into_iter()
+                        .map(|(p, admitted)| mark(p, admitted)),
+                )
                 .expect("marks");
-            let worst = worst_minute(&replay(LANES[lane].0));
+            let worst = worst_minute(&replay(*algorithm));
             let color = if worst > MAX as usize { RED } else { BLACK };
             chart
                 .draw_series(std::iter::once(Text::new(

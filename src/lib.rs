@@ -19,11 +19,19 @@
 //! }
 //! ```
 //!
+//! Start with [`rate_limit`], the attribute's reference (every argument, its default and its
+//! errors), then [the guide](guide): choosing an algorithm and a key, several instances,
+//! testing with the manual clock, production controls, observability.
+//!
 //! This crate is the facade: it re-exports the runtime ([`limiter_core`]) and the
-//! `#[rate_limit]` attribute. The README holds the attribute reference.
+//! attribute.
 #![deny(missing_docs)]
 
 pub use limiter_core::*;
+
+pub mod guide;
+#[doc(inline)]
+#[doc = include_str!("docs/attribute.md")]
 pub use limiter_macros::rate_limit;
 
 /// What `#[rate_limit]` expands to reaches everything through here. Not a public API.

@@ -81,7 +81,7 @@ impl Clock for PreciseClock {
 ///
 /// ```
 /// use std::time::Duration;
-/// use limiter_core::{Clock, ManualClock};
+/// use limiter::{Clock, ManualClock};
 ///
 /// let clock = ManualClock::new();
 /// let handle = clock.clone();

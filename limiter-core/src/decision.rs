@@ -120,7 +120,7 @@ impl Decision {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use limiter_core::Decision;
+    /// use limiter::Decision;
     /// let d = Decision::reject(5, Duration::from_millis(1));
     /// assert_eq!(d.retry_after_secs(), Some(1));
     /// let d = Decision::reject(5, Duration::from_millis(42_001));

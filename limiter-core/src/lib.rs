@@ -6,14 +6,14 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use limiter_core::{Limit, MemoryStore, Policy};
+//! use limiter::{Limit, MemoryStore, Policy};
 //!
 //! let store = MemoryStore::new();
 //! let login = Limit::new("login", Policy::new(5, Duration::from_secs(60))?);
 //! let now = Duration::ZERO;
 //! let admitted = (0..7).filter(|_| store.check_at(&login, b"203.0.113.9", now).allowed()).count();
 //! assert_eq!(admitted, 5);
-//! # Ok::<(), limiter_core::PolicyError>(())
+//! # Ok::<(), limiter::PolicyError>(())
 //! ```
 #![deny(missing_docs)]
 

@@ -41,7 +41,7 @@ impl Algorithm {
     /// The algorithm with that attribute name, if there is one.
     ///
     /// ```
-    /// use limiter_core::Algorithm;
+    /// use limiter::Algorithm;
     /// assert_eq!(Algorithm::from_name("token_bucket"), Some(Algorithm::TokenBucket));
     /// assert_eq!(Algorithm::from_name("leaky"), None);
     /// ```
@@ -64,7 +64,7 @@ impl fmt::Display for Algorithm {
 ///
 /// ```
 /// use std::time::Duration;
-/// use limiter_core::{Algorithm, Policy};
+/// use limiter::{Algorithm, Policy};
 ///
 /// let login = Policy::new(5, Duration::from_secs(60))?;
 /// assert_eq!(login.max().get(), 5);
@@ -74,7 +74,7 @@ impl fmt::Display for Algorithm {
 ///     .with_algorithm(Algorithm::TokenBucket)?
 ///     .with_burst(20)?;
 /// assert_eq!(api.burst().get(), 20);
-/// # Ok::<(), limiter_core::PolicyError>(())
+/// # Ok::<(), limiter::PolicyError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Policy {
@@ -121,10 +121,10 @@ pub enum PolicyError {
 ///
 /// ```
 /// use std::time::Duration;
-/// use limiter_core::Policy;
+/// use limiter::Policy;
 /// let policy = Policy::new(100, Duration::from_secs(5400))?;
 /// assert_eq!(policy.to_string(), "100 per 1h30m, sliding_window");
-/// # Ok::<(), limiter_core::PolicyError>(())
+/// # Ok::<(), limiter::PolicyError>(())
 /// ```
 impl fmt::Display for Policy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -254,7 +254,7 @@ impl Policy {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use limiter_core::{Algorithm, Policy};
+    /// use limiter::{Algorithm, Policy};
     /// let global = Policy::for_algorithm(Algorithm::FixedWindow, 1_000_000, Duration::from_secs(3600))?;
     /// assert_eq!(global.window(), Duration::from_secs(3600));
     /// // Usable in a `const`: a mistake there is a compile error.
@@ -262,7 +262,7 @@ impl Policy {
     ///     Ok(policy) => policy,
     ///     Err(error) => panic!("{}", error.message()),
     /// };
-    /// # Ok::<(), limiter_core::PolicyError>(())
+    /// # Ok::<(), limiter::PolicyError>(())
     /// ```
     pub const fn for_algorithm(
         algorithm: Algorithm,
@@ -347,7 +347,7 @@ impl Policy {
     /// for the counter, `max × window_ms` at most [`Policy::MAX_COUNTER_PRODUCT`].
     ///
     /// ```
-    /// use limiter_core::{Algorithm, Policy};
+    /// use limiter::{Algorithm, Policy};
     /// let week = 7 * 86_400_000;
     /// assert_eq!(Policy::max_limit_for(Algorithm::SlidingWindowCounter, 60_000), 16_777_215);
     /// assert_eq!(Policy::max_limit_for(Algorithm::SlidingWindowCounter, week), 7_446_427);
@@ -424,12 +424,12 @@ impl Policy {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use limiter_core::{Algorithm, Policy};
+    /// use limiter::{Algorithm, Policy};
     /// let hour = Duration::from_secs(3600);
     /// assert_eq!(Policy::new(100, hour)?.capacity(), 100);
     /// let bucket = Policy::for_algorithm(Algorithm::TokenBucket, 100, hour)?.with_burst(10)?;
     /// assert_eq!(bucket.capacity(), 10);
-    /// # Ok::<(), limiter_core::PolicyError>(())
+    /// # Ok::<(), limiter::PolicyError>(())
     /// ```
     pub const fn capacity(&self) -> u32 {
         match self.algorithm {

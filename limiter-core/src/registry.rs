@@ -279,12 +279,12 @@ impl fmt::Display for Routes {
 /// configures them.
 ///
 /// ```
-/// for route in limiter_core::routes().iter() {
+/// for route in limiter::routes().iter() {
 ///     for limit in &route.limits {
 ///         println!("{} ({}): {}", route.handler, limit.scope(), limit.policy());
 ///     }
 /// }
-/// print!("{}", limiter_core::routes()); // an aligned table
+/// print!("{}", limiter::routes()); // an aligned table
 /// ```
 pub fn routes() -> Routes {
     let mut routes: Vec<Route> = everything()

@@ -16,9 +16,8 @@ mod valid;
 
 use proc_macro::TokenStream;
 
-/// Rate limits an actix-web handler: `#[rate_limit(5, per = "1m", key = "ip")]`.
-///
-/// The `limiter` crate documents the arguments, the responses and the configuration.
+/// Implemented in `limiter-macros`; use it through the `limiter` crate, whose
+/// `rate_limit` page is the reference.
 #[proc_macro_attribute]
 pub fn rate_limit(args: TokenStream, item: TokenStream) -> TokenStream {
     stack::rate_limit(args.into(), item.into()).into()

@@ -190,7 +190,7 @@ impl LimitSpec {
 /// changes across a rolling deploy.
 ///
 /// ```
-/// use limiter_core::handler_path;
+/// use limiter::handler_path;
 /// assert_eq!(handler_path("app::auth::login::{{closure}}::__LimiterHandler"), "app::auth::login");
 /// assert_eq!(
 ///     handler_path("<app::login as actix_web::service::HttpServiceFactory>::register::login::{{closure}}::__LimiterHandler"),

@@ -72,7 +72,7 @@ impl Rejected {
 /// use std::collections::HashMap;
 /// use std::time::Duration;
 /// use actix_web::{web, HttpRequest, HttpResponse};
-/// use limiter_core::{Limit, Policy, Rejected};
+/// use limiter::{Limit, Policy, Rejected};
 ///
 /// const PER_USERNAME: Policy = match Policy::new(5, Duration::from_secs(900)) {
 ///     Ok(policy) => policy,
@@ -87,7 +87,7 @@ impl Rejected {
 ///     form: web::Form<HashMap<String, String>>,
 /// ) -> Result<HttpResponse, Rejected> {
 ///     let user = form.get("user").map_or("", String::as_str);
-///     limiter_core::check(&req, &LOGINS_PER_USERNAME, user).await?;
+///     limiter::check(&req, &LOGINS_PER_USERNAME, user).await?;
 ///     Ok(HttpResponse::Ok().finish())
 /// }
 /// ```

@@ -29,7 +29,7 @@ use crate::{Limit, Limiter, Policy};
 /// ```
 /// use std::time::Duration;
 /// use actix_web::{web, App};
-/// use limiter_core::{KeySpec, Policy, RateLimit};
+/// use limiter::{KeySpec, Policy, RateLimit};
 ///
 /// let api = RateLimit::new(Policy::new(1000, Duration::from_secs(3600))?) // sliding window
 ///     .key(KeySpec::Ip) // the default
@@ -37,7 +37,7 @@ use crate::{Limit, Limiter, Policy};
 /// let app = App::new().service(
 ///     web::scope("/api").wrap(api).route("/items", web::get().to(|| async { "[]" })),
 /// );
-/// # Ok::<(), limiter_core::PolicyError>(())
+/// # Ok::<(), limiter::PolicyError>(())
 /// ```
 #[derive(Clone)]
 pub struct RateLimit {

@@ -28,7 +28,7 @@ pub const MAX_HOPS: usize = 32;
 /// The networks whose forwarding headers are believed.
 ///
 /// ```
-/// use limiter_core::TrustedProxies;
+/// use limiter::TrustedProxies;
 /// let trusted = TrustedProxies::parse(["10.0.0.0/8", "192.0.2.7"])?;
 /// assert!(trusted.contains("10.1.2.3".parse()?));
 /// assert!(trusted.contains("::ffff:192.0.2.7".parse()?)); // IPv4-mapped counts as IPv4
@@ -228,7 +228,7 @@ enum Node<'a> {
 /// `X-Forwarded-For` header fields (each in the order received).
 ///
 /// ```
-/// use limiter_core::{client_of, Client, ForwardingHeaders, TrustedProxies};
+/// use limiter::{client_of, Client, ForwardingHeaders, TrustedProxies};
 /// let trusted = TrustedProxies::parse(["10.0.0.0/8"])?;
 /// let peer = "10.0.0.1".parse()?;
 /// // The client forged the left-most entry; the proxy appended what it saw.

@@ -37,14 +37,14 @@ impl Limiter {
     ///
     /// ```
     /// use std::net::IpAddr;
-    /// use limiter_core::{Limiter, Subject};
+    /// use limiter::{Limiter, Subject};
     /// let limiter = Limiter::builder().build();
     /// // A support tool unblocks a customer who mistyped their password too often
     /// // (`.await` it in a handler; the in-memory store answers at once).
     /// let address: IpAddr = "203.0.113.7".parse().unwrap();
     /// limiter.reset("login", Subject::Address(address)).now_or_never().unwrap()?;
     /// limiter.reset("login-username", Subject::Checked("ann")).now_or_never().unwrap()?;
-    /// # Ok::<(), limiter_core::StoreError>(())
+    /// # Ok::<(), limiter::StoreError>(())
     /// ```
     pub fn reset<'a>(&'a self, scope: &'a str, subject: Subject<'_>) -> Check<'a, ()> {
         let key = subject.key(self);

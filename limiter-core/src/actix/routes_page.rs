@@ -18,7 +18,7 @@ use crate::{Limiter, Routes};
 ///
 /// ```
 /// use actix_web::App;
-/// let app = App::new().service(limiter_core::routes_service("/limits"));
+/// let app = App::new().service(limiter::routes_service("/limits"));
 /// ```
 pub fn routes_service(path: &str) -> Resource {
     web::resource(path).route(web::get().to(serve))

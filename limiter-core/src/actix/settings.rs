@@ -141,7 +141,7 @@ impl LimiterBuilder {
     /// entry is wrong instead of panicking.
     ///
     /// ```
-    /// use limiter_core::Limiter;
+    /// use limiter::Limiter;
     /// let error = Limiter::builder().try_trusted_proxies(["10.0.0.0/8", "10.0.0.300"]).unwrap_err();
     /// assert!(error.to_string().contains("`10.0.0.300`"));
     /// ```
@@ -197,7 +197,7 @@ impl LimiterBuilder {
     ///
     /// ```
     /// use actix_web::HttpResponse;
-    /// use limiter_core::{Failure, Limiter};
+    /// use limiter::{Failure, Limiter};
     /// let limiter = Limiter::builder()
     ///     .failure_response(|failure: &Failure| {
     ///         HttpResponse::build(failure.status()).body(failure.title())
@@ -237,7 +237,7 @@ impl LimiterBuilder {
     /// [`exempt`](Self::exempt) for lists read at run time: says which entry is wrong.
     ///
     /// ```
-    /// use limiter_core::Limiter;
+    /// use limiter::Limiter;
     /// assert!(Limiter::builder().try_exempt(["10.0.0.0/8", "10.0.0/8"]).is_err());
     /// ```
     pub fn try_exempt<I>(mut self, clients: I) -> Result<LimiterBuilder, InvalidProxy>
@@ -253,7 +253,7 @@ impl LimiterBuilder {
     /// health checks, an internal token, a paying plan.
     ///
     /// ```
-    /// use limiter_core::Limiter;
+    /// use limiter::Limiter;
     /// let limiter = Limiter::builder()
     ///     .exempt_when(|req| req.path() == "/health")
     ///     .build();

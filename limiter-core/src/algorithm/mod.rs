@@ -72,7 +72,7 @@ impl Stamp {
     /// that state is never judged by a clock reading older than itself.
     ///
     /// ```
-    /// use limiter_core::algorithm::Stamp;
+    /// use limiter::algorithm::Stamp;
     /// let newest = Stamp::at(100_004);
     /// assert_eq!(newest.catch_up(100_000), 100_004); // a reading that arrived late
     /// assert_eq!(newest.catch_up(100_010), 100_010);

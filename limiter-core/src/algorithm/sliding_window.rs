@@ -45,7 +45,7 @@ pub trait InstantLog {
 /// ```
 /// use std::collections::VecDeque;
 /// use std::time::Duration;
-/// use limiter_core::{algorithm::sliding_window, Policy};
+/// use limiter::{algorithm::sliding_window, Policy};
 /// let policy = Policy::new(2, Duration::from_secs(60))?;
 /// let mut log = VecDeque::new();
 /// assert!(sliding_window::check(&mut log, 0, &policy).allowed());
@@ -53,7 +53,7 @@ pub trait InstantLog {
 /// let third = sliding_window::check(&mut log, 59_999, &policy);
 /// assert_eq!(third.retry_after(), Some(Duration::from_millis(1)));
 /// assert!(sliding_window::check(&mut log, 60_000, &policy).allowed()); // 0 left the window
-/// # Ok::<(), limiter_core::PolicyError>(())
+/// # Ok::<(), limiter::PolicyError>(())
 /// ```
 pub fn check<L: InstantLog + ?Sized>(log: &mut L, now_ms: u64, policy: &Policy) -> Decision {
     check_cost(log, now_ms, policy, 1)

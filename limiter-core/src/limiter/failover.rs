@@ -38,7 +38,7 @@ impl super::Limiter {
     /// what it means is this limiter's [`OnStoreError`].
     ///
     /// ```
-    /// use limiter_core::{Limiter, OnStoreError, StoreError, Verdict};
+    /// use limiter::{Limiter, OnStoreError, StoreError, Verdict};
     /// let limiter = Limiter::builder().on_store_error(OnStoreError::FailOpen).build();
     /// let failed: Result<u32, StoreError> = Err(StoreError::msg("down"));
     /// assert_eq!(limiter.verdict(failed), Verdict::Unlimited);

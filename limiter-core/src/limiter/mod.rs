@@ -32,7 +32,7 @@ use failover::StoreHealth;
 ///
 /// ```
 /// use std::time::Duration;
-/// use limiter_core::{Limit, Limiter, ManualClock, Policy};
+/// use limiter::{Limit, Limiter, ManualClock, Policy};
 ///
 /// let clock = ManualClock::new();
 /// let limiter = Limiter::builder().clock(clock.clone()).build();
@@ -150,7 +150,7 @@ impl Limiter {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use limiter_core::{Charge, Limit, Limiter, Policy};
+    /// use limiter::{Charge, Limit, Limiter, Policy};
     /// let limiter = Limiter::builder().build();
     /// let minute = Limit::new("comment", Policy::new(5, Duration::from_secs(60))?);
     /// let day = Limit::new("comment-1d", Policy::new(1, Duration::from_secs(86_400))?);
@@ -274,13 +274,13 @@ impl Limiter {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use limiter_core::{Limit, Limiter, Policy};
+    /// use limiter::{Limit, Limiter, Policy};
     /// let limiter = Limiter::builder().build();
     /// let login = Limit::new("login", Policy::new(5, Duration::from_secs(60))?);
     /// assert!(limiter.overridden(&login).is_none());
     /// limiter.set_policy("login", Policy::new(10, Duration::from_secs(60))?);
     /// assert_eq!(limiter.overridden(&login).unwrap().policy().max().get(), 10);
-    /// # Ok::<(), limiter_core::PolicyError>(())
+    /// # Ok::<(), limiter::PolicyError>(())
     /// ```
     pub fn set_policy(&self, scope: &str, policy: Policy) {
         let limit = Arc::new(Limit::new(scope.to_string(), policy));
@@ -466,12 +466,12 @@ impl LimiterBuilder {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use limiter_core::{Limiter, Policy};
+    /// use limiter::{Limiter, Policy};
     /// let limiter = Limiter::builder()
     ///     .policy("login", Policy::new(10, Duration::from_secs(60))?)
     ///     .build();
     /// assert_eq!(limiter.policy_of("login").unwrap().max().get(), 10);
-    /// # Ok::<(), limiter_core::PolicyError>(())
+    /// # Ok::<(), limiter::PolicyError>(())
     /// ```
     pub fn policy(mut self, scope: &str, policy: Policy) -> LimiterBuilder {
         self.overrides.insert(

@@ -58,7 +58,7 @@ const HOUSEKEEPING_TICK_MS: u64 = 10;
 ///
 /// ```
 /// use std::time::Duration;
-/// use limiter_core::{Limit, MemoryStore, Policy};
+/// use limiter::{Limit, MemoryStore, Policy};
 ///
 /// let store = MemoryStore::new();
 /// let limit = Limit::new("login", Policy::new(2, Duration::from_secs(60))?);
@@ -68,7 +68,7 @@ const HOUSEKEEPING_TICK_MS: u64 = 10;
 /// let third = store.check_at(&limit, b"203.0.113.7", now);
 /// assert_eq!(third.retry_after(), Some(Duration::from_secs(60)));
 /// assert_eq!(store.len(), 1);
-/// # Ok::<(), limiter_core::PolicyError>(())
+/// # Ok::<(), limiter::PolicyError>(())
 /// ```
 #[derive(Clone)]
 pub struct MemoryStore {
@@ -295,7 +295,7 @@ impl MemoryStore {
     /// and the default number of keys.
     ///
     /// ```
-    /// use limiter_core::MemoryStore;
+    /// use limiter::MemoryStore;
     /// let store = MemoryStore::with_max_bytes(8 << 20);
     /// assert_eq!(store.max_bytes(), 8 << 20);
     /// ```
@@ -382,7 +382,7 @@ impl MemoryStore {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use limiter_core::{Charge, Limit, MemoryStore, Policy};
+    /// use limiter::{Charge, Limit, MemoryStore, Policy};
     /// let store = MemoryStore::new();
     /// let minute = Limit::new("login", Policy::new(5, Duration::from_secs(60))?);
     /// let day = Limit::new("login-1d", Policy::new(2, Duration::from_secs(86_400))?);
@@ -393,7 +393,7 @@ impl MemoryStore {
     /// let third = store.check_all_at(&both, now);
     /// assert!(third[0].allowed() && !third[1].allowed());
     /// assert_eq!(third[0].remaining(), 3); // the rejected request took nothing
-    /// # Ok::<(), limiter_core::PolicyError>(())
+    /// # Ok::<(), limiter::PolicyError>(())
     /// ```
     pub fn check_all_at(&self, requests: &[Charge<'_>], now: Duration) -> Vec<Decision> {
         let now_ms = millis(now);
@@ -449,7 +449,7 @@ impl MemoryStore {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use limiter_core::{Charge, Limit, MemoryStore, Policy};
+    /// use limiter::{Charge, Limit, MemoryStore, Policy};
     /// let store = MemoryStore::new();
     /// let login = Limit::new("login", Policy::new(1, Duration::from_secs(60))?);
     /// let at = Duration::from_secs(5);
@@ -457,7 +457,7 @@ impl MemoryStore {
     /// assert!(store.check_all_at(&attempt, at)[0].allowed());
     /// store.refund_at(&attempt, at, at); // it succeeded: only failures count
     /// assert!(store.check_all_at(&attempt, at)[0].allowed());
-    /// # Ok::<(), limiter_core::PolicyError>(())
+    /// # Ok::<(), limiter::PolicyError>(())
     /// ```
     pub fn refund_at(&self, charges: &[Charge<'_>], at: Duration, now: Duration) {
         let (at_ms, now_ms) = (millis(at), millis(now));

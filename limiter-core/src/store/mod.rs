@@ -35,11 +35,11 @@ pub use memory::MemoryStore;
 ///
 /// ```
 /// use std::time::Duration;
-/// use limiter_core::{Limit, Policy};
+/// use limiter::{Limit, Policy};
 /// let login = Limit::new("login", Policy::new(5, Duration::from_secs(60))?);
 /// assert_eq!(login.scope(), "login");
 /// assert_eq!(format!("{:016x}", login.id()), "bf4aa7cc945c59d8");
-/// # Ok::<(), limiter_core::PolicyError>(())
+/// # Ok::<(), limiter::PolicyError>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct Limit {
@@ -63,7 +63,7 @@ impl Limit {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use limiter_core::{Limit, Policy};
+    /// use limiter::{Limit, Policy};
     /// const PER_MINUTE: Policy = match Policy::new(5, Duration::from_secs(60)) {
     ///     Ok(policy) => policy,
     ///     Err(error) => panic!("{}", error.message()),
@@ -125,12 +125,12 @@ impl Eq for Limit {}
 ///
 /// ```
 /// use std::time::Duration;
-/// use limiter_core::{Charge, Limit, MemoryStore, Policy};
+/// use limiter::{Charge, Limit, MemoryStore, Policy};
 /// let store = MemoryStore::new();
 /// let exports = Limit::new("exports", Policy::new(100, Duration::from_secs(60))?);
 /// let batch = [Charge::new(&exports, b"tenant-7").cost(40)];
 /// assert_eq!(store.check_all_at(&batch, Duration::ZERO)[0].remaining(), 60);
-/// # Ok::<(), limiter_core::PolicyError>(())
+/// # Ok::<(), limiter::PolicyError>(())
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Charge<'a> {
@@ -286,12 +286,12 @@ impl<'a, T> Check<'a, T> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use limiter_core::{Limit, MemoryStore, Policy, Store};
+    /// use limiter::{Limit, MemoryStore, Policy, Store};
     /// let store = MemoryStore::new();
     /// let limit = Limit::new("demo", Policy::new(1, Duration::from_secs(1))?);
     /// let decision = store.check(&limit, b"client", Duration::ZERO).now_or_never();
     /// assert!(decision.unwrap().unwrap().allowed());
-    /// # Ok::<(), limiter_core::PolicyError>(())
+    /// # Ok::<(), limiter::PolicyError>(())
     /// ```
     #[inline]
     pub fn now_or_never(self) -> Option<Result<T, StoreError>> {

@@ -38,8 +38,8 @@ use scripts::Script;
 /// never refused here (a refusal would look like an outage).
 ///
 /// ```no_run
-/// # async fn run() -> Result<(), limiter_core::StoreError> {
-/// use limiter_core::{Limiter, RedisStore};
+/// # async fn run() -> Result<(), limiter::StoreError> {
+/// use limiter::{Limiter, RedisStore};
 /// let limiter = Limiter::builder()
 ///     .store(RedisStore::connect("redis://127.0.0.1:6379").await?)
 ///     .build();
@@ -135,7 +135,7 @@ impl RedisStore {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
     /// use std::time::Duration;
-    /// use limiter_core::{Limit, Policy, RedisStore};
+    /// use limiter::{Limit, Policy, RedisStore};
     /// let store = RedisStore::connect_lazily("redis://127.0.0.1:1").unwrap();
     /// let login = Limit::new("login", Policy::new(5, Duration::from_secs(60)).unwrap());
     /// assert_eq!(
