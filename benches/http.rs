@@ -121,7 +121,7 @@ fn serve(variant: &str, listener: TcpListener) -> std::io::Result<()> {
     actix_web::rt::System::new().block_on(async move {
         let limiter = match variant.as_str() {
             #[cfg(feature = "redis")]
-            "redis" => {
+            "redis" | "redis_rejecting" => {
                 let url = std::env::var("LIMITER_BENCH_REDIS").expect("the driver passes the URL");
                 let store = limiter::RedisStore::connect_lazily(&url).expect("a Redis URL");
                 Limiter::builder().store(store).build()
@@ -163,7 +163,7 @@ fn serve(variant: &str, listener: TcpListener) -> std::io::Result<()> {
                 "limiter" | "quiet" | "proxied" | "redis" | "metrics" => {
                     app.route("/", web::get().to(limited_hello))
                 }
-                "rejecting" => app.route("/", web::get().to(rejecting_hello)),
+                "rejecting" | "redis_rejecting" => app.route("/", web::get().to(rejecting_hello)),
                 "options" => app.route("/", web::get().to(options_hello)),
                 "post_kept" | "post_closed" => app.route("/", web::post().to(rejecting_post)),
                 "headers" => app.route("/", web::get().to(hello_with_headers)),
@@ -349,6 +349,7 @@ fn main() {
         .iter()
         .copied()
         .chain(cfg!(feature = "redis").then_some("redis"))
+        .chain(cfg!(feature = "redis").then_some("redis_rejecting"))
         .chain(cfg!(feature = "metrics").then_some("metrics"))
         .collect();
     let servers: Vec<Server> = variants
@@ -452,6 +453,10 @@ fn main() {
     #[cfg(feature = "redis")]
     {
         println!("redis store / bare throughput: {:.3}", rps[11] / rps[0]);
+        println!(
+            "rejected flood, redis store / memory store throughput: {:.3}",
+            rps[12] / rps[3]
+        );
         drop(redis);
     }
     if let Some(at) = variants.iter().position(|v| *v == "metrics") {

@@ -702,3 +702,99 @@ async fn losing_and_regaining_redis_are_one_event_each() {
     assert_eq!(events.infos.load(Relaxed), 1, "one 'back' event");
     assert_eq!(events.warnings.load(Relaxed), 1);
 }
+
+// ---- rejections answered locally --------------------------------------------------------
+
+/// Instances on one Redis, each remembering the rejections Redis decided, answer every
+/// request exactly as one in-memory store does: the same decisions on random schedules,
+/// requests going to the instances in turn.
+#[::std::prelude::v1::test]
+fn remembered_rejections_change_no_decision() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let case = std::cell::Cell::new(0u32);
+    for algorithm in Algorithm::ALL {
+        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(25));
+        runner
+            .run(
+                &(policy(algorithm), steps(), 1..=3usize),
+                |(policy, steps, instances)| {
+                    case.set(case.get() + 1);
+                    let limit = Limit::new(format!("remembered-{}", case.get()), policy);
+                    let clock = ManualClock::starting_at(Duration::from_secs(1_700_000_000));
+                    let memory = Limiter::builder().clock(clock.clone()).build();
+                    let redis: Vec<Limiter> = (0..instances)
+                        .map(|_| {
+                            let store = rt
+                                .block_on(RedisStore::connect(&server.url()))
+                                .unwrap()
+                                .use_caller_clock();
+                            Limiter::builder()
+                                .store(store)
+                                .clock(clock.clone())
+                                .store_timeout(Duration::from_secs(2))
+                                .build()
+                        })
+                        .collect();
+                    for (i, (key, step)) in steps.iter().enumerate() {
+                        clock.advance(Duration::from_millis(*step));
+                        let expected = memory
+                            .check(&limit, &[*key])
+                            .now_or_never()
+                            .unwrap()
+                            .unwrap();
+                        let instance = &redis[i % instances];
+                        let got = rt.block_on(instance.check(&limit, &[*key])).unwrap();
+                        prop_assert_eq!(got, expected, "{} request {}", algorithm, i);
+                    }
+                    Ok(())
+                },
+            )
+            .unwrap();
+    }
+}
+
+/// A one-client flood of 10,000 requests against 5 a minute, over two instances: Redis is
+/// asked for the five admissions and once more per instance.
+#[::std::prelude::v1::test]
+fn a_flood_from_one_client_is_answered_by_the_instances() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let clock = ManualClock::starting_at(Duration::from_secs(1_700_000_000));
+    let instances: Vec<Limiter> = (0..2)
+        .map(|_| {
+            let store = rt
+                .block_on(RedisStore::connect(&server.url()))
+                .unwrap()
+                .use_caller_clock();
+            Limiter::builder().store(store).clock(clock.clone()).build()
+        })
+        .collect();
+    let limit = Limit::new("flood", Policy::new(5, Duration::from_secs(60)).unwrap());
+    rt.block_on(instances[0].check(&limit, b"warm-up")).unwrap();
+    server.command(&["CONFIG", "RESETSTAT"]);
+    let mut admitted = 0;
+    for i in 0..10_000 {
+        if i % 100 == 0 {
+            clock.advance(Duration::from_millis(1));
+        }
+        let decision = rt
+            .block_on(instances[i % 2].check(&limit, b"one client"))
+            .unwrap();
+        admitted += usize::from(decision.allowed());
+        if !decision.allowed() {
+            assert!(decision.retry_after().unwrap() <= Duration::from_secs(60));
+        }
+    }
+    assert_eq!(admitted, 5);
+    assert_eq!(server.calls("evalsha"), 5 + 2);
+    // A minute on, both instances ask Redis again: the key is admitted.
+    clock.advance(Duration::from_secs(60));
+    for instance in &instances {
+        assert!(rt
+            .block_on(instance.check(&limit, b"one client"))
+            .unwrap()
+            .allowed());
+    }
+    assert_eq!(server.calls("evalsha"), 5 + 2 + 2);
+}

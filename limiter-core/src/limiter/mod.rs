@@ -3,6 +3,7 @@
 //! ([`crate::actix`]) keeps its settings here without this module naming them.
 
 mod failover;
+mod rejections;
 
 pub use failover::{OnStoreError, Verdict, RETRY_INTERVAL};
 
@@ -71,6 +72,8 @@ struct Settings {
     /// Limits seen for each scope besides the declared ones (overrides, per-request
     /// policies), so that [`reset`](Limiter::reset) finds every budget of a scope.
     seen: parking_lot::RwLock<Vec<Limit>>,
+    /// Rejections a networked store decided, answered here until they end.
+    rejections: rejections::Rejections,
 }
 
 /// Scope → the limit configuration gives it.
@@ -136,11 +139,23 @@ impl Limiter {
         let now = self.inner.clock.now();
         match &self.inner.store {
             Backend::Memory(memory) => Check::ready(Ok(memory.check_at(limit, key, now))),
-            Backend::Other(store) => Check::pending(
-                self.check_remote(store.check(limit, key, now), move |fallback| {
-                    fallback.check_at(limit, key, now)
-                }),
-            ),
+            Backend::Other(store) => {
+                let rejections = &self.inner.rejections;
+                if let Some(decision) = rejections.answer(limit, key, now) {
+                    return Check::ready(Ok(decision));
+                }
+                // Only the store's own answers are remembered, not the fallback's.
+                let answered = Check::pending(async move {
+                    let answer = store.check(limit, key, now).await;
+                    if let Ok(decision) = &answer {
+                        rejections.remember(limit, key, now, decision);
+                    }
+                    answer
+                });
+                Check::pending(
+                    self.check_remote(answered, move |fallback| fallback.check_at(limit, key, now)),
+                )
+            }
         }
     }
 
@@ -200,6 +215,9 @@ impl Limiter {
                 Check::ready(Ok(()))
             }
             Backend::Other(store) => Check::pending(async move {
+                for charge in charges {
+                    self.inner.rejections.forget(charge.limit, charge.key);
+                }
                 let fallback = |memory: &MemoryStore| memory.refund_at(charges, at, now);
                 let _ = self
                     .check_remote(store.refund(charges, at, now), fallback)
@@ -335,6 +353,7 @@ impl Limiter {
             }
             Backend::Other(store) => Check::pending(async move {
                 for limit in &limits {
+                    self.inner.rejections.forget(limit, key);
                     store.forget(limit, key).await?;
                 }
                 Ok(())
@@ -402,6 +421,7 @@ pub struct LimiterBuilder {
     store_timeout: Duration,
     glue: Option<Box<dyn Any + Send + Sync>>,
     overrides: Overrides,
+    rejection_cache: usize,
 }
 
 impl fmt::Debug for LimiterBuilder {
@@ -421,6 +441,7 @@ impl Default for LimiterBuilder {
             on_store_error: OnStoreError::FallBackToMemory,
             store_timeout: LimiterBuilder::DEFAULT_STORE_TIMEOUT,
             glue: None,
+            rejection_cache: LimiterBuilder::DEFAULT_REJECTION_CACHE,
             overrides: Overrides::new(),
         }
     }
@@ -429,6 +450,23 @@ impl Default for LimiterBuilder {
 impl LimiterBuilder {
     /// How long a networked store may take per check, by default: 50 ms.
     pub const DEFAULT_STORE_TIMEOUT: Duration = Duration::from_millis(50);
+
+    /// How many rejections of a networked store an instance remembers, by default.
+    pub const DEFAULT_REJECTION_CACHE: usize = 65_536;
+
+    /// How many rejections of a networked store (Redis) this instance remembers and answers
+    /// itself until they end (default [`DEFAULT_REJECTION_CACHE`](Self::DEFAULT_REJECTION_CACHE);
+    /// 0 turns it off). A rejection says "not before T" for its limit and key, and nothing
+    /// any instance does admits that key earlier, so the answer given here is the one the
+    /// store would give, `Retry-After` counted down: under a flood from one client, each
+    /// instance asks the store about once per retry window. Only checks of one unit are
+    /// remembered, from limits that refund nothing (no `count = "failures"`, no cost);
+    /// [`reset_key`](Limiter::reset_key) forgets this instance's entries at once, while
+    /// other instances keep answering theirs until they end.
+    pub fn rejection_cache(mut self, capacity: usize) -> LimiterBuilder {
+        self.rejection_cache = capacity;
+        self
+    }
 
     /// What limited handlers do when a networked store fails or exceeds the timeout
     /// (default: [`OnStoreError::FallBackToMemory`]). Transitions (lost, back) are logged
@@ -539,6 +577,7 @@ impl LimiterBuilder {
                 overrides: ArcSwap::from_pointee(self.overrides),
                 overridden,
                 seen: parking_lot::RwLock::new(seen),
+                rejections: rejections::Rejections::new(self.rejection_cache),
             }),
         }
     }

@@ -1,0 +1,143 @@
+//! Rejections a networked store decided, remembered per instance until they end, so that a
+//! flood from one client is answered here instead of in Redis.
+//!
+//! A store's rejection of one unit says "not before T" for that (limit, key): admissions
+//! only consume, so nothing any instance does makes the key admissible earlier, and until T
+//! every request of it gets the same answer Redis would give, with `Retry-After` counted
+//! down from T. What could make a key admissible earlier is kept out: only single checks of
+//! one unit are cached (a cheaper request is not answered by a costlier one's rejection),
+//! the glue sends only limits without refunds through here, a policy changed at run time is
+//! another limit (another id), and a [`reset`](crate::Limiter::reset_key) drops this
+//! instance's entries (another instance's run out at their T — at most the wait they
+//! announced).
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::{Decision, Limit};
+
+/// Shards, so that workers rarely wait for each other.
+const SHARDS: usize = 16;
+
+/// Remembered rejections: (limit id, key) → the instant (ns of the limiter's clock) until
+/// which the key is rejected.
+pub(crate) struct Rejections {
+    shards: Box<[Mutex<HashMap<(u64, Box<[u8]>), u64>>]>,
+    /// Entries per shard at most; a full shard drops its ended entries, then stops taking
+    /// new ones until some end.
+    per_shard: usize,
+    hasher: std::collections::hash_map::RandomState,
+}
+
+impl Rejections {
+    /// Room for `capacity` rejections (0: none are remembered).
+    pub(crate) fn new(capacity: usize) -> Rejections {
+        Rejections {
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            per_shard: capacity.div_ceil(SHARDS),
+            hasher: Default::default(),
+        }
+    }
+
+    fn shard(&self, id: u64, key: &[u8]) -> &Mutex<HashMap<(u64, Box<[u8]>), u64>> {
+        let mut hasher = self.hasher.build_hasher();
+        id.hash(&mut hasher);
+        key.hash(&mut hasher);
+        &self.shards[hasher.finish() as usize % SHARDS]
+    }
+
+    /// The store's answer for `key` under `limit` at `now`, if a remembered rejection
+    /// still holds: the same rejection, counted down.
+    #[inline]
+    pub(crate) fn answer(&self, limit: &Limit, key: &[u8], now: Duration) -> Option<Decision> {
+        if self.per_shard == 0 {
+            return None;
+        }
+        let now = at(now);
+        let id = limit.id();
+        let mut shard = self.shard(id, key).lock();
+        let until = *shard.get(&(id, key) as &dyn Lookup)?;
+        if until > now {
+            return Some(Decision::reject(
+                limit.policy().max().get(),
+                Duration::from_nanos(until - now),
+            ));
+        }
+        shard.remove(&(id, key) as &dyn Lookup);
+        None
+    }
+
+    /// Remembers the store's `decision` for `key` under `limit`, checked at `now`, if it
+    /// is a rejection of a single unit.
+    pub(crate) fn remember(&self, limit: &Limit, key: &[u8], now: Duration, decision: &Decision) {
+        let Some(wait) = decision.retry_after() else {
+            return;
+        };
+        if self.per_shard == 0 || wait.is_zero() {
+            return;
+        }
+        let now = at(now);
+        let until = now.saturating_add(wait.as_nanos().min(u128::from(u64::MAX)) as u64);
+        let id = limit.id();
+        let mut shard = self.shard(id, key).lock();
+        if shard.len() >= self.per_shard {
+            shard.retain(|_, &mut until| until > now);
+            if shard.len() >= self.per_shard {
+                return;
+            }
+        }
+        shard.insert((id, key.into()), until);
+    }
+
+    /// Forgets what is remembered of `key` under `limit` (a reset).
+    pub(crate) fn forget(&self, limit: &Limit, key: &[u8]) {
+        let id = limit.id();
+        self.shard(id, key).lock().remove(&(id, key) as &dyn Lookup);
+    }
+}
+
+/// The reading as the stores count it: whole milliseconds, in nanoseconds, so that a
+/// rejection counts down exactly as the store would.
+fn at(now: Duration) -> u64 {
+    (now.as_millis().min(u128::from(u64::MAX / 1_000_000)) as u64) * 1_000_000
+}
+
+/// Looks an entry up by borrowed parts, without building an owned key.
+trait Lookup {
+    fn parts(&self) -> (u64, &[u8]);
+}
+
+impl Lookup for (u64, Box<[u8]>) {
+    fn parts(&self) -> (u64, &[u8]) {
+        (self.0, &self.1)
+    }
+}
+
+impl Lookup for (u64, &[u8]) {
+    fn parts(&self) -> (u64, &[u8]) {
+        (self.0, self.1)
+    }
+}
+
+impl<'a> std::borrow::Borrow<dyn Lookup + 'a> for (u64, Box<[u8]>) {
+    fn borrow(&self) -> &(dyn Lookup + 'a) {
+        self
+    }
+}
+
+impl Hash for dyn Lookup + '_ {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.parts().hash(state);
+    }
+}
+
+impl PartialEq for dyn Lookup + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts() == other.parts()
+    }
+}
+
+impl Eq for dyn Lookup + '_ {}
