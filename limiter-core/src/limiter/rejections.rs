@@ -22,10 +22,13 @@ use crate::{Decision, Limit};
 /// Shards, so that workers rarely wait for each other.
 const SHARDS: usize = 16;
 
-/// Remembered rejections: (limit id, key) → the instant (ns of the limiter's clock) until
-/// which the key is rejected.
+/// (limit id, key) → the instant (ns of the limiter's clock) until which the key is
+/// rejected.
+type Shard = Mutex<HashMap<(u64, Box<[u8]>), u64>>;
+
+/// Remembered rejections.
 pub(crate) struct Rejections {
-    shards: Box<[Mutex<HashMap<(u64, Box<[u8]>), u64>>]>,
+    shards: Box<[Shard]>,
     /// Entries per shard at most; a full shard drops its ended entries, then stops taking
     /// new ones until some end.
     per_shard: usize,
@@ -42,7 +45,7 @@ impl Rejections {
         }
     }
 
-    fn shard(&self, id: u64, key: &[u8]) -> &Mutex<HashMap<(u64, Box<[u8]>), u64>> {
+    fn shard(&self, id: u64, key: &[u8]) -> &Shard {
         let mut hasher = self.hasher.build_hasher();
         id.hash(&mut hasher);
         key.hash(&mut hasher);
