@@ -72,6 +72,7 @@ fn theirs(port: u16, sha: &str, policy: &Policy, checks: u64, pipeline: u32) -> 
         .arg(policy.max().get().to_string())
         .arg(policy.emission_interval_ns().to_string())
         .arg((u64::from(policy.burst().get()) * policy.emission_interval_ns()).to_string())
+        .arg("1") // the cost
         .output()
         .expect("redis-benchmark comes with redis-server (apt-get install -y redis-server)");
     let text = String::from_utf8_lossy(&output.stdout);
@@ -104,8 +105,8 @@ fn main() {
         .unwrap();
     println!("{TASKS} concurrent checks on one redis-server, {checks} checks a round, medians of {rounds} rounds");
     println!(
-        "{:<24} {:>12} {:>14} {:>9} {:>16}",
-        "algorithm", "ours/s", "evalsha/s", "ratio", "pipelined x16/s"
+        "{:<24} {:>12} {:>14} {:>9} {:>16} {:>14}",
+        "algorithm", "ours/s", "evalsha/s", "ratio", "pipelined x16/s", "Redis µs/check"
     );
     for algorithm in Algorithm::ALL {
         let policy = Policy::for_algorithm(algorithm, 100, Duration::from_secs(60)).unwrap();
@@ -113,6 +114,9 @@ fn main() {
         let (sha, _) = store.script();
         ours(&runtime, &store, &limit, 1_000); // loads the script, warms the connection
         let (mut a, mut b) = (Vec::new(), Vec::new());
+        server.command(&["CONFIG", "RESETSTAT"]);
+        ours(&runtime, &store, &limit, checks);
+        let usec = server.usec_per_call("evalsha");
         for _ in 0..rounds {
             a.push(ours(&runtime, &store, &limit, checks));
             b.push(theirs(port, sha, &policy, checks, 1));
@@ -120,7 +124,7 @@ fn main() {
         let pipelined = theirs(port, sha, &policy, checks, 16);
         let (a, b) = (median(a), median(b));
         println!(
-            "{:<24} {a:>12.0} {b:>14.0} {:>9.2} {pipelined:>16.0}",
+            "{:<24} {a:>12.0} {b:>14.0} {:>9.2} {pipelined:>16.0} {usec:>14.2}",
             algorithm.name(),
             a / b
         );

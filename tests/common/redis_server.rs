@@ -115,6 +115,23 @@ impl RedisServer {
         }
     }
 
+    /// Microseconds of Redis CPU per call of `command` since the last `CONFIG RESETSTAT`.
+    pub(crate) fn usec_per_call(&self, command: &str) -> f64 {
+        let info = match self.command(&["INFO", "commandstats"]) {
+            redis::Value::BulkString(bytes) => String::from_utf8(bytes).unwrap(),
+            redis::Value::VerbatimString { text, .. } => text,
+            other => panic!("unexpected INFO reply {other:?}"),
+        };
+        let prefix = format!("cmdstat_{command}:");
+        info.lines()
+            .find_map(|line| line.strip_prefix(&prefix))
+            .and_then(|rest| {
+                rest.split(',')
+                    .find_map(|field| field.strip_prefix("usec_per_call="))
+            })
+            .map_or(0.0, |usec| usec.parse().unwrap())
+    }
+
     /// Calls of `command` since the last `CONFIG RESETSTAT`, from `INFO commandstats`.
     pub(crate) fn calls(&self, command: &str) -> u64 {
         let info = match self.command(&["INFO", "commandstats"]) {
