@@ -756,36 +756,6 @@ async fn limiter_client_says_who_a_request_is_counted_as() {
 
 // ---- a store that fails, inside the handler -------------------------------------------------
 
-/// A store whose every operation fails.
-struct Down;
-
-impl limiter::Store for Down {
-    fn check<'a>(&'a self, _: &'a Limit, _: &'a [u8], _: Duration) -> limiter::Check<'a> {
-        limiter::Check::ready(Err(limiter::StoreError::msg("down")))
-    }
-
-    fn check_all<'a>(
-        &'a self,
-        _: &'a [limiter::Charge<'a>],
-        _: Duration,
-    ) -> limiter::Check<'a, Vec<limiter::Decision>> {
-        limiter::Check::ready(Err(limiter::StoreError::msg("down")))
-    }
-
-    fn refund<'a>(
-        &'a self,
-        _: &'a [limiter::Charge<'a>],
-        _: Duration,
-        _: Duration,
-    ) -> limiter::Check<'a, ()> {
-        limiter::Check::ready(Err(limiter::StoreError::msg("down")))
-    }
-
-    fn forget<'a>(&'a self, _: &'a Limit, _: &'a [u8]) -> limiter::Check<'a, ()> {
-        limiter::Check::ready(Err(limiter::StoreError::msg("down")))
-    }
-}
-
 async fn checked_inside(req: HttpRequest) -> Result<HttpResponse, Rejected> {
     limiter::check(&req, &LOGINS_PER_USERNAME, "ann").await?;
     Ok(HttpResponse::Ok().finish())
@@ -800,7 +770,7 @@ async fn a_limit_checked_inside_the_handler_follows_the_store_fault_policy() {
         (OnStoreError::FallBackToMemory, 200, None),
     ] {
         let limiter = Limiter::builder()
-            .store(Down)
+            .store(common::Failing("down"))
             .on_store_error(policy)
             .build();
         let app = test::init_service(

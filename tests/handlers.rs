@@ -11,7 +11,7 @@ use std::time::Duration;
 use actix_web::dev::{Service, ServiceResponse};
 use actix_web::{test, web, App, HttpResponse};
 use common::{header, peer, summary, CLIENT};
-use limiter::{Failure, Limit, Limiter, ManualClock, OnStoreError, Store, StoreError};
+use limiter::{Failure, Limiter, ManualClock, OnStoreError};
 
 fn limiter() -> (ManualClock, Limiter) {
     let clock = ManualClock::starting_at(Duration::from_secs(600));
@@ -256,38 +256,7 @@ fn default_scopes_are_the_handlers_paths() {
 // ---- a store that fails --------------------------------------------------------------------------
 
 /// A store whose every check fails, with an error that must not reach clients.
-struct Broken;
-
-impl Store for Broken {
-    fn check<'a>(&'a self, _: &'a Limit, _: &'a [u8], _: Duration) -> limiter::Check<'a> {
-        limiter::Check::ready(Err(StoreError::msg(
-            "connection to 10.1.2.3:6379 refused (internal)",
-        )))
-    }
-
-    fn check_all<'a>(
-        &'a self,
-        _: &'a [limiter::Charge<'a>],
-        _: Duration,
-    ) -> limiter::Check<'a, Vec<limiter::Decision>> {
-        limiter::Check::ready(Err(StoreError::msg(
-            "connection to 10.1.2.3:6379 refused (internal)",
-        )))
-    }
-
-    fn refund<'a>(
-        &'a self,
-        _: &'a [limiter::Charge<'a>],
-        _: Duration,
-        _: Duration,
-    ) -> limiter::Check<'a, ()> {
-        limiter::Check::ready(Err(StoreError::msg("refused")))
-    }
-
-    fn forget<'a>(&'a self, _: &'a Limit, _: &'a [u8]) -> limiter::Check<'a, ()> {
-        limiter::Check::ready(Err(StoreError::msg("refused")))
-    }
-}
+const BROKEN: common::Failing = common::Failing("connection to 10.1.2.3:6379 refused (internal)");
 
 #[limiter::rate_limit(5, per = "1m")]
 async fn guarded() -> &'static str {
@@ -297,7 +266,7 @@ async fn guarded() -> &'static str {
 #[actix_web::test]
 async fn error_responses_show_no_internals_and_can_be_replaced() {
     let limiter = Limiter::builder()
-        .store(Broken)
+        .store(BROKEN)
         .on_store_error(OnStoreError::FailClosed)
         .build();
     let app = test::init_service(
@@ -323,7 +292,7 @@ async fn error_responses_show_no_internals_and_can_be_replaced() {
 
     // Replaced: the 503, and the 500 of a request without an address.
     let limiter = Limiter::builder()
-        .store(Broken)
+        .store(BROKEN)
         .on_store_error(OnStoreError::FailClosed)
         .failure_response(|failure: &Failure| {
             HttpResponse::build(failure.status()).body(format!("sorry: {}", failure.title()))

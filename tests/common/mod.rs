@@ -58,6 +58,36 @@ pub(crate) async fn http(addr: SocketAddr, method: &str, path: &str, body: &str)
         .expect("the server answered within 10 s")
 }
 
+/// A store whose every operation fails with `message` (which clients must never see).
+pub(crate) struct Failing(pub(crate) &'static str);
+
+impl limiter::Store for Failing {
+    fn check<'a>(&'a self, _: &'a limiter::Limit, _: &'a [u8], _: Duration) -> limiter::Check<'a> {
+        limiter::Check::ready(Err(limiter::StoreError::msg(self.0)))
+    }
+
+    fn check_all<'a>(
+        &'a self,
+        _: &'a [limiter::Charge<'a>],
+        _: Duration,
+    ) -> limiter::Check<'a, Vec<limiter::Decision>> {
+        limiter::Check::ready(Err(limiter::StoreError::msg(self.0)))
+    }
+
+    fn refund<'a>(
+        &'a self,
+        _: &'a [limiter::Charge<'a>],
+        _: Duration,
+        _: Duration,
+    ) -> limiter::Check<'a, ()> {
+        limiter::Check::ready(Err(limiter::StoreError::msg(self.0)))
+    }
+
+    fn forget<'a>(&'a self, _: &'a limiter::Limit, _: &'a [u8]) -> limiter::Check<'a, ()> {
+        limiter::Check::ready(Err(limiter::StoreError::msg(self.0)))
+    }
+}
+
 pub(crate) mod events;
 #[cfg(feature = "redis")]
 pub(crate) mod redis_server;
