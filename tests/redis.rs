@@ -798,3 +798,100 @@ fn a_flood_from_one_client_is_answered_by_the_instances() {
     }
     assert_eq!(server.calls("evalsha"), 5 + 2 + 2);
 }
+
+// ---- the server's clock -------------------------------------------------------------------
+
+/// On Redis's own clock (no caller clock), a schedule in real time gets the decisions the
+/// memory store gives the same schedule on a manual clock set to the server's `TIME` before
+/// each burst: the bursts take a few ms and the pauses are far from every edge (more than
+/// two windows), so scheduling jitter cannot change an answer; waits agree within it.
+#[::std::prelude::v1::test]
+fn on_the_servers_clock_decisions_equal_the_memory_stores() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let redis = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+    let server_time = || match server.command(&["TIME"]) {
+        redis::Value::Array(parts) => {
+            let number = |v: &redis::Value| match v {
+                redis::Value::BulkString(b) => String::from_utf8_lossy(b).parse::<u64>().unwrap(),
+                other => panic!("{other:?}"),
+            };
+            Duration::from_secs(number(&parts[0])) + Duration::from_micros(number(&parts[1]))
+        }
+        other => panic!("TIME answered {other:?}"),
+    };
+    let window = Duration::from_millis(200);
+    // (requests in a burst, pause after it)
+    let schedule = [(5, 450), (2, 0), (1, 450), (4, 450), (3, 0)];
+    for algorithm in Algorithm::ALL {
+        let policy = Policy::for_algorithm(algorithm, 3, window).unwrap();
+        let limit = Limit::new(format!("server-clock-{algorithm}"), policy);
+        let clock = ManualClock::starting_at(server_time());
+        let memory = Limiter::builder().clock(clock.clone()).build();
+        for &(burst, pause) in &schedule {
+            // In step with the server's clock (and its phase in the counter's windows).
+            let behind = server_time().saturating_sub(limiter::Clock::now(&clock));
+            clock.advance(behind);
+            for i in 0..burst {
+                let got = rt
+                    .block_on(redis.check(&limit, b"client", Duration::ZERO))
+                    .unwrap();
+                let expected = memory
+                    .check(&limit, b"client")
+                    .now_or_never()
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(
+                    got.allowed(),
+                    expected.allowed(),
+                    "{algorithm}, request {i} of a burst"
+                );
+                assert_eq!(got.remaining(), expected.remaining(), "{algorithm}");
+                let (a, b) = (got.reset_after(), expected.reset_after());
+                let apart = a.max(b) - a.min(b);
+                assert!(
+                    apart <= Duration::from_millis(60),
+                    "{algorithm}: {a:?} vs {b:?}"
+                );
+            }
+            std::thread::sleep(Duration::from_millis(pause));
+        }
+    }
+}
+
+/// A key lives in Redis as long as its state can still change a decision: right after a
+/// write its TTL covers the time until its state no longer counts.
+#[::std::prelude::v1::test]
+fn keys_survive_as_long_as_their_state_matters() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let redis = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+    let window = Duration::from_secs(60);
+    for algorithm in Algorithm::ALL {
+        let policy = Policy::for_algorithm(algorithm, 3, window).unwrap();
+        let limit = Limit::new(format!("survive-{algorithm}"), policy);
+        let mut last = None;
+        for _ in 0..3 {
+            last = Some(
+                rt.block_on(redis.check(&limit, b"client", Duration::ZERO))
+                    .unwrap(),
+            );
+        }
+        let name = redis.key_name(&limit, b"client");
+        let ttl = Duration::from_millis(server.integer(&["PTTL", &name]) as u64);
+        // Until then a request is still rejected (the state matters): the key must be there.
+        let matters = match algorithm {
+            // The counter's requests weigh on the next window too.
+            Algorithm::SlidingWindowCounter => window,
+            _ => last.unwrap().reset_after(),
+        };
+        assert!(
+            ttl + Duration::from_millis(50) >= matters,
+            "{algorithm}: the key expires in {ttl:?}, its state matters for {matters:?}"
+        );
+        let rejected = rt
+            .block_on(redis.check(&limit, b"client", Duration::ZERO))
+            .unwrap();
+        assert!(!rejected.allowed(), "{algorithm}");
+    }
+}
