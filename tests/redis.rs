@@ -895,3 +895,31 @@ fn keys_survive_as_long_as_their_state_matters() {
         assert!(!rejected.allowed(), "{algorithm}");
     }
 }
+
+/// A full log of 65,535 instants that all leave the window at once is dropped without a
+/// scan: the bisection reads a few of them. (Redis's CPU for that one call is printed; the
+/// assertion is generous, the difference is three orders of magnitude.)
+#[::std::prelude::v1::test]
+fn a_full_sliding_log_expires_without_a_scan() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let redis = rt
+        .block_on(RedisStore::connect(&server.url()))
+        .unwrap()
+        .use_caller_clock();
+    let policy = Policy::new(65_535, Duration::from_secs(60)).unwrap();
+    let limit = Limit::new("full-log", policy);
+    let start = Duration::from_secs(1_700_000_000);
+    // One check of 65,535 units fills the log with as many instants.
+    let fill = [Charge::new(&limit, b"client").cost(65_535)];
+    assert!(rt.block_on(redis.check_all(&fill, start)).unwrap()[0].allowed());
+    server.command(&["CONFIG", "RESETSTAT"]);
+    let later = start + Duration::from_secs(61);
+    assert!(rt
+        .block_on(redis.check(&limit, b"client", later))
+        .unwrap()
+        .allowed());
+    let usec = server.usec_per_call("evalsha");
+    println!("Redis CPU of the check that dropped 65,535 instants: {usec} µs");
+    assert!(usec < 5_000.0, "{usec} µs: the log was scanned");
+}
