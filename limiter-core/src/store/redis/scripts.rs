@@ -124,7 +124,8 @@ local function fixed_window(key, window, max, cost)
   end
   return true, {max - count - cost, ends}, status, function()
     redis.call('HSET', key, 's', start, 'c', count + cost)
-    expire(key, start + window - now)
+    -- The expiry is the window's end: set when the window opens, it stands for the rest.
+    if count == 0 or min_ttl > 0 then expire(key, start + window - now) end
   end
 end
 
@@ -176,7 +177,8 @@ local function sliding_window_counter(key, window, max, cost)
   local wait = until_below(prev, cur + cost, elapsed, window, max - remaining) * 1000000
   return true, {remaining, wait}, status, function()
     redis.call('HSET', key, 'w', index, 'p', prev, 'c', cur + cost)
-    expire(key, 2 * window - elapsed)
+    -- The end of the next window: set once per window, it stands for the rest of it.
+    if stored ~= index or min_ttl > 0 then expire(key, 2 * window - elapsed) end
   end
 end
 
