@@ -133,6 +133,35 @@ fn serve(variant: &str, listener: TcpListener) -> std::io::Result<()> {
             "proxied" => Limiter::builder().trusted_proxies(["127.0.0.1"]).build(),
             _ => Limiter::builder().build(),
         };
+        #[cfg(feature = "redis")]
+        if variant == "aerl_redis" {
+            // actix-extensible-rate-limit's Redis backend (a fixed window), the same limit.
+            use actix_extensible_rate_limit::backend::redis::RedisBackend;
+            use actix_extensible_rate_limit::backend::SimpleInputFunctionBuilder;
+            use actix_extensible_rate_limit::RateLimiter;
+            let url = std::env::var("LIMITER_BENCH_REDIS").expect("the driver passes the URL");
+            let client = redis_for_aerl::Client::open(url).expect("a Redis URL");
+            let manager = redis_for_aerl::aio::ConnectionManager::new(client)
+                .await
+                .expect("Redis answers");
+            let backend = RedisBackend::builder(manager).build();
+            return HttpServer::new(move || {
+                let input = SimpleInputFunctionBuilder::new(Duration::from_millis(100), 65535)
+                    .peer_ip_key()
+                    .build();
+                App::new()
+                    .wrap(
+                        RateLimiter::builder(backend.clone(), input)
+                            .add_headers()
+                            .build(),
+                    )
+                    .route("/", web::get().to(hello))
+            })
+            .workers(1)
+            .listen(listener)?
+            .run()
+            .await;
+        }
         if variant == "middleware" {
             let policy = limiter::Policy::new(65535, Duration::from_millis(100)).unwrap();
             return HttpServer::new(move || {
@@ -350,6 +379,7 @@ fn main() {
         .copied()
         .chain(cfg!(feature = "redis").then_some("redis"))
         .chain(cfg!(feature = "redis").then_some("redis_rejecting"))
+        .chain(cfg!(feature = "redis").then_some("aerl_redis"))
         .chain(cfg!(feature = "metrics").then_some("metrics"))
         .collect();
     let servers: Vec<Server> = variants
@@ -390,10 +420,21 @@ fn main() {
         );
     }
     let mut results: Vec<Vec<Round>> = variants.iter().map(|_| Vec::new()).collect();
+    // Redis's own CPU per request, for the variants that use it.
+    let mut redis_us: Vec<Vec<f64>> = variants.iter().map(|_| Vec::new()).collect();
+    #[cfg(feature = "redis")]
+    let redis_pid = redis.pid();
+    #[cfg(not(feature = "redis"))]
+    let redis_pid = 0;
     for r in 0..rounds {
         for (i, server) in servers.iter().enumerate() {
             let post = variants[i].starts_with("post_");
+            let redis_before = (redis_pid != 0).then(|| cpu_ns(redis_pid));
             let result = round(&runtime, server.addr, server.child.id(), length, post);
+            if let Some(before) = redis_before {
+                let done = result.per_second * length.as_secs_f64();
+                redis_us[i].push((cpu_ns(redis_pid) - before) as f64 / 1_000.0 / done);
+            }
             eprintln!(
                 "round {r} {:>9}: {:>8.0} req/s, {:>5.2} µs CPU/req, {} rejected",
                 variants[i], result.per_second, result.cpu_us_per_request, result.rejected
@@ -457,6 +498,20 @@ fn main() {
             "rejected flood, redis store / memory store throughput: {:.3}",
             rps[12] / rps[3]
         );
+        println!(
+            "redis store / actix-extensible-rate-limit on redis throughput: {:.3}",
+            rps[11] / rps[13]
+        );
+        for (i, variant) in variants
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.contains("redis"))
+        {
+            println!(
+                "{variant}: Redis CPU per request {:.2} µs",
+                median(redis_us[i].clone())
+            );
+        }
         drop(redis);
     }
     if let Some(at) = variants.iter().position(|v| *v == "metrics") {

@@ -90,4 +90,6 @@ impl limiter::Store for Failing {
 
 pub(crate) mod events;
 #[cfg(feature = "redis")]
+pub(crate) mod redis_cluster;
+#[cfg(feature = "redis")]
 pub(crate) mod redis_server;

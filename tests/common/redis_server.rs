@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 pub(crate) struct RedisServer {
     child: Option<Child>,
     port: u16,
+    /// Options beyond the defaults (a cluster node's).
+    options: Vec<String>,
 }
 
 impl RedisServer {
@@ -18,15 +20,29 @@ impl RedisServer {
             .local_addr()
             .unwrap()
             .port();
-        let mut server = RedisServer { child: None, port };
+        RedisServer::start_on(port, Vec::new())
+    }
+
+    /// A server on `port` with more `options`.
+    pub(crate) fn start_on(port: u16, options: Vec<String>) -> RedisServer {
+        let mut server = RedisServer {
+            child: None,
+            port,
+            options,
+        };
         server.spawn();
         server
+    }
+
+    pub(crate) fn port(&self) -> u16 {
+        self.port
     }
 
     fn spawn(&mut self) {
         let child = Command::new("redis-server")
             .args(["--port", &self.port.to_string()])
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(&self.options)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -37,6 +53,11 @@ impl RedisServer {
             assert!(Instant::now() < deadline, "redis-server did not start");
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// The server's process id, for reading its CPU time.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
     }
 
     pub(crate) fn url(&self) -> String {
@@ -93,7 +114,7 @@ impl RedisServer {
         self.try_command(args).expect("redis answered")
     }
 
-    fn try_command(&self, args: &[&str]) -> Option<redis::Value> {
+    pub(crate) fn try_command(&self, args: &[&str]) -> Option<redis::Value> {
         let client = redis::Client::open(self.url()).ok()?;
         let mut connection = client
             .get_connection_with_timeout(Duration::from_millis(500))
@@ -117,11 +138,7 @@ impl RedisServer {
 
     /// Microseconds of Redis CPU per call of `command` since the last `CONFIG RESETSTAT`.
     pub(crate) fn usec_per_call(&self, command: &str) -> f64 {
-        let info = match self.command(&["INFO", "commandstats"]) {
-            redis::Value::BulkString(bytes) => String::from_utf8(bytes).unwrap(),
-            redis::Value::VerbatimString { text, .. } => text,
-            other => panic!("unexpected INFO reply {other:?}"),
-        };
+        let info = self.text(&["INFO", "commandstats"]);
         let prefix = format!("cmdstat_{command}:");
         info.lines()
             .find_map(|line| line.strip_prefix(&prefix))
@@ -134,16 +151,24 @@ impl RedisServer {
 
     /// Calls of `command` since the last `CONFIG RESETSTAT`, from `INFO commandstats`.
     pub(crate) fn calls(&self, command: &str) -> u64 {
-        let info = match self.command(&["INFO", "commandstats"]) {
-            redis::Value::BulkString(bytes) => String::from_utf8(bytes).unwrap(),
-            redis::Value::VerbatimString { text, .. } => text,
-            other => panic!("unexpected INFO reply {other:?}"),
-        };
+        let info = self.text(&["INFO", "commandstats"]);
         let prefix = format!("cmdstat_{command}:calls=");
         info.lines()
             .find_map(|line| line.strip_prefix(&prefix))
             .and_then(|rest| rest.split(',').next())
             .map_or(0, |calls| calls.parse().unwrap())
+    }
+}
+
+impl RedisServer {
+    /// A command's reply as text (`INFO`, `CLUSTER INFO`).
+    pub(crate) fn text(&self, args: &[&str]) -> String {
+        match self.command(args) {
+            redis::Value::BulkString(bytes) => String::from_utf8(bytes).unwrap(),
+            redis::Value::VerbatimString { text, .. } => text,
+            redis::Value::SimpleString(text) => text,
+            other => panic!("unexpected reply to {args:?}: {other:?}"),
+        }
     }
 }
 

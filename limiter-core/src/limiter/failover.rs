@@ -1,9 +1,12 @@
 //! What happens when a networked store fails: a bounded wait per check, a policy for the
 //! answer, and one event per transition (lost, back) rather than one per request.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 
 /// What a limited handler does when its store fails or exceeds the timeout.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -59,49 +62,73 @@ impl super::Limiter {
 /// meanwhile get the policy's answer at once instead of waiting for the timeout.
 pub const RETRY_INTERVAL: Duration = Duration::from_millis(500);
 
-/// Whether the store answers, shared by a limiter's clones.
+/// Whether the store answers, part by part ([`Store::part`](crate::Store::part): a Redis
+/// Cluster's slots), shared by a limiter's clones. While every part answers, a check costs
+/// one relaxed load; the failing parts, few, are looked up only while there are some.
 #[derive(Debug)]
 pub(crate) struct StoreHealth {
-    healthy: AtomicBool,
+    /// How many parts are failing.
+    failing: AtomicUsize,
+    /// The failing parts, each with the time (ms since [`elapsed_ms`]'s origin) from which
+    /// one request may try it again.
+    parts: Mutex<HashMap<u16, u64>>,
     /// Whether `limiter_store_up` was set since the store first answered.
     reported: AtomicBool,
-    /// Milliseconds since [`origin`] when the next attempt is allowed while unhealthy.
-    next_attempt: AtomicU64,
 }
+
+/// A failing part that no request tried for this long is forgotten: whether it answers is
+/// unknown, and the next request for it tries at once anyway. Without this, a part nobody
+/// asks for would keep the store reported down after it came back.
+const FORGET_AFTER_MS: u64 = 10_000;
 
 impl StoreHealth {
     pub(crate) fn new() -> StoreHealth {
         StoreHealth {
-            healthy: AtomicBool::new(true),
+            failing: AtomicUsize::new(0),
+            parts: Mutex::new(HashMap::new()),
             reported: AtomicBool::new(false),
-            next_attempt: AtomicU64::new(0),
         }
     }
 
-    /// Whether this check should go to the store: always while it answers; once per
-    /// [`RETRY_INTERVAL`] while it does not.
-    pub(crate) fn should_try(&self) -> bool {
-        if self.healthy.load(Ordering::Relaxed) {
+    /// Whether this check (of state in `parts`) should go to the store: always while its
+    /// parts answer; once per [`RETRY_INTERVAL`] while one does not.
+    pub(crate) fn should_try(&self, parts: &[u16]) -> bool {
+        if self.failing.load(Ordering::Relaxed) == 0 {
             return true;
         }
         let now = elapsed_ms();
-        let due = self.next_attempt.load(Ordering::Relaxed);
-        now >= due
-            && self
-                .next_attempt
-                .compare_exchange(due, now + retry_ms(), Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
+        let mut failing = self.parts.lock();
+        let due = parts
+            .iter()
+            .all(|part| failing.get(part).is_none_or(|&next| now >= next));
+        if due {
+            // This request tries them; the others wait for the next interval.
+            for part in parts {
+                if let Some(next) = failing.get_mut(part) {
+                    *next = now + retry_ms();
+                }
+            }
+        }
+        due
     }
 
     pub(crate) fn failed(
         &self,
+        parts: &[u16],
         store: &'static str,
         error: &dyn std::fmt::Display,
         policy: OnStoreError,
     ) {
-        self.next_attempt
-            .store(elapsed_ms() + retry_ms(), Ordering::Relaxed);
-        let lost = self.healthy.swap(false, Ordering::Relaxed);
+        let lost = {
+            let mut failing = self.parts.lock();
+            let before = failing.len();
+            let next = elapsed_ms() + retry_ms();
+            for &part in parts {
+                failing.insert(part, next);
+            }
+            self.failing.store(failing.len(), Ordering::Relaxed);
+            before == 0 && !failing.is_empty()
+        };
         if lost || !self.reported.swap(true, Ordering::Relaxed) {
             crate::observe::store_up(store, false);
         }
@@ -114,17 +141,30 @@ impl StoreHealth {
         }
     }
 
-    /// The store answered: `limiter_store_up` goes to 1 at its first answer and when it
-    /// comes back; otherwise this is one relaxed load.
-    pub(crate) fn answered(&self, store: &'static str) {
-        if !self.healthy.load(Ordering::Relaxed) {
-            if !self.healthy.swap(true, Ordering::Relaxed) {
+    /// The store answered for `parts`: `limiter_store_up` goes to 1 at its first answer and
+    /// when its last failing part comes back; otherwise this is one relaxed load.
+    pub(crate) fn answered(&self, parts: &[u16], store: &'static str) {
+        if self.failing.load(Ordering::Relaxed) == 0 {
+            if crate::observe::ENABLED && !self.reported.load(Ordering::Relaxed) {
+                self.reported.store(true, Ordering::Relaxed);
                 crate::observe::store_up(store, true);
-                tracing::info!("rate limit store back; counting in it again");
             }
-        } else if crate::observe::ENABLED && !self.reported.load(Ordering::Relaxed) {
-            self.reported.store(true, Ordering::Relaxed);
+            return;
+        }
+        let back = {
+            let mut failing = self.parts.lock();
+            let before = failing.len();
+            for part in parts {
+                failing.remove(part);
+            }
+            let now = elapsed_ms();
+            failing.retain(|_, next| *next + FORGET_AFTER_MS > now);
+            self.failing.store(failing.len(), Ordering::Relaxed);
+            before > 0 && failing.is_empty()
+        };
+        if back {
             crate::observe::store_up(store, true);
+            tracing::info!("rate limit store back; counting in it again");
         }
     }
 }

@@ -87,6 +87,14 @@ enum Backend {
     Other(Arc<dyn Store>),
 }
 
+/// The parts of `store` that hold `charges`' state, for their health.
+fn parts(store: &dyn Store, charges: &[Charge<'_>]) -> Vec<u16> {
+    let mut parts: Vec<u16> = charges.iter().map(|c| store.part(c.limit, c.key)).collect();
+    parts.sort_unstable();
+    parts.dedup();
+    parts
+}
+
 impl Backend {
     fn of<S: Store>(store: S) -> Backend {
         match (&store as &dyn Any).downcast_ref::<MemoryStore>() {
@@ -152,9 +160,11 @@ impl Limiter {
                     }
                     answer
                 });
-                Check::pending(
-                    self.check_remote(answered, move |fallback| fallback.check_at(limit, key, now)),
-                )
+                Check::pending(self.check_remote(
+                    [store.part(limit, key)],
+                    answered,
+                    move |fallback| fallback.check_at(limit, key, now),
+                ))
             }
         }
     }
@@ -190,11 +200,11 @@ impl Limiter {
     ) -> Check<'a, Vec<Decision>> {
         match &self.inner.store {
             Backend::Memory(memory) => Check::ready(Ok(memory.check_all_at(charges, now))),
-            Backend::Other(store) => Check::pending(
-                self.check_remote(store.check_all(charges, now), move |fallback| {
-                    fallback.check_all_at(charges, now)
-                }),
-            ),
+            Backend::Other(store) => Check::pending(self.check_remote(
+                parts(&**store, charges),
+                store.check_all(charges, now),
+                move |fallback| fallback.check_all_at(charges, now),
+            )),
         }
     }
 
@@ -220,7 +230,11 @@ impl Limiter {
                 }
                 let fallback = |memory: &MemoryStore| memory.refund_at(charges, at, now);
                 let _ = self
-                    .check_remote(store.refund(charges, at, now), fallback)
+                    .check_remote(
+                        parts(&**store, charges),
+                        store.refund(charges, at, now),
+                        fallback,
+                    )
                     .await;
                 Ok(())
             }),
@@ -230,6 +244,7 @@ impl Limiter {
     /// A networked store's check, within the timeout and under the store error policy.
     async fn check_remote<'a, T: Unpin>(
         &'a self,
+        parts: impl AsRef<[u16]>,
         attempt: Check<'a, T>,
         fallback: impl FnOnce(&MemoryStore) -> T,
     ) -> Result<T, StoreError> {
@@ -238,7 +253,8 @@ impl Limiter {
             Backend::Other(store) => store.name(),
             Backend::Memory(_) => "memory",
         };
-        let error = if settings.health.should_try() {
+        let parts = parts.as_ref();
+        let error = if settings.health.should_try(parts) {
             let started = crate::observe::ENABLED.then(std::time::Instant::now);
             let answer = tokio::time::timeout(settings.store_timeout, attempt).await;
             if let Some(started) = started {
@@ -246,7 +262,7 @@ impl Limiter {
             }
             let error = match answer {
                 Ok(Ok(answer)) => {
-                    settings.health.answered(store);
+                    settings.health.answered(parts, store);
                     return Ok(answer);
                 }
                 Ok(Err(error)) => error,
@@ -257,7 +273,7 @@ impl Limiter {
             };
             settings
                 .health
-                .failed(store, &error, settings.on_store_error);
+                .failed(parts, store, &error, settings.on_store_error);
             error
         } else {
             StoreError::msg("the rate limit store is unavailable; retrying it shortly")

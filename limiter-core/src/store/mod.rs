@@ -208,6 +208,15 @@ pub trait Store: Send + Sync + 'static {
     fn name(&self) -> &'static str {
         "custom"
     }
+
+    /// The part of the store that holds `key`'s state under `limit`, for a store whose
+    /// parts fail on their own (a Redis Cluster: the key's hash slot). The limiter tracks
+    /// each part's health apart, so that a part that is down sends only its own keys to the
+    /// fault policy while the others keep counting. One part (0) by default.
+    fn part(&self, limit: &Limit, key: &[u8]) -> u16 {
+        let _ = (limit, key);
+        0
+    }
 }
 
 impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
@@ -238,6 +247,10 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
 
     fn name(&self) -> &'static str {
         (**self).name()
+    }
+
+    fn part(&self, limit: &Limit, key: &[u8]) -> u16 {
+        (**self).part(limit, key)
     }
 }
 

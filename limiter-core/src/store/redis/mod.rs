@@ -1,16 +1,19 @@
 //! The Redis store: one budget shared by every instance of a service.
 
+mod connection;
 mod scripts;
 
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::ConnectionManager;
+use redis::cluster_async::ClusterConnection;
 use redis::RedisError;
 
 use super::{Charge, Check, Limit, Store, StoreError};
 use crate::Decision;
+use connection::Connection;
 use scripts::Script;
 
 /// Counts in Redis, so that every instance of a service shares one budget per client.
@@ -51,7 +54,7 @@ pub struct RedisStore {
 }
 
 struct Inner {
-    connection: ConnectionManager,
+    connection: Connection,
     prefix: String,
     caller_clock: bool,
     script: Script,
@@ -70,13 +73,69 @@ impl RedisStore {
     /// runtime (under `#[actix_web::main]`, say): the connection's task is spawned on it.
     pub fn connect_lazily(url: &str) -> Result<RedisStore, StoreError> {
         let client = redis::Client::open(url).map_err(|e| error("invalid Redis URL", e))?;
-        let manager = ConnectionManager::new_lazy_with_config(client, config())
+        let manager = ConnectionManager::new_lazy_with_config(client, connection::single_config())
             .map_err(|e| error("invalid Redis configuration", e))?;
         Ok(RedisStore::from_manager(manager))
     }
 
     /// A store over a connection manager you configured yourself.
     pub fn from_manager(connection: ConnectionManager) -> RedisStore {
+        RedisStore::over(Connection::Single(connection))
+    }
+
+    /// Connects to the Redis Cluster that `nodes` belong to (`redis://host:port` each; one
+    /// is enough, more keep the store starting while some are down), failing if none can
+    /// be reached now.
+    ///
+    /// Each check goes to the node that serves its keys' slot; `MOVED` and `ASK` are
+    /// followed and the slot map refreshed, and a replica promoted after a failover is
+    /// given the scripts on first use. A node that is down fails the checks of its slots
+    /// only: those get the limiter's [fault policy](crate::LimiterBuilder::on_store_error),
+    /// the other slots keep counting exactly (with `cluster-require-full-coverage no` on
+    /// the servers; Redis's default stops the whole cluster once it marks a node failed).
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), limiter::StoreError> {
+    /// use limiter::{Limiter, RedisStore};
+    /// let store = RedisStore::connect_cluster(&[
+    ///     "redis://10.0.0.1:6379",
+    ///     "redis://10.0.0.2:6379",
+    ///     "redis://10.0.0.3:6379",
+    /// ])
+    /// .await?;
+    /// let limiter = Limiter::builder().store(store).build();
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect_cluster(nodes: &[&str]) -> Result<RedisStore, StoreError> {
+        let client = connection::cluster_builder(nodes)
+            .build()
+            .map_err(|e| error("invalid Redis Cluster URLs", e))?;
+        let connection = client
+            .get_async_connection()
+            .await
+            .map_err(|e| error("cannot reach the Redis Cluster", e))?;
+        Ok(RedisStore::from_cluster(connection))
+    }
+
+    /// A cluster store that connects on first use, as
+    /// [`connect_lazily`](RedisStore::connect_lazily) does for one server. Call it inside
+    /// the Tokio runtime.
+    pub fn connect_cluster_lazily(nodes: &[&str]) -> Result<RedisStore, StoreError> {
+        let client = connection::cluster_builder(nodes)
+            .build()
+            .map_err(|e| error("invalid Redis Cluster URLs", e))?;
+        let connection =
+            client.get_pending_async_connection_with_config(redis::cluster::ClusterConfig::new());
+        Ok(RedisStore::from_cluster(connection))
+    }
+
+    /// A store over a cluster connection you configured yourself (TLS, credentials,
+    /// timeouts, replicas).
+    pub fn from_cluster(connection: ClusterConnection) -> RedisStore {
+        RedisStore::over(Connection::Cluster(connection))
+    }
+
+    fn over(connection: Connection) -> RedisStore {
         RedisStore {
             inner: Arc::new(Inner {
                 connection,
@@ -90,7 +149,7 @@ impl RedisStore {
 
     /// A store over a client you built (TLS, credentials, ...).
     pub async fn from_client(client: redis::Client) -> Result<RedisStore, StoreError> {
-        let manager = ConnectionManager::new_with_config(client, config())
+        let manager = ConnectionManager::new_with_config(client, connection::single_config())
             .await
             .map_err(|e| error("cannot reach Redis", e))?;
         Ok(RedisStore::from_manager(manager))
@@ -187,11 +246,49 @@ impl RedisStore {
                 }
             });
         }
-        let mut command = redis::cmd("EVALSHA");
-        command.arg(&self.inner.script.sha).arg(unique.len());
-        for charge in &unique {
-            command.arg(self.key_name(charge.limit, charge.key));
+        let names: Vec<String> = unique
+            .iter()
+            .map(|c| self.key_name(c.limit, c.key))
+            .collect();
+        let nodes = self.by_node(&names);
+        let decisions = if let [_] = nodes.as_slice() {
+            self.check_on_one_node(&unique, &names, now, false).await?.0
+        } else {
+            self.check_across_nodes(&unique, &names, &nodes, now)
+                .await?
+        };
+        Ok(slot_of.into_iter().map(|u| decisions[u]).collect())
+    }
+
+    /// The charges grouped by the node that holds them: one group on a single server; on a
+    /// cluster, one per hash slot.
+    fn by_node(&self, names: &[String]) -> Vec<Vec<usize>> {
+        if !self.inner.connection.is_cluster() {
+            return vec![(0..names.len()).collect()];
         }
+        let mut groups: Vec<(u16, Vec<usize>)> = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            let slot = hash_slot(name);
+            match groups.iter_mut().find(|(s, _)| *s == slot) {
+                Some((_, members)) => members.push(i),
+                None => groups.push((slot, vec![i])),
+            }
+        }
+        groups.into_iter().map(|(_, members)| members).collect()
+    }
+
+    /// One atomic check of keys that live on one node (`peek`: counting nothing), with the
+    /// clock reading it was checked at.
+    async fn check_on_one_node(
+        &self,
+        charges: &[Charge<'_>],
+        names: &[String],
+        now: Duration,
+        peek: bool,
+    ) -> Result<(Vec<Decision>, Duration), StoreError> {
+        let mut command = redis::cmd("EVALSHA");
+        command.arg(&self.inner.script.sha).arg(charges.len());
+        command.arg(names);
         if self.inner.caller_clock {
             command
                 .arg(now.as_millis().to_string())
@@ -199,7 +296,8 @@ impl RedisStore {
         } else {
             command.arg("").arg(0);
         }
-        for charge in &unique {
+        command.arg(u8::from(peek));
+        for charge in charges {
             let policy = charge.limit.policy();
             command
                 .arg(scripts::code(policy.algorithm()))
@@ -210,14 +308,14 @@ impl RedisStore {
                 .arg(charge.cost);
         }
         let reply: Vec<i64> = self.run(&self.inner.script, &command).await?;
-        if reply.len() != 3 * unique.len() {
+        if reply.len() != 3 * charges.len() + 1 {
             return Err(StoreError::msg(format!(
                 "the rate limit script answered {} numbers for {} limits",
                 reply.len(),
-                unique.len()
+                charges.len()
             )));
         }
-        let decisions: Vec<Decision> = unique
+        let decisions = charges
             .iter()
             .zip(reply.chunks_exact(3))
             .map(|(charge, answer)| {
@@ -230,7 +328,56 @@ impl RedisStore {
                 }
             })
             .collect();
-        Ok(slot_of.into_iter().map(|u| decisions[u]).collect())
+        let clock = Duration::from_millis(u64::try_from(reply[3 * charges.len()]).unwrap_or(0));
+        Ok((decisions, clock))
+    }
+
+    /// A check whose keys live on several cluster nodes. Each node's part is atomic; across
+    /// nodes, all or nothing is kept by giving back: the parts counted before one that
+    /// rejects are refunded (at the very reading they were counted at) and then say where
+    /// they stand, the parts after it only read. Between the count and the refund another
+    /// request may see those units taken — erring on the side of the limit, never past it.
+    async fn check_across_nodes(
+        &self,
+        unique: &[Charge<'_>],
+        names: &[String],
+        nodes: &[Vec<usize>],
+        now: Duration,
+    ) -> Result<Vec<Decision>, StoreError> {
+        let mut decisions = vec![Decision::reject(0, Duration::ZERO); unique.len()];
+        let mut counted = Vec::new();
+        let mut rejected = false;
+        for members in nodes {
+            let charges: Vec<Charge<'_>> = members.iter().map(|&m| unique[m]).collect();
+            let part: Vec<String> = members.iter().map(|&m| names[m].clone()).collect();
+            let (answers, clock) = self
+                .check_on_one_node(&charges, &part, now, rejected)
+                .await?;
+            if !rejected {
+                if answers.iter().all(Decision::allowed) {
+                    counted.push((charges, part, clock));
+                } else {
+                    rejected = true;
+                }
+            }
+            for (&m, answer) in members.iter().zip(answers) {
+                decisions[m] = answer;
+            }
+        }
+        if rejected {
+            for (charges, part, clock) in &counted {
+                self.give_back(charges, part, *clock, Some(*clock)).await?;
+                let (answers, _) = self.check_on_one_node(charges, part, now, true).await?;
+                for (m, answer) in charges.iter().zip(answers) {
+                    let at = unique
+                        .iter()
+                        .position(|u| u.limit == m.limit && u.key == m.key)
+                        .unwrap_or(0);
+                    decisions[at] = answer;
+                }
+            }
+        }
+        Ok(decisions)
     }
 
     async fn take_back(
@@ -239,20 +386,70 @@ impl RedisStore {
         at: Duration,
         now: Duration,
     ) -> Result<(), StoreError> {
+        let names: Vec<String> = charges
+            .iter()
+            .map(|c| self.key_name(c.limit, c.key))
+            .collect();
+        // With the server's clock, the check's reading is the server's; the time since it is
+        // the caller's to measure, with a margin for the two trips' different latencies.
+        let elapsed = now.saturating_sub(at) + REFUND_MARGIN;
+        for members in self.by_node(&names) {
+            let part: Vec<Charge<'_>> = members.iter().map(|&m| charges[m]).collect();
+            let part_names: Vec<String> = members.iter().map(|&m| names[m].clone()).collect();
+            if self.inner.caller_clock {
+                self.give_back(&part, &part_names, at, Some(now)).await?;
+            } else {
+                self.give_back_since(&part, &part_names, elapsed).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Refunds `charges` (on one node) checked at `at`: with `now`, a reading of the
+    /// caller's clock (or the server's own reading, for the server's clock).
+    async fn give_back(
+        &self,
+        charges: &[Charge<'_>],
+        names: &[String],
+        at: Duration,
+        now: Option<Duration>,
+    ) -> Result<(), StoreError> {
         let mut command = redis::cmd("EVALSHA");
         command.arg(&self.inner.refund.sha).arg(charges.len());
-        for charge in charges {
-            command.arg(self.key_name(charge.limit, charge.key));
+        command.arg(names).arg(at.as_millis().to_string());
+        match now {
+            Some(now) if self.inner.caller_clock => {
+                command.arg(now.as_millis().to_string()).arg(0);
+            }
+            // `at` is the server's own reading.
+            _ => {
+                command.arg("").arg("");
+            }
         }
-        command.arg(at.as_millis().to_string());
-        if self.inner.caller_clock {
-            command.arg(now.as_millis().to_string()).arg(0);
-        } else {
-            // The server's clock placed the check; the time since it is the caller's to
-            // measure, with a margin for the two trips' different latencies.
-            let elapsed = now.saturating_sub(at) + REFUND_MARGIN;
-            command.arg("").arg(elapsed.as_millis().to_string());
-        }
+        self.refund_args(&mut command, charges);
+        self.run::<i64>(&self.inner.refund, &command)
+            .await
+            .map(drop)
+    }
+
+    /// Refunds `charges` (on one node) checked `elapsed` ago by the server's clock.
+    async fn give_back_since(
+        &self,
+        charges: &[Charge<'_>],
+        names: &[String],
+        elapsed: Duration,
+    ) -> Result<(), StoreError> {
+        let mut command = redis::cmd("EVALSHA");
+        command.arg(&self.inner.refund.sha).arg(charges.len());
+        command.arg(names).arg(0).arg("");
+        command.arg(elapsed.as_millis().to_string());
+        self.refund_args(&mut command, charges);
+        self.run::<i64>(&self.inner.refund, &command)
+            .await
+            .map(drop)
+    }
+
+    fn refund_args(&self, command: &mut redis::Cmd, charges: &[Charge<'_>]) {
         for charge in charges {
             let policy = charge.limit.policy();
             command
@@ -262,27 +459,20 @@ impl RedisStore {
                 .arg(policy.emission_interval_ns())
                 .arg(charge.cost.max(1));
         }
-        self.run::<i64>(&self.inner.refund, &command)
-            .await
-            .map(drop)
     }
 
-    /// Runs `command` (an `EVALSHA` of `script`), loading the script first if Redis does
-    /// not know it (a restart, `SCRIPT FLUSH`).
+    /// Runs `command` (an `EVALSHA` of `script`), with the script's source if the node
+    /// does not know it.
     async fn run<T: redis::FromRedisValue>(
         &self,
         script: &Script,
         command: &redis::Cmd,
     ) -> Result<T, StoreError> {
-        let mut connection = self.inner.connection.clone();
-        let reply = match command.query_async(&mut connection).await {
-            Err(e) if is_no_script(&e) => {
-                load(&mut connection, script).await?;
-                command.query_async(&mut connection).await
-            }
-            other => other,
-        };
-        reply.map_err(|e| error("Redis check failed", e))
+        self.inner
+            .connection
+            .eval(script, command)
+            .await
+            .map_err(|e| error("Redis check failed", e))
     }
 }
 
@@ -295,29 +485,15 @@ const REFUND_MARGIN: Duration = Duration::from_millis(250);
 /// caller's time need not run at Redis's pace, and expiry must not cut a window short.
 const CALLER_CLOCK_MIN_TTL_MS: u64 = 60_000;
 
-/// Whether Redis (or Valkey, which words the message differently) does not know the script.
-fn is_no_script(error: &RedisError) -> bool {
-    error
-        .code()
-        .is_some_and(|code| code.starts_with("NOSCRIPT"))
-        || error.to_string().starts_with("NOSCRIPT")
-}
-
-async fn load(connection: &mut ConnectionManager, script: &Script) -> Result<(), StoreError> {
-    redis::cmd("SCRIPT")
-        .arg("LOAD")
-        .arg(script.source)
-        .query_async::<String>(connection)
-        .await
-        .map(drop)
-        .map_err(|e| error("cannot load the rate limit script", e))
-}
-
-fn config() -> ConnectionManagerConfig {
-    ConnectionManagerConfig::new()
-        .set_connection_timeout(Some(Duration::from_secs(1)))
-        .set_number_of_retries(2)
-        .set_max_delay(Duration::from_millis(500))
+/// The Redis Cluster hash slot of a key name: CRC16 of its hash tag, modulo 16,384.
+fn hash_slot(name: &str) -> u16 {
+    let tag = name
+        .split_once('{')
+        .and_then(|(_, rest)| rest.split_once('}'))
+        .map(|(tag, _)| tag)
+        .filter(|tag| !tag.is_empty())
+        .unwrap_or(name);
+    crc16::State::<crc16::XMODEM>::calculate(tag.as_bytes()) % 16_384
 }
 
 fn error(what: &str, source: RedisError) -> StoreError {
@@ -356,12 +532,22 @@ impl Store for RedisStore {
         "redis"
     }
 
+    /// On a cluster, the key's hash slot: a node that is down fails its own slots only.
+    fn part(&self, limit: &Limit, key: &[u8]) -> u16 {
+        if self.inner.connection.is_cluster() {
+            hash_slot(&self.key_name(limit, key))
+        } else {
+            0
+        }
+    }
+
     fn forget<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> Check<'a, ()> {
         Check::pending(async move {
-            let mut connection = self.inner.connection.clone();
-            redis::cmd("DEL")
-                .arg(self.key_name(limit, key))
-                .query_async::<i64>(&mut connection)
+            let mut command = redis::cmd("DEL");
+            command.arg(self.key_name(limit, key));
+            self.inner
+                .connection
+                .query::<i64>(&command)
                 .await
                 .map(drop)
                 .map_err(|e| error("Redis reset failed", e))

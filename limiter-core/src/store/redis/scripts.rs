@@ -3,12 +3,15 @@
 //! and the same decisions as the in-memory store.
 //!
 //! `KEYS[i]` holds the state of one key under one limit; `ARGV` is
-//! `[now_ms or "", min_ttl_ms]` followed by six values per key:
+//! `[now_ms or "", min_ttl_ms, peek]` followed by six values per key:
 //! `algorithm (1 sliding window, 2 fixed window, 3 counter, 4 bucket), window_ms, max,
 //! interval_ns, capacity_ns, cost`. Without a `now` the script reads the Redis server's clock
 //! (`TIME`), so instances with skewed clocks agree. It answers three numbers per key,
-//! `allowed, remaining, wait_ns`, with the meaning of [`Store::check_all`](crate::Store):
-//! the request is counted by every limit or by none.
+//! `allowed, remaining, wait_ns`, with the meaning of [`Store::check_all`](crate::Store)
+//! (the request is counted by every limit or by none), then the clock reading (ms) it
+//! checked them at. With `peek` = 1 it counts nothing and answers as if another limit had
+//! rejected the request (each limit's rejection, or where it stands): for checks whose keys
+//! live on several cluster nodes.
 //!
 //! A reading earlier than a key's state — the server's clock stepping back, or callers
 //! whose clocks differ — is treated as the newest instant the state holds: nothing is
@@ -34,6 +37,7 @@ if not clock then
   clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local min_ttl = tonumber(ARGV[2]) or 0
+local peek = ARGV[3] == '1'
 local function expire(key, ms)
   if ms < min_ttl then ms = min_ttl end
   if ms < 1 then ms = 1 end
@@ -218,9 +222,9 @@ local function token_bucket(key, interval, capacity, cost)
 end
 
 local n = #KEYS
-local admitted, counted, statuses, writes = true, {}, {}, {}
+local admitted, counted, statuses, writes = not peek, {}, {}, {}
 for i = 1, n do
-  local base = 2 + (i - 1) * 6
+  local base = 3 + (i - 1) * 6
   local algorithm = tonumber(ARGV[base + 1])
   local window = tonumber(ARGV[base + 2])
   local max = tonumber(ARGV[base + 3])
@@ -260,6 +264,8 @@ for i = 1, n do
     reply[#reply + 1] = decision[2]
   end
 end
+-- The reading the limits were checked at, so that a check can be given back exactly.
+reply[#reply + 1] = clock
 return reply
 "#;
 
@@ -269,7 +275,8 @@ return reply
 /// cost`. Without a `now` the script reads the server's clock and places the check at
 /// `TIME − elapsed_ms`: the caller's measure of the time since its check, less a margin,
 /// so that a refund never lands after its check (where it could take back later units,
-/// which would err against the limit).
+/// which would err against the limit); with an empty `elapsed_ms`, `at_ms` is the server's
+/// own reading that the check answered with.
 const REFUND: &str = r#"
 if redis.replicate_commands then redis.replicate_commands() end
 local at = tonumber(ARGV[1])
@@ -277,7 +284,8 @@ local clock = tonumber(ARGV[2])
 if not clock then
   local t = redis.call('TIME')
   clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  at = clock - tonumber(ARGV[3])
+  local elapsed = tonumber(ARGV[3])
+  if elapsed then at = clock - elapsed end
 end
 for i = 1, #KEYS do
   local key = KEYS[i]

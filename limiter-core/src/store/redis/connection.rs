@@ -1,0 +1,84 @@
+//! One Redis server or a Redis Cluster, behind the same calls.
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClientBuilder;
+use redis::cluster_async::ClusterConnection;
+use redis::{Arg, Cmd, FromRedisValue, RedisError, RedisResult};
+
+use super::scripts::Script;
+
+/// Where the store's commands go.
+#[derive(Clone)]
+pub(super) enum Connection {
+    /// One server (or a primary behind a proxy): reconnects by itself.
+    Single(ConnectionManager),
+    /// A cluster: each command goes to the node serving its keys' slot, following `MOVED`
+    /// and `ASK`, and the slot map is refreshed when it changes.
+    Cluster(ClusterConnection),
+}
+
+impl Connection {
+    pub(super) fn is_cluster(&self) -> bool {
+        matches!(self, Connection::Cluster(_))
+    }
+
+    pub(super) async fn query<T: FromRedisValue>(&self, command: &Cmd) -> RedisResult<T> {
+        match self {
+            Connection::Single(connection) => command.query_async(&mut connection.clone()).await,
+            Connection::Cluster(connection) => command.query_async(&mut connection.clone()).await,
+        }
+    }
+
+    /// Runs `command`, an `EVALSHA` of `script`; if the node does not know the script (a
+    /// restart, `SCRIPT FLUSH`, a replica promoted after a failover), runs it once with
+    /// `EVAL`, which also caches it there. `EVAL` goes where the keys are, whichever node
+    /// that is now: loading the script on every node would fail while any one is down.
+    pub(super) async fn eval<T: FromRedisValue>(
+        &self,
+        script: &Script,
+        command: &Cmd,
+    ) -> RedisResult<T> {
+        match self.query(command).await {
+            Err(e) if is_no_script(&e) => {
+                let mut eval = redis::cmd("EVAL");
+                eval.arg(script.source);
+                // `EVALSHA sha` is followed by the same arguments `EVAL source` takes.
+                for arg in command.args_iter().skip(2) {
+                    if let Arg::Simple(bytes) = arg {
+                        eval.arg(bytes);
+                    }
+                }
+                self.query(&eval).await
+            }
+            other => other,
+        }
+    }
+}
+
+/// Whether Redis (or Valkey, which words the message differently) does not know the script.
+fn is_no_script(error: &RedisError) -> bool {
+    error
+        .code()
+        .is_some_and(|code| code.starts_with("NOSCRIPT"))
+        || error.to_string().starts_with("NOSCRIPT")
+}
+
+/// Reconnection for one server: a second to connect, two retries, at most half a second
+/// between them (the limiter's own timeout bounds each check).
+pub(super) fn single_config() -> ConnectionManagerConfig {
+    ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(std::time::Duration::from_secs(1)))
+        .set_number_of_retries(2)
+        .set_max_delay(std::time::Duration::from_millis(500))
+}
+
+/// The same for a cluster: a node that does not answer is retried twice, briefly, before
+/// the check fails and the limiter's fault policy answers it.
+pub(super) fn cluster_builder(nodes: &[&str]) -> ClusterClientBuilder {
+    ClusterClientBuilder::new(nodes.to_vec())
+        .connection_timeout(std::time::Duration::from_secs(1))
+        .response_timeout(std::time::Duration::from_secs(1))
+        .retries(2)
+        .max_retry_wait(200)
+        .min_retry_wait(20)
+}

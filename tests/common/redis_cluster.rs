@@ -1,0 +1,151 @@
+//! A Redis Cluster of the tests' own: three masters on free loopback ports (each with its
+//! cluster bus at port + 10,000), the slots split among them by `redis-cli --cluster
+//! create`. A master can be killed to test a failure; the others keep serving their slots
+//! (`cluster-require-full-coverage no`).
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use super::redis_server::RedisServer;
+
+pub(crate) struct RedisCluster {
+    nodes: Vec<RedisServer>,
+    dir: PathBuf,
+}
+
+impl RedisCluster {
+    /// Three masters, no replicas, every slot served.
+    pub(crate) fn start() -> RedisCluster {
+        static STARTED: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "limiter-cluster-{}-{}",
+            std::process::id(),
+            STARTED.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let nodes: Vec<RedisServer> = free_ports(3)
+            .into_iter()
+            .map(|port| {
+                let options = [
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    &format!("nodes-{port}.conf"),
+                    "--dir",
+                    dir.to_str().unwrap(),
+                    "--cluster-node-timeout",
+                    "1000",
+                    "--cluster-require-full-coverage",
+                    "no",
+                ];
+                RedisServer::start_on(port, options.iter().map(|o| o.to_string()).collect())
+            })
+            .collect();
+        let created = Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port())))
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("redis-cli comes with redis-server (apt-get install -y redis-server)");
+        assert!(created.success(), "redis-cli --cluster create failed");
+        let cluster = RedisCluster { nodes, dir };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !cluster.nodes.iter().all(|node| {
+            let info = node.text(&["CLUSTER", "INFO"]);
+            info.contains("cluster_state:ok") && info.contains("cluster_slots_ok:16384")
+        }) {
+            assert!(Instant::now() < deadline, "the cluster did not form");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        cluster
+    }
+
+    /// Every node's URL, for the store's list of nodes.
+    pub(crate) fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(RedisServer::url).collect()
+    }
+
+    pub(crate) fn node(&self, index: usize) -> &RedisServer {
+        &self.nodes[index]
+    }
+
+    /// Kills a master: its slots go unserved.
+    pub(crate) fn kill(&mut self, index: usize) {
+        self.nodes[index].stop();
+    }
+
+    /// The node serving `key`'s slot, from the live nodes' view of the cluster.
+    pub(crate) fn node_of(&self, key: &str) -> usize {
+        let slot = self.nodes[0].integer(&["CLUSTER", "KEYSLOT", key]);
+        let view = self.nodes[0].text(&["CLUSTER", "NODES"]);
+        for line in view.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let port: u16 = fields[1]
+                .split(['@', ':'])
+                .nth(1)
+                .and_then(|p| p.parse().ok())
+                .unwrap();
+            let serves = fields[8..].iter().any(|range| {
+                let (from, to) = range.split_once('-').unwrap_or((range, range));
+                match (from.parse::<i64>(), to.parse::<i64>()) {
+                    (Ok(from), Ok(to)) => (from..=to).contains(&slot),
+                    _ => false,
+                }
+            });
+            if serves {
+                return self.nodes.iter().position(|n| n.port() == port).unwrap();
+            }
+        }
+        panic!("no node serves slot {slot}")
+    }
+
+    /// Calls of `command` on the nodes still running, from `INFO commandstats`.
+    pub(crate) fn calls(&self, command: &str) -> u64 {
+        self.nodes
+            .iter()
+            .filter(|n| n.try_command(&["PING"]).is_some())
+            .map(|n| n.calls(command))
+            .sum()
+    }
+
+    /// Runs a command on every node still running.
+    pub(crate) fn on_every_node(&self, args: &[&str]) {
+        for node in &self.nodes {
+            let _ = node.try_command(args);
+        }
+    }
+}
+
+impl Drop for RedisCluster {
+    fn drop(&mut self) {
+        for node in &mut self.nodes {
+            node.stop();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `n` ports free on loopback, each with its cluster bus port (+ 10,000) free too.
+fn free_ports(n: usize) -> Vec<u16> {
+    let mut ports = Vec::new();
+    while ports.len() < n {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if port < 55_000
+            && !ports.contains(&port)
+            && TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok()
+        {
+            ports.push(port);
+        }
+    }
+    ports
+}

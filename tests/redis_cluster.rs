@@ -1,0 +1,325 @@
+//! The Redis store against a Redis Cluster that these tests start themselves: three
+//! masters on free loopback ports. The same decisions as the memory store (keys spread
+//! over every node, stacks whose keys live on different nodes), several instances sharing
+//! one exact budget with the rejection cache on, scripts reloaded on whichever node serves a
+//! slot, and a master killed mid-run. Run with `cargo test --features redis`.
+#![cfg(feature = "redis")]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use actix_web::{test, web, App, HttpResponse};
+use common::redis_cluster::RedisCluster;
+use limiter::{
+    rate_limit, Algorithm, Charge, Limit, Limiter, ManualClock, MemoryStore, OnStoreError, Policy,
+    RedisStore, Store,
+};
+use proptest::prelude::*;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+async fn connect(cluster: &RedisCluster) -> RedisStore {
+    let urls = cluster.urls();
+    let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+    RedisStore::connect_cluster(&urls).await.unwrap()
+}
+
+fn policy(algorithm: Algorithm) -> impl Strategy<Value = Policy> {
+    (1..=5u32, 1..=200u64, 1..=6u32).prop_map(move |(max, window, burst)| {
+        let policy = Policy::for_algorithm(algorithm, max, Duration::from_millis(window)).unwrap();
+        if algorithm == Algorithm::TokenBucket {
+            policy.with_burst(burst).unwrap()
+        } else {
+            policy
+        }
+    })
+}
+
+/// Keys 0 to 5: their slots fall on every node of a three-node cluster.
+fn steps() -> impl Strategy<Value = Vec<(u8, u64)>> {
+    prop::collection::vec((0..6u8, prop_oneof![Just(0u64), Just(1), 0..400u64]), 1..50)
+}
+
+/// The keys these tests use live on all three nodes (else they would prove little).
+#[::std::prelude::v1::test]
+fn the_keys_cover_every_node() {
+    let cluster = RedisCluster::start();
+    let rt = runtime();
+    let store = rt.block_on(connect(&cluster));
+    let limit = Limit::new("cover", Policy::new(5, Duration::from_secs(60)).unwrap());
+    let nodes: BTreeSet<usize> = (0..6u8)
+        .map(|key| cluster.node_of(&store.key_name(&limit, &[key])))
+        .collect();
+    assert_eq!(nodes.len(), 3);
+}
+
+#[::std::prelude::v1::test]
+fn decisions_on_a_cluster_equal_the_memory_stores() {
+    let cluster = RedisCluster::start();
+    let rt = runtime();
+    let redis = rt.block_on(connect(&cluster)).use_caller_clock();
+    let case = std::cell::Cell::new(0u32);
+    for algorithm in Algorithm::ALL {
+        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(20));
+        runner
+            .run(&(policy(algorithm), steps()), |(policy, steps)| {
+                case.set(case.get() + 1);
+                let limit = Limit::new(format!("cluster-{}", case.get()), policy);
+                let memory = MemoryStore::new();
+                let mut now = Duration::from_secs(1_700_000_000);
+                for (i, (key, step)) in steps.iter().enumerate() {
+                    now += Duration::from_millis(*step);
+                    let expected = memory.check_at(&limit, &[*key], now);
+                    let got = rt.block_on(redis.check(&limit, &[*key], now)).unwrap();
+                    prop_assert_eq!(got, expected, "{} request {} at {:?}", algorithm, i, now);
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+}
+
+fn stack() -> impl Strategy<Value = Vec<Policy>> {
+    let one = prop_oneof![
+        policy(Algorithm::SlidingWindow),
+        policy(Algorithm::FixedWindow),
+        policy(Algorithm::SlidingWindowCounter),
+        policy(Algorithm::TokenBucket),
+    ];
+    prop::collection::vec(one, 2..=3)
+}
+
+/// Stacks whose keys live on different nodes: each node's part is one script, and a part
+/// that rejects makes the parts counted before it give their units back. The answers are
+/// the memory store's all-or-nothing ones: the same admissions, the same statuses.
+#[::std::prelude::v1::test]
+fn stacks_across_nodes_answer_as_the_memory_store_does() {
+    let cluster = RedisCluster::start();
+    let rt = runtime();
+    let redis = rt.block_on(connect(&cluster)).use_caller_clock();
+    let case = std::cell::Cell::new(0u32);
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(40));
+    runner
+        .run(&(stack(), steps()), |(policies, steps)| {
+            case.set(case.get() + 1);
+            let limits: Vec<Limit> = policies
+                .iter()
+                .enumerate()
+                .map(|(i, p)| Limit::new(format!("cluster-stack-{}-{i}", case.get()), *p))
+                .collect();
+            let memory = MemoryStore::new();
+            let mut now = Duration::from_secs(1_700_000_000);
+            for (i, (key, step)) in steps.iter().enumerate() {
+                now += Duration::from_millis(*step);
+                let keys = [[*key], [(*key + 1) % 6], [(*key + 2) % 6]];
+                let cost = 1 + (*step % 3) as u32;
+                let requests: Vec<Charge<'_>> = limits
+                    .iter()
+                    .zip(&keys)
+                    .map(|(l, k)| Charge::new(l, &k[..]).cost(cost))
+                    .collect();
+                let expected = memory.check_all_at(&requests, now);
+                let got = rt.block_on(redis.check_all(&requests, now)).unwrap();
+                prop_assert_eq!(got, expected, "request {} at {:?}", i, now);
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+// ---- instances sharing the cluster ----------------------------------------------------------
+
+#[rate_limit(5, per = "1m")]
+async fn five() -> HttpResponse {
+    HttpResponse::Ok().finish()
+}
+
+const CLIENTS: u8 = 24;
+
+fn client(i: u8) -> std::net::SocketAddr {
+    format!("203.0.113.{}:4000", 10 + i).parse().unwrap()
+}
+
+/// The node holding client `i`'s state, found by its address's bytes in the key names.
+fn node_of_client(cluster: &RedisCluster, i: u8) -> usize {
+    let tail = format!("cb0071{:02x}}}", 10 + i);
+    (0..3)
+        .find(|&n| match cluster.node(n).command(&["KEYS", "*"]) {
+            redis::Value::Array(keys) => keys.iter().any(|k| match k {
+                redis::Value::BulkString(name) => String::from_utf8_lossy(name).ends_with(&tail),
+                _ => false,
+            }),
+            _ => false,
+        })
+        .expect("the client's state is in the cluster")
+}
+
+async fn instance(
+    limiter: Limiter,
+) -> impl actix_web::dev::Service<
+    actix_http::Request,
+    Response = actix_web::dev::ServiceResponse,
+    Error = actix_web::Error,
+> {
+    test::init_service(App::new().app_data(limiter).route("/", web::get().to(five))).await
+}
+
+/// Two instances, 24 clients spread over the three nodes, 20 requests per client at once:
+/// exactly 5 admitted each. Then a flood of 4,800 more is answered by the instances' caches
+/// of rejections, with at most one call per client and instance.
+#[actix_web::test]
+async fn instances_on_a_cluster_admit_exactly_and_answer_floods_locally() {
+    let cluster = RedisCluster::start();
+    let clock = ManualClock::starting_at(Duration::from_secs(1_700_000_000));
+    let mut apps = Vec::new();
+    for _ in 0..2 {
+        let limiter = Limiter::builder()
+            .store(connect(&cluster).await.use_caller_clock())
+            .clock(clock.clone())
+            .store_timeout(Duration::from_secs(2))
+            .build();
+        apps.push(Rc::new(instance(limiter).await));
+    }
+    let send = |rounds: usize| {
+        let mut requests = Vec::new();
+        for i in 0..rounds * usize::from(CLIENTS) {
+            let app = Rc::clone(&apps[i % 2]);
+            let peer = client((i % usize::from(CLIENTS)) as u8);
+            requests.push(tokio::task::spawn_local(async move {
+                let req = test::TestRequest::get()
+                    .uri("/")
+                    .peer_addr(peer)
+                    .to_request();
+                test::call_service(&*app, req).await.status().as_u16()
+            }));
+        }
+        requests
+    };
+    let mut admitted = vec![0; usize::from(CLIENTS)];
+    for (i, request) in send(20).into_iter().enumerate() {
+        let status = request.await.unwrap();
+        assert!(status == 200 || status == 429, "{status}");
+        admitted[i % usize::from(CLIENTS)] += usize::from(status == 200);
+    }
+    assert_eq!(admitted, vec![5; usize::from(CLIENTS)]);
+    let nodes: BTreeSet<usize> = (0..CLIENTS).map(|i| node_of_client(&cluster, i)).collect();
+    assert_eq!(nodes.len(), 3, "the clients live on every node");
+
+    cluster.on_every_node(&["CONFIG", "RESETSTAT"]);
+    for request in send(200) {
+        assert_eq!(request.await.unwrap(), 429);
+    }
+    let calls = cluster.calls("evalsha") + cluster.calls("eval");
+    assert!(
+        calls <= 2 * u64::from(CLIENTS),
+        "{calls} calls for a flood of 4,800"
+    );
+}
+
+/// Scripts are loaded on whichever node serves a slot: after `SCRIPT FLUSH` on every node
+/// (as after a failover to a replica that never ran them), the next check on each node runs
+/// the script's source once, and `EVALSHA` works again.
+#[::std::prelude::v1::test]
+fn scripts_reload_on_the_node_that_serves_the_slot() {
+    let cluster = RedisCluster::start();
+    let rt = runtime();
+    let store = rt.block_on(connect(&cluster));
+    let limit = Limit::new("reload", Policy::new(100, Duration::from_secs(60)).unwrap());
+    for key in 0..6u8 {
+        assert!(rt
+            .block_on(store.check(&limit, &[key], Duration::ZERO))
+            .unwrap()
+            .allowed());
+    }
+    cluster.on_every_node(&["SCRIPT", "FLUSH"]);
+    cluster.on_every_node(&["CONFIG", "RESETSTAT"]);
+    for _ in 0..3 {
+        for key in 0..6u8 {
+            assert!(rt
+                .block_on(store.check(&limit, &[key], Duration::ZERO))
+                .unwrap()
+                .allowed());
+        }
+    }
+    assert_eq!(cluster.calls("eval"), 3, "once per node");
+    assert_eq!(
+        cluster.calls("evalsha"),
+        18,
+        "one per check (three answered NOSCRIPT)"
+    );
+}
+
+// ---- a master fails -------------------------------------------------------------------------
+
+const TIMEOUT: Duration = Duration::from_millis(200);
+/// Scheduling slack on a shared machine, on top of the timeout.
+const SLACK: Duration = Duration::from_millis(400);
+
+/// A master is killed mid-run. The clients whose state it held get the fault policy, each
+/// request within the timeout, and nothing panics; the clients on the other two nodes keep
+/// their exact budgets, request after request, on both instances.
+#[actix_web::test]
+async fn a_killed_master_fails_its_own_slots_only() {
+    for policy in [OnStoreError::FailClosed, OnStoreError::FailOpen] {
+        let mut cluster = RedisCluster::start();
+        let mut apps = Vec::new();
+        for _ in 0..2 {
+            let limiter = Limiter::builder()
+                .store(connect(&cluster).await)
+                .on_store_error(policy)
+                .store_timeout(TIMEOUT)
+                .build();
+            apps.push(instance(limiter).await);
+        }
+        let call = |app: usize, i: u8| {
+            let app = &apps[app];
+            async move {
+                let started = Instant::now();
+                let req = test::TestRequest::get()
+                    .uri("/")
+                    .peer_addr(client(i))
+                    .to_request();
+                let status = test::call_service(app, req).await.status().as_u16();
+                (status, started.elapsed())
+            }
+        };
+        // Two requests per client, one on each instance.
+        for i in 0..CLIENTS {
+            assert_eq!(call(0, i).await.0, 200);
+            assert_eq!(call(1, i).await.0, 200);
+        }
+        let node: Vec<usize> = (0..CLIENTS).map(|i| node_of_client(&cluster, i)).collect();
+        cluster.kill(0);
+        for round in 0..8 {
+            for i in 0..CLIENTS {
+                let (status, took) = call(usize::from(round % 2 == 1), i).await;
+                if node[usize::from(i)] == 0 {
+                    let expected = match policy {
+                        OnStoreError::FailClosed => 503,
+                        _ => 200,
+                    };
+                    assert_eq!(status, expected, "{policy:?}: client {i} on the dead node");
+                    assert!(took <= TIMEOUT + SLACK, "{policy:?}: waited {took:?}");
+                } else {
+                    // 2 counted before, 3 more admitted, then rejections.
+                    let expected = if round < 3 { 200 } else { 429 };
+                    assert_eq!(
+                        status,
+                        expected,
+                        "{policy:?}: client {i} on node {} in round {round}",
+                        node[usize::from(i)]
+                    );
+                }
+            }
+        }
+    }
+}
