@@ -61,7 +61,8 @@ fn theirs(port: u16, sha: &str, policy: &Policy, checks: u64, pipeline: u32) -> 
             &pipeline.to_string(),
         ])
         .args(["-r", "100000", "-q"])
-        .args(["EVALSHA", sha, "1", &key, "", "0", "0"])
+        // min_ttl 0, one check: the server's clock, counted, one key.
+        .args(["EVALSHA", sha, "1", &key, "0", "1", "", "0", "1"])
         .arg(match policy.algorithm() {
             Algorithm::SlidingWindow => "1",
             Algorithm::FixedWindow => "2",

@@ -585,6 +585,100 @@ fn one_command_per_check_and_scripts_reload_after_a_flush() {
     assert_eq!(server.calls("evalsha"), 50 + 2);
 }
 
+/// Checks that arrive together go out together: 800 concurrent checks of 8 keys (100 each,
+/// against 30 a minute, every algorithm in turn) take a fraction of the calls, and each key
+/// admits exactly 30, with the remaining counts of a sequence — 29, 28, ... 0 — as if each
+/// check had been sent alone, in order.
+#[::std::prelude::v1::test]
+fn concurrent_checks_are_batched_and_decided_in_order() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let store = rt
+        .block_on(RedisStore::connect(&server.url()))
+        .unwrap()
+        .use_caller_clock();
+    for algorithm in Algorithm::ALL {
+        let limit = Limit::new(
+            format!("batched-{algorithm}"),
+            Policy::for_algorithm(algorithm, 30, Duration::from_secs(60)).unwrap(),
+        );
+        server.command(&["CONFIG", "RESETSTAT"]);
+        let decisions: Vec<(u8, limiter::Decision)> = rt.block_on(async {
+            let checks: Vec<_> = (0..800u32)
+                .map(|i| {
+                    let store = store.clone();
+                    let limit = limit.clone();
+                    tokio::spawn(async move {
+                        let key = [(i % 8) as u8];
+                        let decision = store
+                            .check(&limit, &key, Duration::from_secs(1_700_000_000))
+                            .await
+                            .unwrap();
+                        (key[0], decision)
+                    })
+                })
+                .collect();
+            let mut decisions = Vec::new();
+            for check in checks {
+                decisions.push(check.await.unwrap());
+            }
+            decisions
+        });
+        let calls = server.calls("evalsha");
+        assert!(
+            calls <= 800 / 4,
+            "{algorithm}: {calls} calls for 800 checks"
+        );
+        for key in 0..8u8 {
+            let mut remaining: Vec<u32> = decisions
+                .iter()
+                .filter(|(k, d)| *k == key && d.allowed())
+                .map(|(_, d)| d.remaining())
+                .collect();
+            remaining.sort_unstable();
+            assert_eq!(
+                remaining,
+                (0..30).collect::<Vec<_>>(),
+                "{algorithm}, key {key}"
+            );
+        }
+    }
+}
+
+/// A batch whose runtime goes away mid-call (a worker shutting down) gives its place back:
+/// the store keeps answering from another runtime.
+#[::std::prelude::v1::test]
+fn a_batch_dropped_with_its_runtime_leaves_the_store_working() {
+    let server = RedisServer::start();
+    let main = runtime();
+    let store = main.block_on(RedisStore::connect(&server.url())).unwrap();
+    let limit = Limit::new(
+        "dropped",
+        Policy::new(100, Duration::from_secs(60)).unwrap(),
+    );
+    for _ in 0..3 {
+        // The connection's task lives on `main`, not driven here: the call cannot finish.
+        let worker = runtime();
+        let stalled = worker.block_on(async {
+            tokio::time::timeout(
+                Duration::from_millis(50),
+                store.check(&limit, b"client", Duration::ZERO),
+            )
+            .await
+        });
+        assert!(stalled.is_err());
+        drop(worker);
+    }
+    let answer = main.block_on(async {
+        tokio::time::timeout(
+            Duration::from_secs(5),
+            store.check(&limit, b"client", Duration::ZERO),
+        )
+        .await
+    });
+    assert!(answer.expect("answered").unwrap().allowed());
+}
+
 #[::std::prelude::v1::test]
 fn every_key_expires_after_its_window() {
     let server = RedisServer::start();

@@ -1,5 +1,6 @@
 //! The Redis store: one budget shared by every instance of a service.
 
+mod batch;
 mod connection;
 mod scripts;
 
@@ -13,6 +14,7 @@ use redis::RedisError;
 
 use super::{Charge, Check, Limit, Store, StoreError};
 use crate::Decision;
+use batch::{Batcher, CheckArgs};
 use connection::Connection;
 use scripts::Script;
 
@@ -59,6 +61,7 @@ struct Inner {
     caller_clock: bool,
     script: Script,
     refund: Script,
+    batcher: Batcher,
 }
 
 impl RedisStore {
@@ -143,6 +146,7 @@ impl RedisStore {
                 caller_clock: false,
                 script: Script::check(),
                 refund: Script::refund(),
+                batcher: Batcher::default(),
             }),
         }
     }
@@ -174,6 +178,7 @@ impl RedisStore {
             caller_clock: shared.caller_clock,
             script: Script::check(),
             refund: Script::refund(),
+            batcher: Batcher::default(),
         });
         change(&mut inner);
         RedisStore {
@@ -286,35 +291,37 @@ impl RedisStore {
         now: Duration,
         peek: bool,
     ) -> Result<(Vec<Decision>, Duration), StoreError> {
-        let mut command = redis::cmd("EVALSHA");
-        command.arg(&self.inner.script.sha).arg(charges.len());
-        command.arg(names);
-        if self.inner.caller_clock {
-            command
-                .arg(now.as_millis().to_string())
-                .arg(CALLER_CLOCK_MIN_TTL_MS);
+        let check = CheckArgs {
+            names: names.to_vec(),
+            now: self
+                .inner
+                .caller_clock
+                .then(|| u64::try_from(now.as_millis()).unwrap_or(u64::MAX)),
+            peek,
+            limits: charges
+                .iter()
+                .map(|charge| {
+                    let policy = charge.limit.policy();
+                    [
+                        u64::from(scripts::code(policy.algorithm())),
+                        policy.window_ms(),
+                        u64::from(policy.max().get()),
+                        policy.emission_interval_ns(),
+                        u64::from(policy.burst().get()) * policy.emission_interval_ns(),
+                        u64::from(charge.cost),
+                    ]
+                })
+                .collect(),
+        };
+        // One server takes checks in batches; a cluster node only those of one slot, so
+        // each check goes alone.
+        let reply = if self.inner.connection.is_cluster() {
+            self.call(std::slice::from_ref(&check))
+                .await?
+                .swap_remove(0)
         } else {
-            command.arg("").arg(0);
-        }
-        command.arg(u8::from(peek));
-        for charge in charges {
-            let policy = charge.limit.policy();
-            command
-                .arg(scripts::code(policy.algorithm()))
-                .arg(policy.window_ms())
-                .arg(policy.max().get())
-                .arg(policy.emission_interval_ns())
-                .arg(u64::from(policy.burst().get()) * policy.emission_interval_ns())
-                .arg(charge.cost);
-        }
-        let reply: Vec<i64> = self.run(&self.inner.script, &command).await?;
-        if reply.len() != 3 * charges.len() + 1 {
-            return Err(StoreError::msg(format!(
-                "the rate limit script answered {} numbers for {} limits",
-                reply.len(),
-                charges.len()
-            )));
-        }
+            self.batched(check).await?
+        };
         let decisions = charges
             .iter()
             .zip(reply.chunks_exact(3))
@@ -378,6 +385,50 @@ impl RedisStore {
             }
         }
         Ok(decisions)
+    }
+
+    /// One script call deciding `checks` in order; each one's answer (three numbers per
+    /// key, then the clock reading).
+    async fn call(&self, checks: &[CheckArgs]) -> Result<Vec<Vec<i64>>, StoreError> {
+        let keys: usize = checks.iter().map(|c| c.names.len()).sum();
+        let mut command = redis::cmd("EVALSHA");
+        command.arg(&self.inner.script.sha).arg(keys);
+        for check in checks {
+            command.arg(&check.names);
+        }
+        let min_ttl = if self.inner.caller_clock {
+            CALLER_CLOCK_MIN_TTL_MS
+        } else {
+            0
+        };
+        command.arg(min_ttl).arg(checks.len());
+        for check in checks {
+            match check.now {
+                Some(now) => command.arg(now),
+                None => command.arg(""),
+            };
+            command.arg(u8::from(check.peek)).arg(check.limits.len());
+            for limit in &check.limits {
+                command.arg(&limit[..]);
+            }
+        }
+        let reply: Vec<i64> = self.run(&self.inner.script, &command).await?;
+        if reply.len() != 3 * keys + checks.len() {
+            return Err(StoreError::msg(format!(
+                "the rate limit script answered {} numbers for {} limits",
+                reply.len(),
+                keys
+            )));
+        }
+        let mut rest = &reply[..];
+        Ok(checks
+            .iter()
+            .map(|check| {
+                let (answer, after) = rest.split_at(3 * check.names.len() + 1);
+                rest = after;
+                answer.to_vec()
+            })
+            .collect())
     }
 
     async fn take_back(

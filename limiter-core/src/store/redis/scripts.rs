@@ -31,13 +31,17 @@ const SCRIPT: &str = r#"
 -- Redis 3.2 and 4 replicate scripts verbatim unless told otherwise, and then refuse writes
 -- after TIME; from Redis 5 on (and in Valkey) this is the default and the call a no-op.
 if redis.replicate_commands then redis.replicate_commands() end
-local clock = tonumber(ARGV[1])
-if not clock then
-  local t = redis.call('TIME')
-  clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local min_ttl = tonumber(ARGV[1]) or 0
+-- The reading the check being decided counts at: its caller's, or the server's TIME, read
+-- once for a whole batch.
+local clock, server_clock = 0, nil
+local function server_now()
+  if not server_clock then
+    local t = redis.call('TIME')
+    server_clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return server_clock
 end
-local min_ttl = tonumber(ARGV[2]) or 0
-local peek = ARGV[3] == '1'
 local function expire(key, ms)
   if ms < min_ttl then ms = min_ttl end
   if ms < 1 then ms = 1 end
@@ -58,27 +62,29 @@ local function sliding_window(key, window, max, cost)
   local now = clock
   local len = redis.call('LLEN', key)
   local newest = nil
+  -- The oldest instants in one call: usually the first is still in the window, or the few
+  -- that left are among these.
+  local head = {}
   if len > 0 then
-    newest = tonumber(redis.call('LINDEX', key, -1))
+    head = redis.call('LRANGE', key, 0, 15)
+    if len <= 16 then newest = tonumber(head[#head]) else newest = tonumber(redis.call('LINDEX', key, -1)) end
     if newest > now then now = newest end
   end
-  -- The instants are in order: the first one still in the window is found by bisection,
-  -- a few LINDEX calls even for a log of 65,535 (a scan would block Redis). Usually the
-  -- oldest is still in, and one call says so.
-  local expired, oldest = 0, nil
-  if len > 0 then
-    local first = tonumber(redis.call('LINDEX', key, 0))
-    if now - first < window then
-      oldest = first
-    else
-      local lo, hi = 1, len
-      while lo < hi do
-        local mid = math.floor((lo + hi) / 2)
-        if now - tonumber(redis.call('LINDEX', key, mid)) < window then hi = mid else lo = mid + 1 end
-      end
-      expired = lo
-      if expired < len then oldest = tonumber(redis.call('LINDEX', key, expired)) end
+  -- The instants are in order: the first one still in the window is in the head, or found
+  -- by bisection beyond it (a scan of a log of 65,535 would block Redis).
+  local expired, oldest = len, nil
+  for j = 1, #head do
+    local at = tonumber(head[j])
+    if now - at < window then expired, oldest = j - 1, at break end
+  end
+  if not oldest and len > #head then
+    local lo, hi = #head, len
+    while lo < hi do
+      local mid = math.floor((lo + hi) / 2)
+      if now - tonumber(redis.call('LINDEX', key, mid)) < window then hi = mid else lo = mid + 1 end
     end
+    expired = lo
+    if expired < len then oldest = tonumber(redis.call('LINDEX', key, expired)) end
   end
   local count = len - expired
   local status_wait = 0
@@ -90,7 +96,8 @@ local function sliding_window(key, window, max, cost)
     local leaving = count + cost - max
     local last = now
     if leaving <= count then
-      last = tonumber(redis.call('LINDEX', key, expired + leaving - 1))
+      local at = expired + leaving
+      if at <= #head then last = tonumber(head[at]) else last = tonumber(redis.call('LINDEX', key, at - 1)) end
     elseif count > 0 then
       last = newest
     end
@@ -106,7 +113,13 @@ local function sliding_window(key, window, max, cost)
       redis.call('RPUSH', key, unpack(batch))
       left = left - #batch
     end
-    expire(key, window)
+    -- The log matters until its newest instant leaves the window. The expiry is set at the
+    -- first push of each window-long period, to the end of the next period: it outlasts
+    -- every push of this period by a window, and the other pushes need no call.
+    local period = idiv(now, window)
+    if not newest or idiv(newest, window) ~= period or min_ttl > 0 then
+      expire(key, (period + 2) * window - now)
+    end
   end
 end
 
@@ -221,51 +234,62 @@ local function token_bucket(key, interval, capacity, cost)
   end
 end
 
-local n = #KEYS
-local admitted, counted, statuses, writes = not peek, {}, {}, {}
-for i = 1, n do
-  local base = 3 + (i - 1) * 6
-  local algorithm = tonumber(ARGV[base + 1])
-  local window = tonumber(ARGV[base + 2])
-  local max = tonumber(ARGV[base + 3])
-  local cost = tonumber(ARGV[base + 6])
-  local admits, decision, status, write
-  if algorithm == 1 then
-    admits, decision, status, write = sliding_window(KEYS[i], window, max, cost)
-  elseif algorithm == 2 then
-    admits, decision, status, write = fixed_window(KEYS[i], window, max, cost)
-  elseif algorithm == 3 then
-    admits, decision, status, write = sliding_window_counter(KEYS[i], window, max, cost)
-  else
-    admits, decision, status, write =
-      token_bucket(KEYS[i], tonumber(ARGV[base + 4]), tonumber(ARGV[base + 5]), cost)
-  end
-  if not admits then admitted = false end
-  counted[i] = {admits, decision}
-  statuses[i] = status
-  writes[i] = write
-end
+-- ARGV after min_ttl: the number of checks in this batch, then for each check
+-- `now or "", peek, keys` and six values per key; its keys are the next ones in KEYS.
+-- Checks are decided in order, each all or nothing, each seeing those before it.
 local reply = {}
-for i = 1, n do
-  local admits, decision = counted[i][1], counted[i][2]
-  if admitted then
-    writes[i]()
-    reply[#reply + 1] = 1
-    reply[#reply + 1] = decision[1]
-    reply[#reply + 1] = decision[2]
-  elseif admits then
-    -- Another limit rejects the request: this one counts nothing and says where it stands.
-    reply[#reply + 1] = 1
-    reply[#reply + 1] = statuses[i][1]
-    reply[#reply + 1] = statuses[i][2]
-  else
-    reply[#reply + 1] = 0
-    reply[#reply + 1] = decision[1]
-    reply[#reply + 1] = decision[2]
+local at, first = 3, 1
+for _ = 1, tonumber(ARGV[2]) do
+  clock = tonumber(ARGV[at]) or server_now()
+  local admitted = ARGV[at + 1] ~= '1'
+  local n = tonumber(ARGV[at + 2])
+  at = at + 3
+  local counted, statuses, writes = {}, {}, {}
+  for i = 1, n do
+    local base = at + (i - 1) * 6
+    local key = KEYS[first + i - 1]
+    local algorithm = tonumber(ARGV[base])
+    local window = tonumber(ARGV[base + 1])
+    local max = tonumber(ARGV[base + 2])
+    local cost = tonumber(ARGV[base + 5])
+    local admits, decision, status, write
+    if algorithm == 1 then
+      admits, decision, status, write = sliding_window(key, window, max, cost)
+    elseif algorithm == 2 then
+      admits, decision, status, write = fixed_window(key, window, max, cost)
+    elseif algorithm == 3 then
+      admits, decision, status, write = sliding_window_counter(key, window, max, cost)
+    else
+      admits, decision, status, write =
+        token_bucket(key, tonumber(ARGV[base + 3]), tonumber(ARGV[base + 4]), cost)
+    end
+    if not admits then admitted = false end
+    counted[i] = {admits, decision}
+    statuses[i] = status
+    writes[i] = write
   end
+  for i = 1, n do
+    local admits, decision = counted[i][1], counted[i][2]
+    if admitted then
+      writes[i]()
+      reply[#reply + 1] = 1
+      reply[#reply + 1] = decision[1]
+      reply[#reply + 1] = decision[2]
+    elseif admits then
+      -- Another limit rejects the request: this one counts nothing and says where it stands.
+      reply[#reply + 1] = 1
+      reply[#reply + 1] = statuses[i][1]
+      reply[#reply + 1] = statuses[i][2]
+    else
+      reply[#reply + 1] = 0
+      reply[#reply + 1] = decision[1]
+      reply[#reply + 1] = decision[2]
+    end
+  end
+  -- The reading the limits were checked at, so that a check can be given back exactly.
+  reply[#reply + 1] = clock
+  at, first = at + 6 * n, first + n
 end
--- The reading the limits were checked at, so that a check can be given back exactly.
-reply[#reply + 1] = clock
 return reply
 "#;
 

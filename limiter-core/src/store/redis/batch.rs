@@ -1,0 +1,132 @@
+//! Checks sent together: the checks that arrive while earlier ones are in Redis go out as one
+//! script call, decided in order, each all or nothing, exactly as if sent one by one.
+//!
+//! Redis's cost per call — reading and parsing the command, starting the script, reading
+//! `TIME`, writing the reply — is paid once per batch instead of once per check, and so is
+//! the client's. Nothing waits to fill a batch: an idle store sends a check at once; under
+//! load, at most [`DRIVERS`] calls are in flight and the checks that arrive meanwhile form
+//! the next one.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tokio::sync::oneshot;
+
+use super::{RedisStore, StoreError};
+
+/// Calls in flight at once: one is being answered while the next fills.
+const DRIVERS: usize = 2;
+/// Checks per call at most, so that one call never holds Redis long.
+const MOST: usize = 128;
+
+/// One check's part of a script call: its keys (on one node) and arguments.
+pub(super) struct CheckArgs {
+    pub(super) names: Vec<String>,
+    /// The caller's reading (ms), or none for the server's clock.
+    pub(super) now: Option<u64>,
+    /// Count nothing, answer as if rejected by another limit.
+    pub(super) peek: bool,
+    /// Per key: algorithm code, window_ms, max, interval_ns, capacity_ns, cost.
+    pub(super) limits: Vec<[u64; 6]>,
+}
+
+/// A check's answer from the script: three numbers per key, then the clock reading.
+pub(super) type Answer = Result<Vec<i64>, StoreError>;
+
+type Waiting = (CheckArgs, oneshot::Sender<Answer>);
+
+#[derive(Default)]
+pub(super) struct Batcher {
+    queue: Mutex<Queue>,
+}
+
+#[derive(Default)]
+struct Queue {
+    waiting: Vec<Waiting>,
+    /// Tasks sending batches now.
+    drivers: usize,
+}
+
+impl RedisStore {
+    /// Sends `check` with whatever else is waiting, and returns its answer.
+    pub(super) async fn batched(&self, check: CheckArgs) -> Answer {
+        let (answer, answered) = oneshot::channel();
+        let start_driver = {
+            let mut queue = self.inner.batcher.queue.lock();
+            queue.waiting.push((check, answer));
+            let start = queue.drivers < DRIVERS;
+            queue.drivers += usize::from(start);
+            start
+        };
+        if start_driver {
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => drop(runtime.spawn(self.clone().drive())),
+                Err(_) => {
+                    let mut queue = self.inner.batcher.queue.lock();
+                    queue.drivers -= 1;
+                    queue.waiting.clear();
+                    return Err(StoreError::msg(
+                        "the Redis store needs a Tokio runtime (actix provides one)",
+                    ));
+                }
+            }
+        }
+        answered.await.unwrap_or_else(|_| {
+            Err(StoreError::msg(
+                "the Redis call carrying this check was dropped",
+            ))
+        })
+    }
+
+    /// Sends batches until none is waiting.
+    async fn drive(self) {
+        let mut driver = Driver {
+            store: Arc::clone(&self.inner),
+            running: true,
+        };
+        // The checks of this moment (other requests being served now) join this call.
+        tokio::task::yield_now().await;
+        loop {
+            let batch: Vec<Waiting> = {
+                let mut queue = self.inner.batcher.queue.lock();
+                if queue.waiting.is_empty() {
+                    // Under the lock: a check queued after this sees one driver fewer.
+                    queue.drivers -= 1;
+                    driver.running = false;
+                    return;
+                }
+                let n = queue.waiting.len().min(MOST);
+                queue.waiting.drain(..n).collect()
+            };
+            let (checks, answers): (Vec<CheckArgs>, Vec<oneshot::Sender<Answer>>) =
+                batch.into_iter().unzip();
+            match self.call(&checks).await {
+                Ok(replies) => {
+                    for (answer, reply) in answers.into_iter().zip(replies) {
+                        let _ = answer.send(Ok(reply));
+                    }
+                }
+                Err(error) => {
+                    for answer in answers {
+                        let _ = answer.send(Err(StoreError::msg(error.to_string())));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A driver that stops early (its runtime shut down) gives its place back, so that the next
+/// check starts another; the checks it carried get an error, answered by the fault policy.
+struct Driver {
+    store: Arc<super::Inner>,
+    running: bool,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        if self.running {
+            self.store.batcher.queue.lock().drivers -= 1;
+        }
+    }
+}
