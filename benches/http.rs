@@ -422,18 +422,25 @@ fn main() {
     let mut results: Vec<Vec<Round>> = variants.iter().map(|_| Vec::new()).collect();
     // Redis's own CPU per request, for the variants that use it.
     let mut redis_us: Vec<Vec<f64>> = variants.iter().map(|_| Vec::new()).collect();
+    // Calls (EVALSHA, or MULTI ... EXEC transactions) per request: what batching saves.
+    let mut redis_calls: Vec<Vec<f64>> = variants.iter().map(|_| Vec::new()).collect();
     #[cfg(feature = "redis")]
     let redis_pid = redis.pid();
     #[cfg(not(feature = "redis"))]
     let redis_pid = 0;
+    #[cfg(feature = "redis")]
+    let calls = || redis.calls("evalsha") + redis.calls("exec");
+    #[cfg(not(feature = "redis"))]
+    let calls = || 0;
     for r in 0..rounds {
         for (i, server) in servers.iter().enumerate() {
             let post = variants[i].starts_with("post_");
-            let redis_before = (redis_pid != 0).then(|| cpu_ns(redis_pid));
+            let redis_before = (redis_pid != 0).then(|| (cpu_ns(redis_pid), calls()));
             let result = round(&runtime, server.addr, server.child.id(), length, post);
-            if let Some(before) = redis_before {
+            if let Some((cpu, called)) = redis_before {
                 let done = result.per_second * length.as_secs_f64();
-                redis_us[i].push((cpu_ns(redis_pid) - before) as f64 / 1_000.0 / done);
+                redis_us[i].push((cpu_ns(redis_pid) - cpu) as f64 / 1_000.0 / done);
+                redis_calls[i].push((calls() - called) as f64 / done);
             }
             eprintln!(
                 "round {r} {:>9}: {:>8.0} req/s, {:>5.2} µs CPU/req, {} rejected",
@@ -508,8 +515,9 @@ fn main() {
             .filter(|(_, v)| v.contains("redis"))
         {
             println!(
-                "{variant}: Redis CPU per request {:.2} µs",
-                median(redis_us[i].clone())
+                "{variant}: Redis CPU per request {:.2} µs, Redis calls per request {:.3}",
+                median(redis_us[i].clone()),
+                median(redis_calls[i].clone())
             );
         }
         drop(redis);

@@ -645,6 +645,76 @@ fn concurrent_checks_are_batched_and_decided_in_order() {
     }
 }
 
+/// Batches decide as the memory store decides the same checks one by one, in order: random
+/// schedules of costs over few keys, sent in bursts of 1 to 12 checks that go out as one
+/// call — so that one call reads a key, counts on it several times, drops instants pushed
+/// earlier in the same call, and writes it once.
+#[::std::prelude::v1::test]
+fn batches_decide_as_the_memory_store_does_one_by_one() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let redis = rt
+        .block_on(RedisStore::connect(&server.url()))
+        .unwrap()
+        .use_caller_clock();
+    let case = std::cell::Cell::new(0u32);
+    let checks = std::cell::Cell::new(0u64);
+    for algorithm in Algorithm::ALL {
+        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(30));
+        let bursts = prop::collection::vec(1..=12usize, 1..12);
+        runner
+            .run(
+                &(policy(algorithm), steps(), bursts),
+                |(policy, steps, bursts)| {
+                    case.set(case.get() + 1);
+                    let limit = Limit::new(format!("batch-{}", case.get()), policy);
+                    let memory = MemoryStore::new();
+                    let mut now = Duration::from_secs(1_700_000_000);
+                    let mut steps = steps.iter().peekable();
+                    for size in bursts.iter().cycle() {
+                        if steps.peek().is_none() {
+                            break;
+                        }
+                        let burst: Vec<(u8, Duration, u32)> = steps
+                            .by_ref()
+                            .take(*size)
+                            .map(|(key, step)| {
+                                now += Duration::from_millis(*step % 50);
+                                (*key, now, 1 + (*step % 3) as u32)
+                            })
+                            .collect();
+                        checks.set(checks.get() + burst.len() as u64);
+                        let expected: Vec<_> = burst
+                            .iter()
+                            .map(|(key, at, cost)| {
+                                memory
+                                    .check_all_at(&[Charge::new(&limit, &[*key]).cost(*cost)], *at)
+                            })
+                            .collect();
+                        let got = rt.block_on(futures_util::future::join_all(burst.iter().map(
+                            |(key, at, cost)| {
+                                let charge =
+                                    [Charge::new(&limit, std::slice::from_ref(key)).cost(*cost)];
+                                let redis = &redis;
+                                async move { redis.check_all(&charge, *at).await.unwrap() }
+                            },
+                        )));
+                        prop_assert_eq!(got, expected, "{} burst ending at {:?}", algorithm, now);
+                    }
+                    Ok(())
+                },
+            )
+            .unwrap();
+    }
+    // They did go out together (proptest's shrinking aside, which only runs on a failure).
+    let calls = server.calls("evalsha");
+    assert!(
+        calls * 2 < checks.get(),
+        "{calls} calls for {} checks",
+        checks.get()
+    );
+}
+
 /// A batch whose runtime goes away mid-call (a worker shutting down) gives its place back:
 /// the store keeps answering from another runtime.
 #[::std::prelude::v1::test]
@@ -1018,4 +1088,7 @@ fn a_full_sliding_log_expires_without_a_scan() {
     let usec = server.usec_per_call("evalsha");
     println!("Redis CPU of the check that dropped 65,535 instants: {usec} µs");
     assert!(usec < 5_000.0, "{usec} µs: the log was scanned");
+    // And they are gone from Redis: the log holds the one instant still in its window.
+    let name = redis.key_name(&limit, b"client");
+    assert_eq!(server.integer(&["LLEN", &name]), 1);
 }

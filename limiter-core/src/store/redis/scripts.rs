@@ -35,13 +35,6 @@ local min_ttl = tonumber(ARGV[1]) or 0
 -- The reading the check being decided counts at: its caller's, or the server's TIME, read
 -- once for a whole batch.
 local clock, server_clock = 0, nil
-local function server_now()
-  if not server_clock then
-    local t = redis.call('TIME')
-    server_clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  end
-  return server_clock
-end
 local function expire(key, ms)
   if ms < min_ttl then ms = min_ttl end
   if ms < 1 then ms = 1 end
@@ -54,96 +47,137 @@ local function idiv(a, b)
   return q
 end
 
--- Each algorithm reads its key and returns
---   admits (boolean), {remaining, wait_ns} if counted (or the rejection), the status with
---   nothing counted {remaining, wait_ns}, and a function that writes the counted state.
+-- State read once per call and written once at its end: a batch's checks of one key (a
+-- busy client) share one read and one write. `hashes[key]` holds a hash's fields in order
+-- (`names[key]` their names), `logs[key]` a view of a sliding log with the changes still to
+-- write; `x` is the expiry (ms from now) to set.
+local hashes, names, logs, order = {}, {}, {}, {}
+local function hash_of(key, fields)
+  local state = hashes[key]
+  if not state then
+    local stored = redis.call('HMGET', key, unpack(fields))
+    state = {}
+    for j = 1, #fields do state[j] = tonumber(stored[j]) end
+    hashes[key], names[key] = state, fields
+    order[#order + 1] = key
+  end
+  return state
+end
+local FIXED, COUNTER, BUCKET = {'s', 'c'}, {'w', 'p', 'c'}, {'t', 'n', 'e'}
 
-local function sliding_window(key, window, max, cost)
+-- A sliding log as read (`loaded` instants, the first 16 in `head`), less the `off` oldest
+-- instants dropped since, plus the instants pushed since (`tail`).
+local function log_of(key)
+  local log = logs[key]
+  if not log then
+    local len = redis.call('LLEN', key)
+    local head, newest = {}, nil
+    if len > 0 then
+      head = redis.call('LRANGE', key, 0, 15)
+      for j = 1, #head do head[j] = tonumber(head[j]) end
+      if len <= 16 then newest = head[#head] else newest = tonumber(redis.call('LINDEX', key, -1)) end
+    end
+    log = {loaded = len, off = 0, head = head, tail = {}, newest = newest}
+    logs[key] = log
+    order[#order + 1] = key
+  end
+  return log
+end
+-- Whether the log's i-th instant (from 0) is known without asking Redis, and what it is.
+local function known(log, i)
+  local p = log.off + i
+  return p < #log.head or p >= log.loaded
+end
+local function instant(key, log, i)
+  local p = log.off + i
+  if p >= log.loaded then return log.tail[p - log.loaded + 1] end
+  if p < #log.head then return log.head[p + 1] end
+  return tonumber(redis.call('LINDEX', key, p))
+end
+
+-- Each algorithm reads its key and returns five values: whether it admits `cost`; if it
+-- does, {remaining, wait_ns} with it counted, else its rejection; and where it stands with
+-- nothing counted {remaining, wait_ns}. With `commit` it writes the counted state when it
+-- admits. (No closures or tables per check: Redis runs this for every request.)
+
+local function sliding_window(key, window, max, cost, commit)
   local now = clock
-  local len = redis.call('LLEN', key)
+  local log = log_of(key)
+  local len = log.loaded - log.off + #log.tail
   local newest = nil
-  -- The oldest instants in one call: usually the first is still in the window, or the few
-  -- that left are among these.
-  local head = {}
   if len > 0 then
-    head = redis.call('LRANGE', key, 0, 15)
-    if len <= 16 then newest = tonumber(head[#head]) else newest = tonumber(redis.call('LINDEX', key, -1)) end
+    newest = log.newest
     if newest > now then now = newest end
   end
-  -- The instants are in order: the first one still in the window is in the head, or found
-  -- by bisection beyond it (a scan of a log of 65,535 would block Redis).
-  local expired, oldest = len, nil
-  for j = 1, #head do
-    local at = tonumber(head[j])
-    if now - at < window then expired, oldest = j - 1, at break end
+  -- The instants are in order: the first one still in the window is usually among the
+  -- known ones, else found by bisection (a scan of a log of 65,535 would block Redis).
+  local expired, oldest, i = len, nil, 0
+  while i < len and known(log, i) do
+    local at = instant(key, log, i)
+    if now - at < window then expired, oldest = i, at break end
+    i = i + 1
   end
-  if not oldest and len > #head then
-    local lo, hi = #head, len
+  if not oldest and i < len then
+    local lo, hi = i, len
     while lo < hi do
       local mid = math.floor((lo + hi) / 2)
-      if now - tonumber(redis.call('LINDEX', key, mid)) < window then hi = mid else lo = mid + 1 end
+      if now - instant(key, log, mid) < window then hi = mid else lo = mid + 1 end
     end
     expired = lo
-    if expired < len then oldest = tonumber(redis.call('LINDEX', key, expired)) end
+    if expired < len then oldest = instant(key, log, expired) end
   end
   local count = len - expired
   local status_wait = 0
   if oldest then status_wait = (oldest + window - now) * 1000000 end
-  local status = {max - count, status_wait}
   if count + cost > max then
     -- Admitted once the oldest count + cost - max instants have left the window; more than
     -- max at once never is (the wait is until the log is empty).
     local leaving = count + cost - max
     local last = now
     if leaving <= count then
-      local at = expired + leaving
-      if at <= #head then last = tonumber(head[at]) else last = tonumber(redis.call('LINDEX', key, at - 1)) end
+      last = instant(key, log, expired + leaving - 1)
     elseif count > 0 then
       last = newest
     end
-    return false, {max - count, (last + window - now) * 1000000}, status, nil
+    return false, max - count, (last + window - now) * 1000000, max - count, status_wait
   end
-  local counted = {max - count - cost, ((oldest or now) + window - now) * 1000000}
-  return true, counted, status, function()
-    if expired > 0 then redis.call('LTRIM', key, expired, -1) end
-    local left = cost
-    while left > 0 do
-      local batch = {}
-      for j = 1, math.min(left, 1000) do batch[j] = now end
-      redis.call('RPUSH', key, unpack(batch))
-      left = left - #batch
-    end
+  if commit then
+    log.off = log.off + expired
+    for _ = 1, cost do log.tail[#log.tail + 1] = now end
+    log.newest = now
     -- The log matters until its newest instant leaves the window. The expiry is set at the
     -- first push of each window-long period, to the end of the next period: it outlasts
     -- every push of this period by a window, and the other pushes need no call.
     local period = idiv(now, window)
     if not newest or idiv(newest, window) ~= period or min_ttl > 0 then
-      expire(key, (period + 2) * window - now)
+      log.x = (period + 2) * window - now
     end
   end
+  return true, max - count - cost, ((oldest or now) + window - now) * 1000000, max - count, status_wait
 end
 
-local function fixed_window(key, window, max, cost)
+local function fixed_window(key, window, max, cost, commit)
   local now = clock
-  local state = redis.call('HMGET', key, 's', 'c')
-  local start = tonumber(state[1])
-  local count = tonumber(state[2]) or 0
+  local state = hash_of(key, FIXED)
+  local start = state[1]
+  local count = state[2] or 0
   if start and count > 0 and now < start then now = start end
   if not start or count == 0 or now - start >= window then
     start = now
     count = 0
   end
   local ends = (start + window - now) * 1000000
-  local status = {max - count, 0}
-  if count > 0 then status[2] = ends end
+  local status_wait = 0
+  if count > 0 then status_wait = ends end
   if cost > max - count then
-    return false, {max - count, ends}, status, nil
+    return false, max - count, ends, max - count, status_wait
   end
-  return true, {max - count - cost, ends}, status, function()
-    redis.call('HSET', key, 's', start, 'c', count + cost)
+  if commit then
+    state[1], state[2], state.w = start, count + cost, true
     -- The expiry is the window's end: set when the window opens, it stands for the rest.
-    if count == 0 or min_ttl > 0 then expire(key, start + window - now) end
+    if count == 0 or min_ttl > 0 then state.x = start + window - now end
   end
+  return true, max - count - cost, ends, max - count, status_wait
 end
 
 local function until_below(prev, cur, elapsed, t, target)
@@ -159,12 +193,12 @@ local function until_below(prev, cur, elapsed, t, target)
   return to_edge + t - y_max
 end
 
-local function sliding_window_counter(key, window, max, cost)
+local function sliding_window_counter(key, window, max, cost, commit)
   local now = clock
-  local state = redis.call('HMGET', key, 'w', 'p', 'c')
-  local stored = tonumber(state[1])
-  local stored_prev = tonumber(state[2]) or 0
-  local stored_cur = tonumber(state[3]) or 0
+  local state = hash_of(key, COUNTER)
+  local stored = state[1]
+  local stored_prev = state[2] or 0
+  local stored_cur = state[3] or 0
   if stored and (stored_prev > 0 or stored_cur > 0) and idiv(now, window) < stored then
     now = stored * window
   end
@@ -183,37 +217,30 @@ local function sliding_window_counter(key, window, max, cost)
     local wait = until_below(prev, cur, elapsed, window, target) * 1000000
     local left = 0
     if weighted < max * window then left = idiv(max * window - weighted + window - 1, window) end
-    return false, {left, wait}, {left, wait}, nil
+    return false, left, wait, left, wait
   end
   local left = idiv(max * window - weighted + window - 1, window)
-  local status = {left, 0}
-  if left < max then status[2] = until_below(prev, cur, elapsed, window, max - left) * 1000000 end
+  local status_wait = 0
+  if left < max then status_wait = until_below(prev, cur, elapsed, window, max - left) * 1000000 end
   local room = max * window - (weighted + cost * window)
   if room < 0 then room = 0 end
   local remaining = idiv(room + window - 1, window)
   local wait = until_below(prev, cur + cost, elapsed, window, max - remaining) * 1000000
-  return true, {remaining, wait}, status, function()
-    redis.call('HSET', key, 'w', index, 'p', prev, 'c', cur + cost)
+  if commit then
+    state[1], state[2], state[3], state.w = index, prev, cur + cost, true
     -- The end of the next window: set once per window, it stands for the rest of it.
-    if stored ~= index or min_ttl > 0 then expire(key, 2 * window - elapsed) end
+    if stored ~= index or min_ttl > 0 then state.x = 2 * window - elapsed end
   end
+  return true, remaining, wait, left, status_wait
 end
 
-local function token_bucket(key, interval, capacity, cost)
+local function token_bucket(key, interval, capacity, cost, commit)
   local now = clock
-  local state = redis.call('HMGET', key, 't', 'n')
+  local state = hash_of(key, BUCKET)
   local used = 0
   if state[1] then
-    used = (tonumber(state[1]) - now) * 1000000 + tonumber(state[2])
+    used = (state[1] - now) * 1000000 + state[2]
     if used < 0 then used = 0 end
-  end
-  local function standing(u)
-    local left = capacity - u
-    local remaining = idiv(left, interval)
-    local partial = left - remaining * interval
-    local next_back = interval
-    if partial ~= 0 then next_back = interval - partial end
-    return remaining, next_back
   end
   local taken = cost * interval
   if used + taken > capacity then
@@ -221,17 +248,45 @@ local function token_bucket(key, interval, capacity, cost)
     if wait > 4611686018427387904 then wait = 4611686018427387904 end
     local left = 0
     if used < capacity then left = idiv(capacity - used, interval) end
-    return false, {left, wait}, {left, wait}, nil
+    return false, left, wait, left, wait
   end
-  local status_remaining, status_wait = standing(used)
-  if used == 0 then status_wait = 0 end
+  local left = capacity - used
+  local status_remaining = idiv(left, interval)
+  local status_wait = 0
+  if used ~= 0 then
+    status_wait = interval
+    local partial = left - status_remaining * interval
+    if partial ~= 0 then status_wait = interval - partial end
+  end
   local after = used + taken
-  local remaining, next_back = standing(after)
-  return true, {remaining, next_back}, {status_remaining, status_wait}, function()
+  left = capacity - after
+  local remaining = idiv(left, interval)
+  local next_back = interval
+  local partial = left - remaining * interval
+  if partial ~= 0 then next_back = interval - partial end
+  if commit then
     local whole = idiv(after, 1000000)
-    redis.call('HSET', key, 't', now + whole, 'n', after - whole * 1000000)
-    expire(key, whole + 1)
+    -- The bucket matters until it is full again (at most `capacity` from now). The expiry
+    -- is set once per capacity-long period, to the end of the next one: every write of this
+    -- period is full again before then.
+    local span = math.ceil(capacity / 1000000)
+    if span < 1 then span = 1 end
+    local period = idiv(now, span)
+    if state[3] ~= period or min_ttl > 0 then state.x = (period + 2) * span - now end
+    state[1], state[2], state[3], state.w = now + whole, after - whole * 1000000, period, true
   end
+  return true, remaining, next_back, status_remaining, status_wait
+end
+
+local function decide(algorithm, key, base, cost, commit)
+  if algorithm == 1 then
+    return sliding_window(key, tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), cost, commit)
+  elseif algorithm == 2 then
+    return fixed_window(key, tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), cost, commit)
+  elseif algorithm == 3 then
+    return sliding_window_counter(key, tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), cost, commit)
+  end
+  return token_bucket(key, tonumber(ARGV[base + 3]), tonumber(ARGV[base + 4]), cost, commit)
 end
 
 -- ARGV after min_ttl: the number of checks in this batch, then for each check
@@ -240,55 +295,90 @@ end
 local reply = {}
 local at, first = 3, 1
 for _ = 1, tonumber(ARGV[2]) do
-  clock = tonumber(ARGV[at]) or server_now()
-  local admitted = ARGV[at + 1] ~= '1'
+  clock = tonumber(ARGV[at])
+  if not clock then
+    if not server_clock then
+      local t = redis.call('TIME')
+      server_clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    end
+    clock = server_clock
+  end
+  local peek = ARGV[at + 1] == '1'
   local n = tonumber(ARGV[at + 2])
   at = at + 3
-  local counted, statuses, writes = {}, {}, {}
-  for i = 1, n do
-    local base = at + (i - 1) * 6
-    local key = KEYS[first + i - 1]
-    local algorithm = tonumber(ARGV[base])
-    local window = tonumber(ARGV[base + 1])
-    local max = tonumber(ARGV[base + 2])
-    local cost = tonumber(ARGV[base + 5])
-    local admits, decision, status, write
-    if algorithm == 1 then
-      admits, decision, status, write = sliding_window(key, window, max, cost)
-    elseif algorithm == 2 then
-      admits, decision, status, write = fixed_window(key, window, max, cost)
-    elseif algorithm == 3 then
-      admits, decision, status, write = sliding_window_counter(key, window, max, cost)
-    else
-      admits, decision, status, write =
-        token_bucket(key, tonumber(ARGV[base + 3]), tonumber(ARGV[base + 4]), cost)
+  if n == 1 then
+    -- One limit: decided and counted in one pass.
+    local admits, remaining, wait, status_remaining, status_wait =
+      decide(tonumber(ARGV[at]), KEYS[first], at, tonumber(ARGV[at + 5]), not peek)
+    if admits and peek then remaining, wait = status_remaining, status_wait end
+    reply[#reply + 1] = admits and 1 or 0
+    reply[#reply + 1] = remaining
+    reply[#reply + 1] = wait
+  else
+    -- Several: every limit is read first; only if all admit (and not peeking) are they
+    -- counted, in a second pass over the same, unchanged state.
+    local answers = {}
+    local admitted = not peek
+    for i = 1, n do
+      local base = at + (i - 1) * 6
+      local admits, remaining, wait, status_remaining, status_wait =
+        decide(tonumber(ARGV[base]), KEYS[first + i - 1], base, tonumber(ARGV[base + 5]), false)
+      if not admits then admitted = false end
+      answers[i] = {admits, remaining, wait, status_remaining, status_wait}
     end
-    if not admits then admitted = false end
-    counted[i] = {admits, decision}
-    statuses[i] = status
-    writes[i] = write
-  end
-  for i = 1, n do
-    local admits, decision = counted[i][1], counted[i][2]
-    if admitted then
-      writes[i]()
-      reply[#reply + 1] = 1
-      reply[#reply + 1] = decision[1]
-      reply[#reply + 1] = decision[2]
-    elseif admits then
-      -- Another limit rejects the request: this one counts nothing and says where it stands.
-      reply[#reply + 1] = 1
-      reply[#reply + 1] = statuses[i][1]
-      reply[#reply + 1] = statuses[i][2]
-    else
-      reply[#reply + 1] = 0
-      reply[#reply + 1] = decision[1]
-      reply[#reply + 1] = decision[2]
+    for i = 1, n do
+      local answer = answers[i]
+      if admitted then
+        local base = at + (i - 1) * 6
+        decide(tonumber(ARGV[base]), KEYS[first + i - 1], base, tonumber(ARGV[base + 5]), true)
+        reply[#reply + 1] = 1
+        reply[#reply + 1] = answer[2]
+        reply[#reply + 1] = answer[3]
+      elseif answer[1] then
+        -- Another limit rejects the request: this one counts nothing and says where it stands.
+        reply[#reply + 1] = 1
+        reply[#reply + 1] = answer[4]
+        reply[#reply + 1] = answer[5]
+      else
+        reply[#reply + 1] = 0
+        reply[#reply + 1] = answer[2]
+        reply[#reply + 1] = answer[3]
+      end
     end
   end
   -- The reading the limits were checked at, so that a check can be given back exactly.
   reply[#reply + 1] = clock
   at, first = at + 6 * n, first + n
+end
+-- Every state the checks changed, written once.
+for _, key in ipairs(order) do
+  local state, log = hashes[key], logs[key]
+  if state then
+    if state.w then
+      local fields, values = names[key], {}
+      for j = 1, #fields do
+        values[2 * j - 1] = fields[j]
+        values[2 * j] = state[j]
+      end
+      redis.call('HSET', key, unpack(values))
+    end
+    if state.x then expire(key, state.x) end
+  elseif log.off > 0 or #log.tail > 0 then
+    local from = 1
+    if log.off >= log.loaded then
+      -- Every instant read is gone, and perhaps some pushed since.
+      if log.loaded > 0 then redis.call('DEL', key) end
+      from = log.off - log.loaded + 1
+    elseif log.off > 0 then
+      redis.call('LTRIM', key, log.off, -1)
+    end
+    while from <= #log.tail do
+      local last = math.min(from + 999, #log.tail)
+      redis.call('RPUSH', key, unpack(log.tail, from, last))
+      from = last + 1
+    end
+    if log.x then expire(key, log.x) end
+  end
 end
 return reply
 "#;
