@@ -65,34 +65,35 @@ local function hash_of(key, fields)
 end
 local FIXED, COUNTER, BUCKET = {'s', 'c'}, {'w', 'p', 'c'}, {'t', 'n', 'e'}
 
--- A sliding log as read (`loaded` instants, the first 16 in `head`), less the `off` oldest
--- instants dropped since, plus the instants pushed since (`tail`).
+-- A sliding log as read (`loaded` instants, those asked for kept in `seen` by index), less
+-- the `off` oldest instants dropped since, plus the instants pushed since (`tail`). Single
+-- instants are read with LINDEX, which costs Redis far less than a range.
 local function log_of(key)
   local log = logs[key]
   if not log then
     local len = redis.call('LLEN', key)
-    local head, newest = {}, nil
+    local newest = nil
+    local seen = {}
     if len > 0 then
-      head = redis.call('LRANGE', key, 0, 15)
-      for j = 1, #head do head[j] = tonumber(head[j]) end
-      if len <= 16 then newest = head[#head] else newest = tonumber(redis.call('LINDEX', key, -1)) end
+      newest = tonumber(redis.call('LINDEX', key, -1))
+      seen[len - 1] = newest
     end
-    log = {loaded = len, off = 0, head = head, tail = {}, newest = newest}
+    log = {loaded = len, off = 0, seen = seen, tail = {}, newest = newest}
     logs[key] = log
     order[#order + 1] = key
   end
   return log
 end
--- Whether the log's i-th instant (from 0) is known without asking Redis, and what it is.
-local function known(log, i)
-  local p = log.off + i
-  return p < #log.head or p >= log.loaded
-end
+-- The log's i-th instant (from 0).
 local function instant(key, log, i)
   local p = log.off + i
   if p >= log.loaded then return log.tail[p - log.loaded + 1] end
-  if p < #log.head then return log.head[p + 1] end
-  return tonumber(redis.call('LINDEX', key, p))
+  local at = log.seen[p]
+  if not at then
+    at = tonumber(redis.call('LINDEX', key, p))
+    log.seen[p] = at
+  end
+  return at
 end
 
 -- Each algorithm reads its key and returns five values: whether it admits `cost`; if it
@@ -109,22 +110,27 @@ local function sliding_window(key, window, max, cost, commit)
     newest = log.newest
     if newest > now then now = newest end
   end
-  -- The instants are in order: the first one still in the window is usually among the
-  -- known ones, else found by bisection (a scan of a log of 65,535 would block Redis).
-  local expired, oldest, i = len, nil, 0
-  while i < len and known(log, i) do
-    local at = instant(key, log, i)
-    if now - at < window then expired, oldest = i, at break end
-    i = i + 1
-  end
-  if not oldest and i < len then
-    local lo, hi = i, len
-    while lo < hi do
-      local mid = math.floor((lo + hi) / 2)
-      if now - instant(key, log, mid) < window then hi = mid else lo = mid + 1 end
+  -- The instants are in order. The first one still in the window is found by galloping
+  -- from the oldest (1, 2, 4, ... on) and then bisecting: a few reads when a few instants
+  -- left the window, a few dozen for a log of 65,535 (a scan would block Redis).
+  local expired, oldest = 0, nil
+  if len > 0 then
+    local first = instant(key, log, 0)
+    if now - first < window then
+      oldest = first
+    else
+      local lo, hi, step = 0, len, 1
+      while lo + step < len do
+        if now - instant(key, log, lo + step) < window then hi = lo + step break end
+        lo, step = lo + step, step * 2
+      end
+      while hi - lo > 1 do
+        local mid = math.floor((lo + hi) / 2)
+        if now - instant(key, log, mid) < window then hi = mid else lo = mid end
+      end
+      expired = hi
+      if expired < len then oldest = instant(key, log, expired) end
     end
-    expired = lo
-    if expired < len then oldest = instant(key, log, expired) end
   end
   local count = len - expired
   local status_wait = 0
