@@ -64,6 +64,12 @@ async fn limited_hello() -> &'static str {
     "Hello world!"
 }
 
+/// The same limit counted in fixed windows: the algorithm actix-extensible-rate-limit has.
+#[rate_limit(65535, per = "100ms", algorithm = "fixed_window")]
+async fn fixed_hello() -> &'static str {
+    "Hello world!"
+}
+
 fn never_exempt(req: &actix_web::HttpRequest) -> bool {
     req.headers().contains_key("x-exempt")
 }
@@ -121,7 +127,7 @@ fn serve(variant: &str, listener: TcpListener) -> std::io::Result<()> {
     actix_web::rt::System::new().block_on(async move {
         let limiter = match variant.as_str() {
             #[cfg(feature = "redis")]
-            "redis" | "redis_rejecting" => {
+            "redis" | "redis_rejecting" | "redis_fixed" => {
                 let url = std::env::var("LIMITER_BENCH_REDIS").expect("the driver passes the URL");
                 let store = limiter::RedisStore::connect_lazily(&url).expect("a Redis URL");
                 Limiter::builder().store(store).build()
@@ -193,6 +199,7 @@ fn serve(variant: &str, listener: TcpListener) -> std::io::Result<()> {
                     app.route("/", web::get().to(limited_hello))
                 }
                 "rejecting" | "redis_rejecting" => app.route("/", web::get().to(rejecting_hello)),
+                "redis_fixed" => app.route("/", web::get().to(fixed_hello)),
                 "options" => app.route("/", web::get().to(options_hello)),
                 "post_kept" | "post_closed" => app.route("/", web::post().to(rejecting_post)),
                 "headers" => app.route("/", web::get().to(hello_with_headers)),
@@ -380,6 +387,7 @@ fn main() {
         .chain(cfg!(feature = "redis").then_some("redis"))
         .chain(cfg!(feature = "redis").then_some("redis_rejecting"))
         .chain(cfg!(feature = "redis").then_some("aerl_redis"))
+        .chain(cfg!(feature = "redis").then_some("redis_fixed"))
         .chain(cfg!(feature = "metrics").then_some("metrics"))
         .collect();
     let servers: Vec<Server> = variants
@@ -508,6 +516,10 @@ fn main() {
         println!(
             "redis store / actix-extensible-rate-limit on redis throughput: {:.3}",
             rps[11] / rps[13]
+        );
+        println!(
+            "redis store, fixed window / actix-extensible-rate-limit on redis throughput: {:.3}",
+            rps[14] / rps[13]
         );
         for (i, variant) in variants
             .iter()

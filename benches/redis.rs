@@ -61,8 +61,8 @@ fn theirs(port: u16, sha: &str, policy: &Policy, checks: u64, pipeline: u32) -> 
             &pipeline.to_string(),
         ])
         .args(["-r", "100000", "-q"])
-        // min_ttl 0, one check: the server's clock, counted, one key.
-        .args(["EVALSHA", sha, "1", &key, "0", "1", "", "0", "1"])
+        // min_ttl 0, one policy, one check of it (one unit, the server's clock).
+        .args(["EVALSHA", sha, "1", &key, "0", "1"])
         .arg(match policy.algorithm() {
             Algorithm::SlidingWindow => "1",
             Algorithm::FixedWindow => "2",
@@ -73,7 +73,7 @@ fn theirs(port: u16, sha: &str, policy: &Policy, checks: u64, pipeline: u32) -> 
         .arg(policy.max().get().to_string())
         .arg(policy.emission_interval_ns().to_string())
         .arg((u64::from(policy.burst().get()) * policy.emission_interval_ns()).to_string())
-        .arg("1") // the cost
+        .arg("1") // the check: policy 1
         .output()
         .expect("redis-benchmark comes with redis-server (apt-get install -y redis-server)");
     let text = String::from_utf8_lossy(&output.stdout);

@@ -401,16 +401,48 @@ impl RedisStore {
         } else {
             0
         };
-        command.arg(min_ttl).arg(checks.len());
+        // Each distinct policy once, then one short argument per check.
+        let mut policies: Vec<&[u64]> = Vec::new();
+        let mut numbered = Vec::with_capacity(checks.len());
         for check in checks {
-            match check.now {
-                Some(now) => command.arg(now),
-                None => command.arg(""),
-            };
-            command.arg(u8::from(check.peek)).arg(check.limits.len());
-            for limit in &check.limits {
-                command.arg(&limit[..]);
+            let numbers: Vec<usize> = check
+                .limits
+                .iter()
+                .map(|limit| {
+                    let policy = &limit[..5];
+                    match policies.iter().position(|p| *p == policy) {
+                        Some(at) => at + 1,
+                        None => {
+                            policies.push(policy);
+                            policies.len()
+                        }
+                    }
+                })
+                .collect();
+            numbered.push(numbers);
+        }
+        command.arg(min_ttl).arg(policies.len());
+        for policy in &policies {
+            command.arg(*policy);
+        }
+        for (check, numbers) in checks.iter().zip(&numbered) {
+            if let ([number], [limit], None, false) =
+                (&numbers[..], &check.limits[..], check.now, check.peek)
+            {
+                if limit[5] == 1 {
+                    command.arg(*number);
+                    continue;
+                }
             }
+            let mut arg = String::with_capacity(32);
+            if let Some(now) = check.now {
+                let _ = write!(arg, "{now}");
+            }
+            let _ = write!(arg, ";{}", u8::from(check.peek));
+            for (number, limit) in numbers.iter().zip(&check.limits) {
+                let _ = write!(arg, ";{number}:{}", limit[5]);
+            }
+            command.arg(arg);
         }
         let reply: Vec<i64> = self.run(&self.inner.script, &command).await?;
         if reply.len() != 3 * keys + checks.len() {

@@ -2,16 +2,19 @@
 //! number of limits it is checked against, the same rules as [`algorithm`](crate::algorithm),
 //! and the same decisions as the in-memory store.
 //!
-//! `KEYS[i]` holds the state of one key under one limit; `ARGV` is
-//! `[now_ms or "", min_ttl_ms, peek]` followed by six values per key:
-//! `algorithm (1 sliding window, 2 fixed window, 3 counter, 4 bucket), window_ms, max,
-//! interval_ns, capacity_ns, cost`. Without a `now` the script reads the Redis server's clock
-//! (`TIME`), so instances with skewed clocks agree. It answers three numbers per key,
-//! `allowed, remaining, wait_ns`, with the meaning of [`Store::check_all`](crate::Store)
-//! (the request is counted by every limit or by none), then the clock reading (ms) it
-//! checked them at. With `peek` = 1 it counts nothing and answers as if another limit had
-//! rejected the request (each limit's rejection, or where it stands): for checks whose keys
-//! live on several cluster nodes.
+//! One call decides a batch of checks, in order, each as if sent alone. `KEYS` are the
+//! checks' keys, each holding one key's state under one limit; `ARGV` is `min_ttl_ms`, the
+//! number of distinct policies and five values for each (`algorithm` — 1 sliding window, 2
+//! fixed window, 3 counter, 4 bucket — `window_ms, max, interval_ns, capacity_ns`), then one
+//! value per check: its policy's number for the usual check (one limit, one unit, the
+//! server's clock), else `now;peek;policy:cost;...`. Few, short arguments: Redis parses
+//! every one of them for every request. Without a `now` the script reads the Redis server's
+//! clock (`TIME`, once per call), so instances with skewed clocks agree. It answers three
+//! numbers per key, `allowed, remaining, wait_ns`, with the meaning of
+//! [`Store::check_all`](crate::Store) (the request is counted by every limit or by none),
+//! then, per check, the clock reading (ms) it was decided at. With `peek` = 1 a check
+//! counts nothing and answers as if another limit had rejected it (each limit's rejection,
+//! or where it stands): for checks whose keys live on several cluster nodes.
 //!
 //! A reading earlier than a key's state — the server's clock stepping back, or callers
 //! whose clocks differ — is treated as the newest instant the state holds: nothing is
@@ -284,77 +287,105 @@ local function token_bucket(key, interval, capacity, cost, commit)
   return true, remaining, next_back, status_remaining, status_wait
 end
 
-local function decide(algorithm, key, base, cost, commit)
-  if algorithm == 1 then
-    return sliding_window(key, tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), cost, commit)
-  elseif algorithm == 2 then
-    return fixed_window(key, tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), cost, commit)
-  elseif algorithm == 3 then
-    return sliding_window_counter(key, tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), cost, commit)
-  end
-  return token_bucket(key, tonumber(ARGV[base + 3]), tonumber(ARGV[base + 4]), cost, commit)
+-- The policies this call's checks use, each once: algorithm, window_ms, max, interval_ns,
+-- capacity_ns.
+local policies = {}
+local npolicies = tonumber(ARGV[2])
+for p = 1, npolicies do
+  local base = 2 + (p - 1) * 5
+  policies[p] = {tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3]),
+    tonumber(ARGV[base + 4]), tonumber(ARGV[base + 5])}
 end
 
--- ARGV after min_ttl: the number of checks in this batch, then for each check
--- `now or "", peek, keys` and six values per key; its keys are the next ones in KEYS.
--- Checks are decided in order, each all or nothing, each seeing those before it.
-local reply = {}
-local at, first = 3, 1
-for _ = 1, tonumber(ARGV[2]) do
-  clock = tonumber(ARGV[at])
-  if not clock then
-    if not server_clock then
-      local t = redis.call('TIME')
-      server_clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    end
-    clock = server_clock
+local function decide(p, key, cost, commit)
+  local policy = policies[p]
+  local algorithm = policy[1]
+  if algorithm == 1 then
+    return sliding_window(key, policy[2], policy[3], cost, commit)
+  elseif algorithm == 2 then
+    return fixed_window(key, policy[2], policy[3], cost, commit)
+  elseif algorithm == 3 then
+    return sliding_window_counter(key, policy[2], policy[3], cost, commit)
   end
-  local peek = ARGV[at + 1] == '1'
-  local n = tonumber(ARGV[at + 2])
-  at = at + 3
-  if n == 1 then
-    -- One limit: decided and counted in one pass.
-    local admits, remaining, wait, status_remaining, status_wait =
-      decide(tonumber(ARGV[at]), KEYS[first], at, tonumber(ARGV[at + 5]), not peek)
-    if admits and peek then remaining, wait = status_remaining, status_wait end
+  return token_bucket(key, policy[4], policy[5], cost, commit)
+end
+
+local function server_now()
+  if not server_clock then
+    local t = redis.call('TIME')
+    server_clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return server_clock
+end
+
+-- Then one ARGV per check, decided in order, each all or nothing, each seeing those before
+-- it; its keys are the next ones in KEYS. The usual check is one number, its policy: one
+-- limit, one unit, the server's clock. Any other is `now;peek;policy:cost;policy:cost...`
+-- (`now` empty for the server's clock, `peek` 1 to count nothing).
+local reply = {}
+local first = 1
+for c = 3 + 5 * npolicies, #ARGV do
+  local arg = ARGV[c]
+  local single = tonumber(arg)
+  if single then
+    clock = server_now()
+    local admits, remaining, wait = decide(single, KEYS[first], 1, true)
     reply[#reply + 1] = admits and 1 or 0
     reply[#reply + 1] = remaining
     reply[#reply + 1] = wait
+    first = first + 1
   else
-    -- Several: every limit is read first; only if all admit (and not peeking) are they
-    -- counted, in a second pass over the same, unchanged state.
-    local answers = {}
-    local admitted = not peek
-    for i = 1, n do
-      local base = at + (i - 1) * 6
-      local admits, remaining, wait, status_remaining, status_wait =
-        decide(tonumber(ARGV[base]), KEYS[first + i - 1], base, tonumber(ARGV[base + 5]), false)
-      if not admits then admitted = false end
-      answers[i] = {admits, remaining, wait, status_remaining, status_wait}
+    local now, peek, rest = string.match(arg, '^(%d*);([01]);(.*)$')
+    clock = tonumber(now) or server_now()
+    peek = peek == '1'
+    local limits = {}
+    for p, cost in string.gmatch(rest, '(%d+):(%d+)') do
+      limits[#limits + 1] = {tonumber(p), tonumber(cost)}
     end
-    for i = 1, n do
-      local answer = answers[i]
-      if admitted then
-        local base = at + (i - 1) * 6
-        decide(tonumber(ARGV[base]), KEYS[first + i - 1], base, tonumber(ARGV[base + 5]), true)
-        reply[#reply + 1] = 1
-        reply[#reply + 1] = answer[2]
-        reply[#reply + 1] = answer[3]
-      elseif answer[1] then
-        -- Another limit rejects the request: this one counts nothing and says where it stands.
-        reply[#reply + 1] = 1
-        reply[#reply + 1] = answer[4]
-        reply[#reply + 1] = answer[5]
-      else
-        reply[#reply + 1] = 0
-        reply[#reply + 1] = answer[2]
-        reply[#reply + 1] = answer[3]
+    local n = #limits
+    if n == 1 then
+      -- One limit: decided and counted in one pass.
+      local admits, remaining, wait, status_remaining, status_wait =
+        decide(limits[1][1], KEYS[first], limits[1][2], not peek)
+      if admits and peek then remaining, wait = status_remaining, status_wait end
+      reply[#reply + 1] = admits and 1 or 0
+      reply[#reply + 1] = remaining
+      reply[#reply + 1] = wait
+    else
+      -- Several: every limit is read first; only if all admit (and not peeking) are they
+      -- counted, in a second pass over the same, unchanged state.
+      local answers = {}
+      local admitted = not peek
+      for i = 1, n do
+        local admits, remaining, wait, status_remaining, status_wait =
+          decide(limits[i][1], KEYS[first + i - 1], limits[i][2], false)
+        if not admits then admitted = false end
+        answers[i] = {admits, remaining, wait, status_remaining, status_wait}
+      end
+      for i = 1, n do
+        local answer = answers[i]
+        if admitted then
+          decide(limits[i][1], KEYS[first + i - 1], limits[i][2], true)
+          reply[#reply + 1] = 1
+          reply[#reply + 1] = answer[2]
+          reply[#reply + 1] = answer[3]
+        elseif answer[1] then
+          -- Another limit rejects the request: this one counts nothing and says where it
+          -- stands.
+          reply[#reply + 1] = 1
+          reply[#reply + 1] = answer[4]
+          reply[#reply + 1] = answer[5]
+        else
+          reply[#reply + 1] = 0
+          reply[#reply + 1] = answer[2]
+          reply[#reply + 1] = answer[3]
+        end
       end
     end
+    first = first + n
   end
   -- The reading the limits were checked at, so that a check can be given back exactly.
   reply[#reply + 1] = clock
-  at, first = at + 6 * n, first + n
 end
 -- Every state the checks changed, written once.
 for _, key in ipairs(order) do
