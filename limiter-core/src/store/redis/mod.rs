@@ -20,20 +20,26 @@ use scripts::Script;
 
 /// Counts in Redis, so that every instance of a service shares one budget per client.
 ///
-/// - **Atomic, one round trip**: each request is one `EVALSHA` of one Lua script, whatever
-///   the number of limits it is checked against (loaded once, reloaded transparently after
-///   `SCRIPT FLUSH` or a restart); stacked limits count a request all or nothing.
+/// - **Atomic, one round trip**: each request is decided by one Lua script, whatever the
+///   number of limits it is checked against; stacked limits count a request all or
+///   nothing. A server that lost the script (`SCRIPT FLUSH`, a restart, a failover) gets
+///   its source once.
+/// - **Batched under load**: the checks that arrive while earlier ones are in Redis go out
+///   together, one `EVALSHA` for up to 128, decided in order exactly as if sent one by one;
+///   a key checked several times in one call is read and written once. An idle store sends
+///   each check at once.
 /// - **One clock**: scripts read the Redis server's `TIME`, so instances with skewed clocks
 ///   agree ([`use_caller_clock`](RedisStore::use_caller_clock) passes the limiter's clock
 ///   instead, for tests with a [`ManualClock`](crate::ManualClock)).
 /// - **Same answers as the in-memory store**: the scripts follow the same definitions; the
 ///   tests replay the reference schedules through both.
-/// - **Tidy**: every key written gets an expiry (a window after its last use; until full
-///   again for the bucket). Key names are `PREFIX:SCOPE:LIMIT:{CLIENT}`, bounded in length
+/// - **Tidy**: every key written gets an expiry, set once per window-long period (two
+///   windows after its last use at most; for the bucket, twice its refill time). Key names are `PREFIX:SCOPE:LIMIT:{CLIENT}`, bounded in length
 ///   whatever a client sends: `SCOPE` is the scope's printable ASCII cut to 40 characters,
 ///   `LIMIT` the limit's stable id in 16 hex digits ([`Limit`]'s documentation gives its
 ///   encoding), `CLIENT` the key's bytes in hex, or their SHA-1 when 20 bytes or longer. The
-///   braces are a Redis Cluster hash tag: a client's states live on one node.
+///   braces are a Redis Cluster hash tag: a client's states live on one node
+///   ([`connect_cluster`](RedisStore::connect_cluster)).
 /// - **Faults are the limiter's policy**: a check that fails or exceeds the limiter's timeout
 ///   is handled as [`LimiterBuilder::on_store_error`](crate::LimiterBuilder::on_store_error)
 ///   says; the connection reconnects by itself when Redis comes back.
