@@ -715,6 +715,26 @@ fn batches_decide_as_the_memory_store_does_one_by_one() {
     );
 }
 
+/// Outside a Tokio runtime the store cannot send anything: a check says so, without
+/// panicking, and leaves nothing queued.
+#[::std::prelude::v1::test]
+fn a_check_outside_a_runtime_is_an_error() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+    let limit = Limit::new("outside", Policy::new(5, Duration::from_secs(60)).unwrap());
+    let answer = store
+        .check(&limit, b"client", Duration::ZERO)
+        .now_or_never();
+    let error = answer.expect("answered at once").unwrap_err();
+    assert!(error.to_string().contains("Tokio runtime"), "{error}");
+    // Inside one, it counts (the first unit of five).
+    let decision = rt
+        .block_on(store.check(&limit, b"client", Duration::ZERO))
+        .unwrap();
+    assert_eq!(decision.remaining(), 4);
+}
+
 /// A batch whose runtime goes away mid-call (a worker shutting down) gives its place back:
 /// the store keeps answering from another runtime.
 #[::std::prelude::v1::test]

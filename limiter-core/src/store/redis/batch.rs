@@ -50,6 +50,11 @@ struct Queue {
 impl RedisStore {
     /// Sends `check` with whatever else is waiting, and returns its answer.
     pub(super) async fn batched(&self, check: CheckArgs) -> Answer {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return Err(StoreError::msg(
+                "the Redis store needs a Tokio runtime (actix provides one)",
+            ));
+        };
         let (answer, answered) = oneshot::channel();
         let start_driver = {
             let mut queue = self.inner.batcher.queue.lock();
@@ -59,17 +64,7 @@ impl RedisStore {
             start
         };
         if start_driver {
-            match tokio::runtime::Handle::try_current() {
-                Ok(runtime) => drop(runtime.spawn(self.clone().drive())),
-                Err(_) => {
-                    let mut queue = self.inner.batcher.queue.lock();
-                    queue.drivers -= 1;
-                    queue.waiting.clear();
-                    return Err(StoreError::msg(
-                        "the Redis store needs a Tokio runtime (actix provides one)",
-                    ));
-                }
-            }
+            drop(runtime.spawn(self.clone().drive()));
         }
         answered.await.unwrap_or_else(|_| {
             Err(StoreError::msg(
