@@ -451,20 +451,27 @@ impl RedisStore {
             command.arg(arg);
         }
         let reply: Vec<i64> = self.run(&self.inner.script, &command).await?;
-        if reply.len() != 3 * keys + checks.len() {
+        if reply.len() != 3 * keys + 1 {
             return Err(StoreError::msg(format!(
                 "the rate limit script answered {} numbers for {} limits",
                 reply.len(),
                 keys
             )));
         }
-        let mut rest = &reply[..];
+        let (answers, server_clock) = reply.split_at(3 * keys);
+        let mut rest = answers;
         Ok(checks
             .iter()
             .map(|check| {
-                let (answer, after) = rest.split_at(3 * check.names.len() + 1);
+                let (answer, after) = rest.split_at(3 * check.names.len());
                 rest = after;
-                answer.to_vec()
+                // Each answer ends with the reading it was decided at.
+                let clock = check.now.map_or(server_clock[0], |now| {
+                    i64::try_from(now).unwrap_or(i64::MAX)
+                });
+                let mut answer = answer.to_vec();
+                answer.push(clock);
+                answer
             })
             .collect())
     }

@@ -12,9 +12,10 @@
 //! clock (`TIME`, once per call), so instances with skewed clocks agree. It answers three
 //! numbers per key, `allowed, remaining, wait_ns`, with the meaning of
 //! [`Store::check_all`](crate::Store) (the request is counted by every limit or by none),
-//! then, per check, the clock reading (ms) it was decided at. With `peek` = 1 a check
-//! counts nothing and answers as if another limit had rejected it (each limit's rejection,
-//! or where it stands): for checks whose keys live on several cluster nodes.
+//! then, last, the server's clock reading (ms) the checks without a `now` were decided at
+//! (0 if none). With `peek` = 1 a check counts nothing and answers as if another limit had
+//! rejected it (each limit's rejection, or where it stands): for checks whose keys live on
+//! several cluster nodes.
 //!
 //! A reading earlier than a key's state — the server's clock stepping back, or callers
 //! whose clocks differ — is treated as the newest instant the state holds: nothing is
@@ -322,7 +323,7 @@ end
 -- it; its keys are the next ones in KEYS. The usual check is one number, its policy: one
 -- limit, one unit, the server's clock. Any other is `now;peek;policy:cost;policy:cost...`
 -- (`now` empty for the server's clock, `peek` 1 to count nothing).
-local reply = {}
+local reply, r = {}, 0
 local first = 1
 for c = 3 + 5 * npolicies, #ARGV do
   local arg = ARGV[c]
@@ -330,9 +331,7 @@ for c = 3 + 5 * npolicies, #ARGV do
   if single then
     clock = server_now()
     local admits, remaining, wait = decide(single, KEYS[first], 1, true)
-    reply[#reply + 1] = admits and 1 or 0
-    reply[#reply + 1] = remaining
-    reply[#reply + 1] = wait
+    reply[r + 1], reply[r + 2], reply[r + 3], r = admits and 1 or 0, remaining, wait, r + 3
     first = first + 1
   else
     local now, peek, rest = string.match(arg, '^(%d*);([01]);(.*)$')
@@ -348,9 +347,7 @@ for c = 3 + 5 * npolicies, #ARGV do
       local admits, remaining, wait, status_remaining, status_wait =
         decide(limits[1][1], KEYS[first], limits[1][2], not peek)
       if admits and peek then remaining, wait = status_remaining, status_wait end
-      reply[#reply + 1] = admits and 1 or 0
-      reply[#reply + 1] = remaining
-      reply[#reply + 1] = wait
+      reply[r + 1], reply[r + 2], reply[r + 3], r = admits and 1 or 0, remaining, wait, r + 3
     else
       -- Several: every limit is read first; only if all admit (and not peeking) are they
       -- counted, in a second pass over the same, unchanged state.
@@ -366,27 +363,22 @@ for c = 3 + 5 * npolicies, #ARGV do
         local answer = answers[i]
         if admitted then
           decide(limits[i][1], KEYS[first + i - 1], limits[i][2], true)
-          reply[#reply + 1] = 1
-          reply[#reply + 1] = answer[2]
-          reply[#reply + 1] = answer[3]
+          reply[r + 1], reply[r + 2], reply[r + 3], r = 1, answer[2], answer[3], r + 3
         elseif answer[1] then
           -- Another limit rejects the request: this one counts nothing and says where it
           -- stands.
-          reply[#reply + 1] = 1
-          reply[#reply + 1] = answer[4]
-          reply[#reply + 1] = answer[5]
+          reply[r + 1], reply[r + 2], reply[r + 3], r = 1, answer[4], answer[5], r + 3
         else
-          reply[#reply + 1] = 0
-          reply[#reply + 1] = answer[2]
-          reply[#reply + 1] = answer[3]
+          reply[r + 1], reply[r + 2], reply[r + 3], r = 0, answer[2], answer[3], r + 3
         end
       end
     end
     first = first + n
   end
-  -- The reading the limits were checked at, so that a check can be given back exactly.
-  reply[#reply + 1] = clock
 end
+-- The server's reading, if one was taken: the reading every check without a `now` was
+-- decided at, so that a check can be given back exactly.
+reply[r + 1] = server_clock or 0
 -- Every state the checks changed, written once.
 for _, key in ipairs(order) do
   local state, log = hashes[key], logs[key]
