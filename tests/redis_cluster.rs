@@ -323,3 +323,81 @@ async fn a_killed_master_fails_its_own_slots_only() {
         }
     }
 }
+
+/// A master fails and its replica takes over. The replica never ran the scripts (Redis does
+/// not replicate its script cache), so the first check it serves runs the source; its
+/// clients' state came with replication, and their budgets carry on exactly, on both
+/// instances, as do everyone else's.
+#[actix_web::test]
+async fn a_replica_taking_over_gets_the_scripts_and_keeps_the_budgets() {
+    let mut cluster = RedisCluster::start_with(1);
+    let mut apps = Vec::new();
+    for _ in 0..2 {
+        let limiter = Limiter::builder()
+            .store(connect(&cluster).await)
+            .on_store_error(OnStoreError::FailClosed)
+            .store_timeout(TIMEOUT)
+            .build();
+        apps.push(instance(limiter).await);
+    }
+    let call = |app: usize, i: u8| {
+        let app = &apps[app];
+        async move {
+            let req = test::TestRequest::get()
+                .uri("/")
+                .peer_addr(client(i))
+                .to_request();
+            test::call_service(app, req).await.status().as_u16()
+        }
+    };
+    for i in 0..CLIENTS {
+        assert_eq!(call(0, i).await, 200);
+        assert_eq!(call(1, i).await, 200);
+    }
+    let node: Vec<usize> = (0..CLIENTS).map(|i| node_of_client(&cluster, i)).collect();
+    // One client of the failing master probes until its slots are served again; the
+    // others are counted exactly.
+    let probe = (0..CLIENTS).find(|&i| node[usize::from(i)] == 0).unwrap();
+    // Replication is asynchronous: let the replicas catch up before the master goes.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    cluster.kill(0);
+    cluster.wait_for_failover(0);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut probed = 2;
+    loop {
+        let status = call(0, probe).await;
+        assert!(status == 200 || status == 429 || status == 503, "{status}");
+        probed += usize::from(status == 200);
+        if status != 503 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the promoted replica never answered"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(probed <= 5);
+    for round in 0..8 {
+        for i in (0..CLIENTS).filter(|&i| i != probe) {
+            let status = call(usize::from(round % 2 == 1), i).await;
+            let expected = if round < 3 { 200 } else { 429 };
+            assert_eq!(
+                status,
+                expected,
+                "client {i} on node {} in round {round}",
+                node[usize::from(i)]
+            );
+        }
+    }
+    // The promoted replica was given the script's source (it had only the effects).
+    let promoted = (3..6)
+        .find(|&n| {
+            cluster
+                .node(n)
+                .text(&["INFO", "replication"])
+                .contains("role:master")
+        })
+        .expect("a replica is master now");
+    assert!(cluster.node(promoted).calls("eval") >= 1);
+}

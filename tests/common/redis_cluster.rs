@@ -20,6 +20,11 @@ pub(crate) struct RedisCluster {
 impl RedisCluster {
     /// Three masters, no replicas, every slot served.
     pub(crate) fn start() -> RedisCluster {
+        RedisCluster::start_with(0)
+    }
+
+    /// Three masters with `replicas` replicas each (nodes 0–2 are the masters).
+    pub(crate) fn start_with(replicas: usize) -> RedisCluster {
         static STARTED: AtomicU32 = AtomicU32::new(0);
         let dir = std::env::temp_dir().join(format!(
             "limiter-cluster-{}-{}",
@@ -27,7 +32,7 @@ impl RedisCluster {
             STARTED.fetch_add(1, Ordering::Relaxed)
         ));
         std::fs::create_dir_all(&dir).unwrap();
-        let nodes: Vec<RedisServer> = free_ports(3)
+        let nodes: Vec<RedisServer> = free_ports(3 * (1 + replicas))
             .into_iter()
             .map(|port| {
                 let options = [
@@ -48,7 +53,7 @@ impl RedisCluster {
         let created = Command::new("redis-cli")
             .args(["--cluster", "create"])
             .args(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port())))
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
@@ -63,7 +68,55 @@ impl RedisCluster {
             assert!(Instant::now() < deadline, "the cluster did not form");
             std::thread::sleep(Duration::from_millis(50));
         }
+        if replicas > 0 {
+            for master in &cluster.nodes[..3] {
+                assert!(master
+                    .text(&["INFO", "replication"])
+                    .contains("role:master"));
+            }
+            // Every replica attached and in sync with its master.
+            while !cluster.nodes[..3].iter().all(|master| {
+                let info = master.text(&["INFO", "replication"]);
+                info.matches("state=online").count() == replicas
+            }) {
+                assert!(Instant::now() < deadline, "the replicas did not sync");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
         cluster
+    }
+
+    /// Waits until a live node serves every slot again (a replica promoted in place of a
+    /// killed master).
+    pub(crate) fn wait_for_failover(&self, killed: usize) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let live: Vec<&RedisServer> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != killed)
+            .map(|(_, n)| n)
+            .collect();
+        loop {
+            let ok = live.iter().all(|node| {
+                node.try_command(&["CLUSTER", "INFO"])
+                    .map(|_| node.text(&["CLUSTER", "INFO"]))
+                    .is_some_and(|info| {
+                        info.contains("cluster_state:ok") && info.contains("cluster_slots_ok:16384")
+                    })
+            });
+            let promoted = live.iter().any(|node| {
+                node.text(&["CLUSTER", "NODES"]).lines().any(|line| {
+                    line.contains("myself,master") && line.split_whitespace().count() > 8
+                }) && node.text(&["INFO", "replication"]).contains("role:master")
+                    && !self.nodes[..3].iter().any(|m| std::ptr::eq(*node, m))
+            });
+            if ok && promoted {
+                return;
+            }
+            assert!(Instant::now() < deadline, "no replica took over");
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// Every node's URL, for the store's list of nodes.
