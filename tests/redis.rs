@@ -735,6 +735,49 @@ fn a_check_outside_a_runtime_is_an_error() {
     assert_eq!(decision.remaining(), 4);
 }
 
+/// Checks that time out while Redis stalls were answered by the fault policy: those still
+/// waiting for their turn are never sent, so they are not counted a second time when Redis
+/// comes back. (The two already in Redis when it stalled do count.)
+#[::std::prelude::v1::test]
+fn checks_given_up_while_redis_stalls_are_not_sent_later() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+    let limit = Limit::new("stalled", Policy::new(5, Duration::from_secs(60)).unwrap());
+    let check = |store: RedisStore, limit: Limit| async move {
+        tokio::time::timeout(
+            Duration::from_millis(100),
+            store.check(&limit, b"client", Duration::ZERO),
+        )
+        .await
+    };
+    server.pause();
+    rt.block_on(async {
+        // Two calls in flight (one check each), then eight checks waiting for a turn.
+        let first = tokio::spawn(check(store.clone(), limit.clone()));
+        tokio::task::yield_now().await;
+        tokio::task::yield_now().await;
+        let second = tokio::spawn(check(store.clone(), limit.clone()));
+        tokio::task::yield_now().await;
+        tokio::task::yield_now().await;
+        let waiting: Vec<_> = (0..8)
+            .map(|_| tokio::spawn(check(store.clone(), limit.clone())))
+            .collect();
+        for task in std::iter::once(first).chain([second]).chain(waiting) {
+            assert!(task.await.unwrap().is_err(), "timed out");
+        }
+    });
+    server.resume();
+    let admitted = (0..5)
+        .filter(|_| {
+            rt.block_on(store.check(&limit, b"client", Duration::ZERO))
+                .unwrap()
+                .allowed()
+        })
+        .count();
+    assert_eq!(admitted, 3);
+}
+
 /// A batch whose runtime goes away mid-call (a worker shutting down) gives its place back:
 /// the store keeps answering from another runtime.
 #[::std::prelude::v1::test]

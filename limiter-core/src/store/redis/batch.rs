@@ -91,8 +91,18 @@ impl RedisStore {
                     return;
                 }
                 let n = queue.waiting.len().min(MOST);
-                queue.waiting.drain(..n).collect()
+                // A check whose caller stopped waiting (the limiter's timeout, while Redis
+                // was slow) was answered by the fault policy: sending it now would count a
+                // request twice.
+                queue
+                    .waiting
+                    .drain(..n)
+                    .filter(|(_, answer)| !answer.is_closed())
+                    .collect()
             };
+            if batch.is_empty() {
+                continue;
+            }
             let (checks, answers): (Vec<CheckArgs>, Vec<oneshot::Sender<Answer>>) =
                 batch.into_iter().unzip();
             match self.call(&checks).await {
