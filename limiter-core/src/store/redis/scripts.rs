@@ -44,6 +44,13 @@ local function expire(key, ms)
   if ms < 1 then ms = 1 end
   redis.call('PEXPIRE', key, ms)
 end
+-- Every key written must live as long as its state can change a decision (`need` ms). Its
+-- expiry is read and, when short of that (a new key, or one another writer gave less),
+-- set to `give` ms, a little more than needed, so that the next writes find it long
+-- enough. A caller with a clock of its own always sets it (to at least `min_ttl`).
+local function keep(key, need, give)
+  if min_ttl > 0 or redis.call('PTTL', key) < need then expire(key, give) end
+end
 local function idiv(a, b)
   local q = math.floor(a / b)
   while q * b > a do q = q - 1 end
@@ -54,7 +61,7 @@ end
 -- State read once per call and written once at its end: a batch's checks of one key (a
 -- busy client) share one read and one write. `hashes[key]` holds a hash's fields in order
 -- (`names[key]` their names), `logs[key]` a view of a sliding log with the changes still to
--- write; `x` is the expiry (ms from now) to set.
+-- write; `need` and `give` are for its expiry (see `keep`).
 local hashes, names, logs, order = {}, {}, {}, {}
 local function hash_of(key, fields)
   local state = hashes[key]
@@ -67,7 +74,7 @@ local function hash_of(key, fields)
   end
   return state
 end
-local FIXED, COUNTER, BUCKET = {'s', 'c'}, {'w', 'p', 'c'}, {'t', 'n', 'e'}
+local FIXED, COUNTER, BUCKET = {'s', 'c'}, {'w', 'p', 'c'}, {'t', 'n'}
 
 -- A sliding log as read (`loaded` instants, those asked for kept in `seen` by index), less
 -- the `off` oldest instants dropped since, plus the instants pushed since (`tail`). Single
@@ -155,13 +162,9 @@ local function sliding_window(key, window, max, cost, commit)
     log.off = log.off + expired
     for _ = 1, cost do log.tail[#log.tail + 1] = now end
     log.newest = now
-    -- The log matters until its newest instant leaves the window. The expiry is set at the
-    -- first push of each window-long period, to the end of the next period: it outlasts
-    -- every push of this period by a window, and the other pushes need no call.
-    local period = idiv(now, window)
-    if not newest or idiv(newest, window) ~= period or min_ttl > 0 then
-      log.x = (period + 2) * window - now
-    end
+    -- The log matters until its newest instant leaves the window; when its expiry falls
+    -- short of that, it is set to two windows, so that it stands for a window of pushes.
+    log.need, log.give = window, 2 * window
   end
   return true, max - count - cost, ((oldest or now) + window - now) * 1000000, max - count, status_wait
 end
@@ -185,7 +188,8 @@ local function fixed_window(key, window, max, cost, commit)
   if commit then
     state[1], state[2], state.w = start, count + cost, true
     -- The expiry is the window's end: set when the window opens, it stands for the rest.
-    if count == 0 or min_ttl > 0 then state.x = start + window - now end
+    state.need = start + window - now
+    state.give = state.need
   end
   return true, max - count - cost, ends, max - count, status_wait
 end
@@ -239,7 +243,8 @@ local function sliding_window_counter(key, window, max, cost, commit)
   if commit then
     state[1], state[2], state[3], state.w = index, prev, cur + cost, true
     -- The end of the next window: set once per window, it stands for the rest of it.
-    if stored ~= index or min_ttl > 0 then state.x = 2 * window - elapsed end
+    state.need = 2 * window - elapsed
+    state.give = state.need
   end
   return true, remaining, wait, left, status_wait
 end
@@ -276,14 +281,11 @@ local function token_bucket(key, interval, capacity, cost, commit)
   if partial ~= 0 then next_back = interval - partial end
   if commit then
     local whole = idiv(after, 1000000)
-    -- The bucket matters until it is full again (at most `capacity` from now). The expiry
-    -- is set once per capacity-long period, to the end of the next one: every write of this
-    -- period is full again before then.
+    -- The bucket matters until it is full again (at most its capacity from now); when its
+    -- expiry falls short of that, it gets a capacity more, to stand for a while of writes.
     local span = math.ceil(capacity / 1000000)
-    if span < 1 then span = 1 end
-    local period = idiv(now, span)
-    if state[3] ~= period or min_ttl > 0 then state.x = (period + 2) * span - now end
-    state[1], state[2], state[3], state.w = now + whole, after - whole * 1000000, period, true
+    state.need, state.give = whole + 1, whole + 1 + span
+    state[1], state[2], state.w = now + whole, after - whole * 1000000, true
   end
   return true, remaining, next_back, status_remaining, status_wait
 end
@@ -391,7 +393,7 @@ for _, key in ipairs(order) do
       end
       redis.call('HSET', key, unpack(values))
     end
-    if state.x then expire(key, state.x) end
+    if state.need then keep(key, state.need, state.give) end
   elseif log.off > 0 or #log.tail > 0 then
     local from = 1
     if log.off >= log.loaded then
@@ -406,7 +408,7 @@ for _, key in ipairs(order) do
       redis.call('RPUSH', key, unpack(log.tail, from, last))
       from = last + 1
     end
-    if log.x then expire(key, log.x) end
+    if log.need then keep(key, log.need, log.give) end
   end
 end
 return reply
