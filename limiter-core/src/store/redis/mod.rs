@@ -33,8 +33,10 @@ use scripts::Script;
 ///   instead, for tests with a [`ManualClock`](crate::ManualClock)).
 /// - **Same answers as the in-memory store**: the scripts follow the same definitions; the
 ///   tests replay the reference schedules through both.
-/// - **Tidy**: every key written gets an expiry, set once per window-long period (two
-///   windows after its last use at most; for the bucket, twice its refill time). Key names are `PREFIX:SCOPE:LIMIT:{CLIENT}`, bounded in length
+/// - **Tidy**: every key written expires, at most two windows after its last use. A call
+///   reads each key's expiry once and extends it only when it falls short of what the
+///   state needs, so most writes set none, and a key another writer left too short an
+///   expiry is mended by the next write. Key names are `PREFIX:SCOPE:LIMIT:{CLIENT}`, bounded in length
 ///   whatever a client sends: `SCOPE` is the scope's printable ASCII cut to 40 characters,
 ///   `LIMIT` the limit's stable id in 16 hex digits ([`Limit`]'s documentation gives its
 ///   encoding), `CLIENT` the key's bytes in hex, or their SHA-1 when 20 bytes or longer. The
