@@ -136,6 +136,53 @@ fn stacks_across_nodes_answer_as_the_memory_store_does() {
         .unwrap();
 }
 
+/// Checks batch per hash slot on a cluster: 800 concurrent checks of 8 keys (on every node)
+/// take a fraction of the calls, and each key admits exactly 30 with the remaining counts
+/// of a sequence, as if each check had been sent alone.
+#[::std::prelude::v1::test]
+fn concurrent_checks_batch_per_slot_and_stay_exact() {
+    let cluster = RedisCluster::start();
+    let rt = runtime();
+    let store = rt.block_on(connect(&cluster)).use_caller_clock();
+    let limit = Limit::new(
+        "cluster-batched",
+        Policy::new(30, Duration::from_secs(60)).unwrap(),
+    );
+    cluster.on_every_node(&["CONFIG", "RESETSTAT"]);
+    let decisions: Vec<(u8, limiter::Decision)> = rt.block_on(async {
+        let checks: Vec<_> = (0..800u32)
+            .map(|i| {
+                let store = store.clone();
+                let limit = limit.clone();
+                tokio::spawn(async move {
+                    let key = [(i % 8) as u8];
+                    let decision = store
+                        .check(&limit, &key, Duration::from_secs(1_700_000_000))
+                        .await
+                        .unwrap();
+                    (key[0], decision)
+                })
+            })
+            .collect();
+        let mut decisions = Vec::new();
+        for check in checks {
+            decisions.push(check.await.unwrap());
+        }
+        decisions
+    });
+    let calls = cluster.calls("evalsha") + cluster.calls("eval");
+    assert!(calls <= 800 / 4, "{calls} calls for 800 checks");
+    for key in 0..8u8 {
+        let mut remaining: Vec<u32> = decisions
+            .iter()
+            .filter(|(k, d)| *k == key && d.allowed())
+            .map(|(_, d)| d.remaining())
+            .collect();
+        remaining.sort_unstable();
+        assert_eq!(remaining, (0..30).collect::<Vec<_>>(), "key {key}");
+    }
+}
+
 // ---- instances sharing the cluster ----------------------------------------------------------
 
 #[rate_limit(5, per = "1m")]

@@ -1,5 +1,7 @@
 //! Checks sent together: the checks that arrive while earlier ones are in Redis go out as one
-//! script call, decided in order, each all or nothing, exactly as if sent one by one.
+//! script call, decided in order, each all or nothing, exactly as if sent one by one. On a
+//! cluster a call's keys must share a hash slot, so checks are batched per slot (a busy
+//! key — a `global` limit, a client spending its budget — is what fills a slot's batch).
 //!
 //! Redis's cost per call — reading and parsing the command, starting the script, reading
 //! `TIME`, writing the reply — is paid once per batch instead of once per check, and so is
@@ -7,6 +9,7 @@
 //! load, at most [`DRIVERS`] calls are in flight and the checks that arrive meanwhile form
 //! the next one.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -35,9 +38,10 @@ pub(super) type Answer = Result<Vec<i64>, StoreError>;
 
 type Waiting = (CheckArgs, oneshot::Sender<Answer>);
 
+/// The checks waiting, per hash slot (always slot 0 on one server).
 #[derive(Default)]
 pub(super) struct Batcher {
-    queue: Mutex<Queue>,
+    queues: Mutex<HashMap<u16, Queue>>,
 }
 
 #[derive(Default)]
@@ -48,8 +52,9 @@ struct Queue {
 }
 
 impl RedisStore {
-    /// Sends `check` with whatever else is waiting, and returns its answer.
-    pub(super) async fn batched(&self, check: CheckArgs) -> Answer {
+    /// Sends `check` (whose keys are all in `slot`) with whatever else is waiting for that
+    /// slot, and returns its answer.
+    pub(super) async fn batched(&self, slot: u16, check: CheckArgs) -> Answer {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return Err(StoreError::msg(
                 "the Redis store needs a Tokio runtime (actix provides one)",
@@ -57,14 +62,15 @@ impl RedisStore {
         };
         let (answer, answered) = oneshot::channel();
         let start_driver = {
-            let mut queue = self.inner.batcher.queue.lock();
+            let mut queues = self.inner.batcher.queues.lock();
+            let queue = queues.entry(slot).or_default();
             queue.waiting.push((check, answer));
             let start = queue.drivers < DRIVERS;
             queue.drivers += usize::from(start);
             start
         };
         if start_driver {
-            drop(runtime.spawn(self.clone().drive()));
+            drop(runtime.spawn(self.clone().drive(slot)));
         }
         answered.await.unwrap_or_else(|_| {
             Err(StoreError::msg(
@@ -73,20 +79,28 @@ impl RedisStore {
         })
     }
 
-    /// Sends batches until none is waiting.
-    async fn drive(self) {
+    /// Sends `slot`'s batches until none is waiting.
+    async fn drive(self, slot: u16) {
         let mut driver = Driver {
             store: Arc::clone(&self.inner),
+            slot,
             running: true,
         };
         // The checks of this moment (other requests being served now) join this call.
         tokio::task::yield_now().await;
         loop {
             let batch: Vec<Waiting> = {
-                let mut queue = self.inner.batcher.queue.lock();
+                let mut queues = self.inner.batcher.queues.lock();
+                let Some(queue) = queues.get_mut(&slot) else {
+                    driver.running = false;
+                    return;
+                };
                 if queue.waiting.is_empty() {
                     // Under the lock: a check queued after this sees one driver fewer.
                     queue.drivers -= 1;
+                    if queue.drivers == 0 {
+                        queues.remove(&slot);
+                    }
                     driver.running = false;
                     return;
                 }
@@ -125,13 +139,20 @@ impl RedisStore {
 /// check starts another; the checks it carried get an error, answered by the fault policy.
 struct Driver {
     store: Arc<super::Inner>,
+    slot: u16,
     running: bool,
 }
 
 impl Drop for Driver {
     fn drop(&mut self) {
         if self.running {
-            self.store.batcher.queue.lock().drivers -= 1;
+            let mut queues = self.store.batcher.queues.lock();
+            if let Some(queue) = queues.get_mut(&self.slot) {
+                queue.drivers -= 1;
+                if queue.drivers == 0 && queue.waiting.is_empty() {
+                    queues.remove(&self.slot);
+                }
+            }
         }
     }
 }

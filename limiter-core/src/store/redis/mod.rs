@@ -321,15 +321,14 @@ impl RedisStore {
                 })
                 .collect(),
         };
-        // One server takes checks in batches; a cluster node only those of one slot, so
-        // each check goes alone.
-        let reply = if self.inner.connection.is_cluster() {
-            self.call(std::slice::from_ref(&check))
-                .await?
-                .swap_remove(0)
+        // A cluster node takes a call's keys only from one slot: batches are per slot (these
+        // names share one, see `by_node`).
+        let slot = if self.inner.connection.is_cluster() {
+            names.first().map_or(0, |name| hash_slot(name))
         } else {
-            self.batched(check).await?
+            0
         };
+        let reply = self.batched(slot, check).await?;
         let decisions = charges
             .iter()
             .zip(reply.chunks_exact(3))
