@@ -27,7 +27,7 @@ use scripts::Script;
 /// - **Batched under load**: the checks that arrive while earlier ones are in Redis go out
 ///   together, one `EVALSHA` for up to 128, decided in order exactly as if sent one by one;
 ///   a key checked several times in one call is read and written once. An idle store sends
-///   each check at once.
+///   each check at once. On a cluster, batches are per hash slot.
 /// - **One clock**: scripts read the Redis server's `TIME`, so instances with skewed clocks
 ///   agree ([`use_caller_clock`](RedisStore::use_caller_clock) passes the limiter's clock
 ///   instead, for tests with a [`ManualClock`](crate::ManualClock)).
