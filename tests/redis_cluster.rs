@@ -448,3 +448,37 @@ async fn a_replica_taking_over_gets_the_scripts_and_keeps_the_budgets() {
         .expect("a replica is master now");
     assert!(cluster.node(promoted).calls("eval") >= 1);
 }
+
+/// A stack whose second part lives on a node that is down fails (the fault policy answers
+/// it), and the part its first node counted is given back: the request counts nowhere.
+#[::std::prelude::v1::test]
+fn a_stack_across_a_dead_node_gives_back_what_it_counted() {
+    let mut cluster = RedisCluster::start();
+    let rt = runtime();
+    let store = rt.block_on(connect(&cluster)).use_caller_clock();
+    let minute = Duration::from_secs(60);
+    let a = Limit::new("across-a", Policy::new(5, minute).unwrap());
+    let b = Limit::new("across-b", Policy::new(5, minute).unwrap());
+    // A key for `a` on a node that stays, one for `b` on the node that goes.
+    let alive = (0..=255u8)
+        .find(|k| cluster.node_of(&store.key_name(&a, &[*k])) == 1)
+        .unwrap();
+    let dead = (0..=255u8)
+        .find(|k| cluster.node_of(&store.key_name(&b, &[*k])) == 0)
+        .unwrap();
+    let now = Duration::from_secs(1_700_000_000);
+    let (alive, dead) = ([alive], [dead]);
+    let stack = [Charge::new(&a, &alive), Charge::new(&b, &dead)];
+    let first = rt.block_on(store.check_all(&stack, now)).unwrap();
+    assert!(first.iter().all(|d| d.allowed()));
+    cluster.kill(0);
+    for _ in 0..2 {
+        let failed = rt.block_on(async {
+            tokio::time::timeout(Duration::from_secs(10), store.check_all(&stack, now)).await
+        });
+        assert!(matches!(failed, Ok(Err(_))), "{failed:?}");
+    }
+    // `a` alone: the first stack's unit and this one, nothing from the failed stacks.
+    let alone = rt.block_on(store.check(&a, &alive, now)).unwrap();
+    assert_eq!(alone.remaining(), 3);
+}

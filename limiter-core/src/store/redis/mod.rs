@@ -348,8 +348,8 @@ impl RedisStore {
 
     /// A check whose keys live on several cluster nodes. Each node's part is atomic; across
     /// nodes, all or nothing is kept by giving back: the parts counted before one that
-    /// rejects are refunded (at the very reading they were counted at) and then say where
-    /// they stand, the parts after it only read. Between the count and the refund another
+    /// rejects (or fails) are refunded (at the very reading they were counted at) and then
+    /// say where they stand, the parts after it only read. Between the count and the refund another
     /// request may see those units taken — erring on the side of the limit, never past it.
     async fn check_across_nodes(
         &self,
@@ -359,14 +359,24 @@ impl RedisStore {
         now: Duration,
     ) -> Result<Vec<Decision>, StoreError> {
         let mut decisions = vec![Decision::reject(0, Duration::ZERO); unique.len()];
-        let mut counted = Vec::new();
+        let mut counted: Vec<(Vec<Charge<'_>>, Vec<String>, Duration)> = Vec::new();
         let mut rejected = false;
         for members in nodes {
             let charges: Vec<Charge<'_>> = members.iter().map(|&m| unique[m]).collect();
             let part: Vec<String> = members.iter().map(|&m| names[m].clone()).collect();
-            let (answers, clock) = self
-                .check_on_one_node(&charges, &part, now, rejected)
-                .await?;
+            let (answers, clock) =
+                match self.check_on_one_node(&charges, &part, now, rejected).await {
+                    Ok(answered) => answered,
+                    Err(error) => {
+                        // A node that fails fails the request (the fault policy answers it):
+                        // the parts counted before it give their units back, if their nodes
+                        // answer.
+                        for (charges, part, clock) in &counted {
+                            let _ = self.give_back(charges, part, *clock, Some(*clock)).await;
+                        }
+                        return Err(error);
+                    }
+                };
             if !rejected {
                 if answers.iter().all(Decision::allowed) {
                     counted.push((charges, part, clock));
