@@ -10,34 +10,15 @@ use std::time::{Duration, Instant};
 
 use actix_web::{test, web, App, HttpResponse};
 use common::redis_server::RedisServer;
+use common::replays::{self, policy, runtime};
 use limiter::{
     rate_limit, Algorithm, Charge, Limit, Limiter, ManualClock, MemoryStore, OnStoreError, Policy,
     RedisStore, Store,
 };
 use proptest::prelude::*;
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-// ---- the same decisions as the memory store ------------------------------------------------
-
-fn policy(algorithm: Algorithm) -> impl Strategy<Value = Policy> {
-    (1..=5u32, 1..=200u64, 1..=6u32).prop_map(move |(max, window, burst)| {
-        let policy = Policy::for_algorithm(algorithm, max, Duration::from_millis(window)).unwrap();
-        if algorithm == Algorithm::TokenBucket {
-            policy.with_burst(burst).unwrap()
-        } else {
-            policy
-        }
-    })
-}
-
-fn steps() -> impl Strategy<Value = Vec<(u8, u64)>> {
-    prop::collection::vec((0..3u8, prop_oneof![Just(0u64), Just(1), 0..400u64]), 1..60)
+fn steps() -> impl Strategy<Value = Vec<(u8, u64)>> + Clone {
+    replays::steps(3, 60)
 }
 
 #[::std::prelude::v1::test]
@@ -48,26 +29,7 @@ fn decisions_equal_the_memory_stores_for_every_algorithm() {
         .block_on(RedisStore::connect(&server.url()))
         .unwrap()
         .use_caller_clock();
-    let case = std::cell::Cell::new(0u32);
-    for algorithm in Algorithm::ALL {
-        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(40));
-        runner
-            .run(&(policy(algorithm), steps()), |(policy, steps)| {
-                case.set(case.get() + 1);
-                // A scope per case: every case starts from empty state in both stores.
-                let limit = Limit::new(format!("equal-{}", case.get()), policy);
-                let memory = MemoryStore::new();
-                let mut now = Duration::from_secs(1_700_000_000);
-                for (i, (key, step)) in steps.iter().enumerate() {
-                    now += Duration::from_millis(*step);
-                    let expected = memory.check_at(&limit, &[*key], now);
-                    let got = rt.block_on(redis.check(&limit, &[*key], now)).unwrap();
-                    prop_assert_eq!(got, expected, "{} request {} at {:?}", algorithm, i, now);
-                }
-                Ok(())
-            })
-            .unwrap();
-    }
+    replays::single_checks_decide_as_in_memory(&rt, &redis, steps(), 40, "equal");
 }
 
 /// A step of a schedule with costs: the key, the time since the last step, the cost, and
@@ -161,16 +123,6 @@ fn lagging_readings_keep_every_bound_in_the_scripts() {
     }
 }
 
-fn stack() -> impl Strategy<Value = Vec<Policy>> {
-    let one = prop_oneof![
-        policy(Algorithm::SlidingWindow),
-        policy(Algorithm::FixedWindow),
-        policy(Algorithm::SlidingWindowCounter),
-        policy(Algorithm::TokenBucket),
-    ];
-    prop::collection::vec(one, 2..=3)
-}
-
 /// Stacked limits in one script answer exactly as the memory store's all-or-nothing
 /// check: the same admissions, the same statuses for the limits that did not reject.
 #[::std::prelude::v1::test]
@@ -181,35 +133,9 @@ fn stacks_answer_as_the_memory_store_does() {
         .block_on(RedisStore::connect(&server.url()))
         .unwrap()
         .use_caller_clock();
-    let case = std::cell::Cell::new(0u32);
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(60));
-    runner
-        .run(&(stack(), steps()), |(policies, steps)| {
-            case.set(case.get() + 1);
-            let limits: Vec<Limit> = policies
-                .iter()
-                .enumerate()
-                .map(|(i, p)| Limit::new(format!("stack-{}-{i}", case.get()), *p))
-                .collect();
-            let memory = MemoryStore::new();
-            let mut now = Duration::from_secs(1_700_000_000);
-            for (i, (key, step)) in steps.iter().enumerate() {
-                now += Duration::from_millis(*step);
-                let keys = [[*key], [*key + 10], [*key]];
-                // Costs 1 to 3, so that some stacks ask more than a limit holds.
-                let cost = 1 + (*step % 3) as u32;
-                let requests: Vec<Charge<'_>> = limits
-                    .iter()
-                    .zip(&keys)
-                    .map(|(l, k)| Charge::new(l, &k[..]).cost(cost))
-                    .collect();
-                let expected = memory.check_all_at(&requests, now);
-                let got = rt.block_on(redis.check_all(&requests, now)).unwrap();
-                prop_assert_eq!(got, expected, "request {} at {:?}", i, now);
-            }
-            Ok(())
-        })
-        .unwrap();
+    replays::stacks_answer_as_in_memory(&rt, &redis, steps(), 60, "stack", |key| {
+        [[key], [key + 10], [key]]
+    });
 }
 
 /// Every policy the attribute accepts is computed, exactly, by the scripts: none is refused
@@ -603,45 +529,12 @@ fn concurrent_checks_are_batched_and_decided_in_order() {
             Policy::for_algorithm(algorithm, 30, Duration::from_secs(60)).unwrap(),
         );
         server.command(&["CONFIG", "RESETSTAT"]);
-        let decisions: Vec<(u8, limiter::Decision)> = rt.block_on(async {
-            let checks: Vec<_> = (0..800u32)
-                .map(|i| {
-                    let store = store.clone();
-                    let limit = limit.clone();
-                    tokio::spawn(async move {
-                        let key = [(i % 8) as u8];
-                        let decision = store
-                            .check(&limit, &key, Duration::from_secs(1_700_000_000))
-                            .await
-                            .unwrap();
-                        (key[0], decision)
-                    })
-                })
-                .collect();
-            let mut decisions = Vec::new();
-            for check in checks {
-                decisions.push(check.await.unwrap());
-            }
-            decisions
-        });
+        replays::concurrent_checks_keep_exact_sequences(&rt, &store, &limit, algorithm.name());
         let calls = server.calls("evalsha");
         assert!(
             calls <= 800 / 4,
             "{algorithm}: {calls} calls for 800 checks"
         );
-        for key in 0..8u8 {
-            let mut remaining: Vec<u32> = decisions
-                .iter()
-                .filter(|(k, d)| *k == key && d.allowed())
-                .map(|(_, d)| d.remaining())
-                .collect();
-            remaining.sort_unstable();
-            assert_eq!(
-                remaining,
-                (0..30).collect::<Vec<_>>(),
-                "{algorithm}, key {key}"
-            );
-        }
     }
 }
 

@@ -14,18 +14,11 @@ use std::time::{Duration, Instant};
 
 use actix_web::{test, web, App, HttpResponse};
 use common::redis_cluster::RedisCluster;
+use common::replays::{self, runtime};
 use limiter::{
-    rate_limit, Algorithm, Charge, Limit, Limiter, ManualClock, MemoryStore, OnStoreError, Policy,
-    RedisStore, Store,
+    rate_limit, Charge, Limit, Limiter, ManualClock, OnStoreError, Policy, RedisStore, Store,
 };
 use proptest::prelude::*;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 async fn connect(cluster: &RedisCluster) -> RedisStore {
     let urls = cluster.urls();
@@ -33,20 +26,9 @@ async fn connect(cluster: &RedisCluster) -> RedisStore {
     RedisStore::connect_cluster(&urls).await.unwrap()
 }
 
-fn policy(algorithm: Algorithm) -> impl Strategy<Value = Policy> {
-    (1..=5u32, 1..=200u64, 1..=6u32).prop_map(move |(max, window, burst)| {
-        let policy = Policy::for_algorithm(algorithm, max, Duration::from_millis(window)).unwrap();
-        if algorithm == Algorithm::TokenBucket {
-            policy.with_burst(burst).unwrap()
-        } else {
-            policy
-        }
-    })
-}
-
 /// Keys 0 to 5: their slots fall on every node of a three-node cluster.
-fn steps() -> impl Strategy<Value = Vec<(u8, u64)>> {
-    prop::collection::vec((0..6u8, prop_oneof![Just(0u64), Just(1), 0..400u64]), 1..50)
+fn steps() -> impl Strategy<Value = Vec<(u8, u64)>> + Clone {
+    replays::steps(6, 50)
 }
 
 /// The keys these tests use live on all three nodes (else they would prove little).
@@ -67,35 +49,7 @@ fn decisions_on_a_cluster_equal_the_memory_stores() {
     let cluster = RedisCluster::start();
     let rt = runtime();
     let redis = rt.block_on(connect(&cluster)).use_caller_clock();
-    let case = std::cell::Cell::new(0u32);
-    for algorithm in Algorithm::ALL {
-        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(20));
-        runner
-            .run(&(policy(algorithm), steps()), |(policy, steps)| {
-                case.set(case.get() + 1);
-                let limit = Limit::new(format!("cluster-{}", case.get()), policy);
-                let memory = MemoryStore::new();
-                let mut now = Duration::from_secs(1_700_000_000);
-                for (i, (key, step)) in steps.iter().enumerate() {
-                    now += Duration::from_millis(*step);
-                    let expected = memory.check_at(&limit, &[*key], now);
-                    let got = rt.block_on(redis.check(&limit, &[*key], now)).unwrap();
-                    prop_assert_eq!(got, expected, "{} request {} at {:?}", algorithm, i, now);
-                }
-                Ok(())
-            })
-            .unwrap();
-    }
-}
-
-fn stack() -> impl Strategy<Value = Vec<Policy>> {
-    let one = prop_oneof![
-        policy(Algorithm::SlidingWindow),
-        policy(Algorithm::FixedWindow),
-        policy(Algorithm::SlidingWindowCounter),
-        policy(Algorithm::TokenBucket),
-    ];
-    prop::collection::vec(one, 2..=3)
+    replays::single_checks_decide_as_in_memory(&rt, &redis, steps(), 20, "cluster");
 }
 
 /// Stacks whose keys live on different nodes: each node's part is one script, and a part
@@ -106,34 +60,9 @@ fn stacks_across_nodes_answer_as_the_memory_store_does() {
     let cluster = RedisCluster::start();
     let rt = runtime();
     let redis = rt.block_on(connect(&cluster)).use_caller_clock();
-    let case = std::cell::Cell::new(0u32);
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(40));
-    runner
-        .run(&(stack(), steps()), |(policies, steps)| {
-            case.set(case.get() + 1);
-            let limits: Vec<Limit> = policies
-                .iter()
-                .enumerate()
-                .map(|(i, p)| Limit::new(format!("cluster-stack-{}-{i}", case.get()), *p))
-                .collect();
-            let memory = MemoryStore::new();
-            let mut now = Duration::from_secs(1_700_000_000);
-            for (i, (key, step)) in steps.iter().enumerate() {
-                now += Duration::from_millis(*step);
-                let keys = [[*key], [(*key + 1) % 6], [(*key + 2) % 6]];
-                let cost = 1 + (*step % 3) as u32;
-                let requests: Vec<Charge<'_>> = limits
-                    .iter()
-                    .zip(&keys)
-                    .map(|(l, k)| Charge::new(l, &k[..]).cost(cost))
-                    .collect();
-                let expected = memory.check_all_at(&requests, now);
-                let got = rt.block_on(redis.check_all(&requests, now)).unwrap();
-                prop_assert_eq!(got, expected, "request {} at {:?}", i, now);
-            }
-            Ok(())
-        })
-        .unwrap();
+    replays::stacks_answer_as_in_memory(&rt, &redis, steps(), 40, "cluster-stack", |key| {
+        [[key], [(key + 1) % 6], [(key + 2) % 6]]
+    });
 }
 
 /// Checks batch per hash slot on a cluster: 800 concurrent checks of 8 keys (on every node)
@@ -149,38 +78,9 @@ fn concurrent_checks_batch_per_slot_and_stay_exact() {
         Policy::new(30, Duration::from_secs(60)).unwrap(),
     );
     cluster.on_every_node(&["CONFIG", "RESETSTAT"]);
-    let decisions: Vec<(u8, limiter::Decision)> = rt.block_on(async {
-        let checks: Vec<_> = (0..800u32)
-            .map(|i| {
-                let store = store.clone();
-                let limit = limit.clone();
-                tokio::spawn(async move {
-                    let key = [(i % 8) as u8];
-                    let decision = store
-                        .check(&limit, &key, Duration::from_secs(1_700_000_000))
-                        .await
-                        .unwrap();
-                    (key[0], decision)
-                })
-            })
-            .collect();
-        let mut decisions = Vec::new();
-        for check in checks {
-            decisions.push(check.await.unwrap());
-        }
-        decisions
-    });
+    replays::concurrent_checks_keep_exact_sequences(&rt, &store, &limit, "cluster");
     let calls = cluster.calls("evalsha") + cluster.calls("eval");
     assert!(calls <= 800 / 4, "{calls} calls for 800 checks");
-    for key in 0..8u8 {
-        let mut remaining: Vec<u32> = decisions
-            .iter()
-            .filter(|(k, d)| *k == key && d.allowed())
-            .map(|(_, d)| d.remaining())
-            .collect();
-        remaining.sort_unstable();
-        assert_eq!(remaining, (0..30).collect::<Vec<_>>(), "key {key}");
-    }
 }
 
 // ---- instances sharing the cluster ----------------------------------------------------------

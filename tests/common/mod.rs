@@ -93,3 +93,5 @@ pub(crate) mod events;
 pub(crate) mod redis_cluster;
 #[cfg(feature = "redis")]
 pub(crate) mod redis_server;
+#[cfg(feature = "redis")]
+pub(crate) mod replays;
