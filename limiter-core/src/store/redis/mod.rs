@@ -359,7 +359,8 @@ impl RedisStore {
         now: Duration,
     ) -> Result<Vec<Decision>, StoreError> {
         let mut decisions = vec![Decision::reject(0, Duration::ZERO); unique.len()];
-        let mut counted: Vec<(Vec<Charge<'_>>, Vec<String>, Duration)> = Vec::new();
+        // The parts counted so far: their members, charges, key names and reading.
+        let mut counted: Vec<(&[usize], Vec<Charge<'_>>, Vec<String>, Duration)> = Vec::new();
         let mut rejected = false;
         for members in nodes {
             let charges: Vec<Charge<'_>> = members.iter().map(|&m| unique[m]).collect();
@@ -371,15 +372,15 @@ impl RedisStore {
                         // A node that fails fails the request (the fault policy answers it):
                         // the parts counted before it give their units back, if their nodes
                         // answer.
-                        for (charges, part, clock) in &counted {
-                            let _ = self.give_back(charges, part, *clock, Some(*clock)).await;
+                        for (_, charges, part, clock) in &counted {
+                            let _ = self.give_back(charges, part, self.checked_at(*clock)).await;
                         }
                         return Err(error);
                     }
                 };
             if !rejected {
                 if answers.iter().all(Decision::allowed) {
-                    counted.push((charges, part, clock));
+                    counted.push((members, charges, part, clock));
                 } else {
                     rejected = true;
                 }
@@ -389,15 +390,12 @@ impl RedisStore {
             }
         }
         if rejected {
-            for (charges, part, clock) in &counted {
-                self.give_back(charges, part, *clock, Some(*clock)).await?;
+            for (members, charges, part, clock) in &counted {
+                self.give_back(charges, part, self.checked_at(*clock))
+                    .await?;
                 let (answers, _) = self.check_on_one_node(charges, part, now, true).await?;
-                for (m, answer) in charges.iter().zip(answers) {
-                    let at = unique
-                        .iter()
-                        .position(|u| u.limit == m.limit && u.key == m.key)
-                        .unwrap_or(0);
-                    decisions[at] = answer;
+                for (&m, answer) in members.iter().zip(answers) {
+                    decisions[m] = answer;
                 }
             }
         }
@@ -503,53 +501,47 @@ impl RedisStore {
         for members in self.by_node(&names) {
             let part: Vec<Charge<'_>> = members.iter().map(|&m| charges[m]).collect();
             let part_names: Vec<String> = members.iter().map(|&m| names[m].clone()).collect();
-            if self.inner.caller_clock {
-                self.give_back(&part, &part_names, at, Some(now)).await?;
+            let placed = if self.inner.caller_clock {
+                Placed::Caller { at, now }
             } else {
-                self.give_back_since(&part, &part_names, elapsed).await?;
-            }
+                Placed::Ago(elapsed)
+            };
+            self.give_back(&part, &part_names, placed).await?;
         }
         Ok(())
     }
 
-    /// Refunds `charges` (on one node) checked at `at`: with `now`, a reading of the
-    /// caller's clock (or the server's own reading, for the server's clock).
+    /// Where a check the script answered with `clock` (its reading) was placed.
+    fn checked_at(&self, clock: Duration) -> Placed {
+        if self.inner.caller_clock {
+            Placed::Caller {
+                at: clock,
+                now: clock,
+            }
+        } else {
+            Placed::Server(clock)
+        }
+    }
+
+    /// Refunds `charges` (on one node), checked where `placed` says.
     async fn give_back(
         &self,
         charges: &[Charge<'_>],
         names: &[String],
-        at: Duration,
-        now: Option<Duration>,
+        placed: Placed,
     ) -> Result<(), StoreError> {
         let mut command = redis::cmd("EVALSHA");
         command.arg(&self.inner.refund.sha).arg(charges.len());
-        command.arg(names).arg(at.as_millis().to_string());
-        match now {
-            Some(now) if self.inner.caller_clock => {
-                command.arg(now.as_millis().to_string()).arg(0);
-            }
-            // `at` is the server's own reading.
-            _ => {
-                command.arg("").arg("");
-            }
-        }
-        self.refund_args(&mut command, charges);
-        self.run::<i64>(&self.inner.refund, &command)
-            .await
-            .map(drop)
-    }
-
-    /// Refunds `charges` (on one node) checked `elapsed` ago by the server's clock.
-    async fn give_back_since(
-        &self,
-        charges: &[Charge<'_>],
-        names: &[String],
-        elapsed: Duration,
-    ) -> Result<(), StoreError> {
-        let mut command = redis::cmd("EVALSHA");
-        command.arg(&self.inner.refund.sha).arg(charges.len());
-        command.arg(names).arg(0).arg("");
-        command.arg(elapsed.as_millis().to_string());
+        command.arg(names);
+        // `at_ms, now_ms or "", elapsed_ms or ""`: see the refund script.
+        match placed {
+            Placed::Caller { at, now } => command
+                .arg(at.as_millis().to_string())
+                .arg(now.as_millis().to_string())
+                .arg(0),
+            Placed::Server(at) => command.arg(at.as_millis().to_string()).arg("").arg(""),
+            Placed::Ago(elapsed) => command.arg(0).arg("").arg(elapsed.as_millis().to_string()),
+        };
         self.refund_args(&mut command, charges);
         self.run::<i64>(&self.inner.refund, &command)
             .await
@@ -581,6 +573,16 @@ impl RedisStore {
             .await
             .map_err(|e| error("Redis check failed", e))
     }
+}
+
+/// Where a refunded check was placed, in the refund script's terms.
+enum Placed {
+    /// At `at` on the caller's clock, refunded at `now` on it.
+    Caller { at: Duration, now: Duration },
+    /// At `at`, the server's own reading (a check's answer carries it).
+    Server(Duration),
+    /// This long ago by the server's clock, as the caller measures it (with a margin).
+    Ago(Duration),
 }
 
 /// How much earlier than the caller measures a refund places its check, with the server's
