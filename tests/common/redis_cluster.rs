@@ -86,33 +86,25 @@ impl RedisCluster {
         cluster
     }
 
-    /// Waits until a live node serves every slot again (a replica promoted in place of a
-    /// killed master).
-    pub(crate) fn wait_for_failover(&self, killed: usize) {
+    /// Waits until the live nodes serve every slot again, a replica having been promoted
+    /// in place of the killed master `killed`; returns the promoted replica.
+    pub(crate) fn wait_for_failover(&self, killed: usize) -> usize {
         let deadline = Instant::now() + Duration::from_secs(30);
-        let live: Vec<&RedisServer> = self
-            .nodes
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != killed)
-            .map(|(_, n)| n)
-            .collect();
+        let live = || self.nodes.iter().enumerate().filter(|(i, _)| *i != killed);
         loop {
-            let ok = live.iter().all(|node| {
-                node.try_command(&["CLUSTER", "INFO"])
-                    .map(|_| node.text(&["CLUSTER", "INFO"]))
-                    .is_some_and(|info| {
-                        info.contains("cluster_state:ok") && info.contains("cluster_slots_ok:16384")
-                    })
+            let served = live().all(|(_, node)| {
+                node.try_text(&["CLUSTER", "INFO"]).is_some_and(|info| {
+                    info.contains("cluster_state:ok") && info.contains("cluster_slots_ok:16384")
+                })
             });
-            let promoted = live.iter().any(|node| {
-                node.text(&["CLUSTER", "NODES"]).lines().any(|line| {
-                    line.contains("myself,master") && line.split_whitespace().count() > 8
-                }) && node.text(&["INFO", "replication"]).contains("role:master")
-                    && !self.nodes[..3].iter().any(|m| std::ptr::eq(*node, m))
+            let promoted = live().find(|(i, node)| {
+                *i >= 3
+                    && node
+                        .try_text(&["INFO", "replication"])
+                        .is_some_and(|info| info.contains("role:master"))
             });
-            if ok && promoted {
-                return;
+            if let (true, Some((promoted, _))) = (served, promoted) {
+                return promoted;
             }
             assert!(Instant::now() < deadline, "no replica took over");
             std::thread::sleep(Duration::from_millis(100));

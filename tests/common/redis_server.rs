@@ -163,11 +163,16 @@ impl RedisServer {
 impl RedisServer {
     /// A command's reply as text (`INFO`, `CLUSTER INFO`).
     pub(crate) fn text(&self, args: &[&str]) -> String {
-        match self.command(args) {
-            redis::Value::BulkString(bytes) => String::from_utf8(bytes).unwrap(),
-            redis::Value::VerbatimString { text, .. } => text,
-            redis::Value::SimpleString(text) => text,
-            other => panic!("unexpected reply to {args:?}: {other:?}"),
+        self.try_text(args).expect("redis answered with text")
+    }
+
+    /// The same, or nothing if the server does not answer (or not with text).
+    pub(crate) fn try_text(&self, args: &[&str]) -> Option<String> {
+        match self.try_command(args)? {
+            redis::Value::BulkString(bytes) => String::from_utf8(bytes).ok(),
+            redis::Value::VerbatimString { text, .. } => Some(text),
+            redis::Value::SimpleString(text) => Some(text),
+            _ => None,
         }
     }
 }
