@@ -359,8 +359,7 @@ impl RedisStore {
         now: Duration,
     ) -> Result<Vec<Decision>, StoreError> {
         let mut decisions = vec![Decision::reject(0, Duration::ZERO); unique.len()];
-        // The parts counted so far: their members, charges, key names and reading.
-        let mut counted: Vec<(&[usize], Vec<Charge<'_>>, Vec<String>, Duration)> = Vec::new();
+        let mut counted: Vec<Counted<'_, '_>> = Vec::new();
         let mut rejected = false;
         for members in nodes {
             let charges: Vec<Charge<'_>> = members.iter().map(|&m| unique[m]).collect();
@@ -372,15 +371,21 @@ impl RedisStore {
                         // A node that fails fails the request (the fault policy answers it):
                         // the parts counted before it give their units back, if their nodes
                         // answer.
-                        for (_, charges, part, clock) in &counted {
-                            let _ = self.give_back(charges, part, self.checked_at(*clock)).await;
+                        for part in &counted {
+                            let placed = self.checked_at(part.clock);
+                            let _ = self.give_back(&part.charges, &part.names, placed).await;
                         }
                         return Err(error);
                     }
                 };
             if !rejected {
                 if answers.iter().all(Decision::allowed) {
-                    counted.push((members, charges, part, clock));
+                    counted.push(Counted {
+                        members,
+                        charges,
+                        names: part,
+                        clock,
+                    });
                 } else {
                     rejected = true;
                 }
@@ -390,11 +395,13 @@ impl RedisStore {
             }
         }
         if rejected {
-            for (members, charges, part, clock) in &counted {
-                self.give_back(charges, part, self.checked_at(*clock))
+            for part in &counted {
+                self.give_back(&part.charges, &part.names, self.checked_at(part.clock))
                     .await?;
-                let (answers, _) = self.check_on_one_node(charges, part, now, true).await?;
-                for (&m, answer) in members.iter().zip(answers) {
+                let (answers, _) = self
+                    .check_on_one_node(&part.charges, &part.names, now, true)
+                    .await?;
+                for (&m, answer) in part.members.iter().zip(answers) {
                     decisions[m] = answer;
                 }
             }
@@ -573,6 +580,15 @@ impl RedisStore {
             .await
             .map_err(|e| error("Redis check failed", e))
     }
+}
+
+/// A part of a cross-node check that its node counted: which of the check's charges, their
+/// key names, and the reading they were counted at.
+struct Counted<'m, 'c> {
+    members: &'m [usize],
+    charges: Vec<Charge<'c>>,
+    names: Vec<String>,
+    clock: Duration,
 }
 
 /// Where a refunded check was placed, in the refund script's terms.
