@@ -49,7 +49,7 @@ pub use policy::{Algorithm, Policy, PolicyError};
 pub use registry::{routes, Declaration, Route, RouteLimit, Routes, ScopeConflict};
 #[cfg(feature = "redis")]
 pub use store::RedisStore;
-pub use store::{Charge, Check, Limit, MemoryStore, Store, StoreError};
+pub use store::{Charge, Check, Checked, Limit, MemoryStore, Receipt, Store, StoreError};
 
 /// What `#[rate_limit]` expands to reaches everything through here, by absolute paths, so
 /// that a user's own `HttpResponse` or `Result` cannot capture it. Not a public API.

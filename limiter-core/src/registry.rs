@@ -21,6 +21,10 @@ pub trait Declares: Sync {
     fn details(&self) -> Vec<(String, Vec<String>)> {
         Vec::new()
     }
+    /// The scopes of the limits whose units may be given back (`count = "failures"`).
+    fn refunded_scopes(&self) -> Vec<&str> {
+        Vec::new()
+    }
 }
 
 /// One `#[rate_limit]` handler, as the attribute registers it. Not a public API.
@@ -73,6 +77,7 @@ pub(crate) fn register(declares: Shared) {
     }
     let new = declares.clone();
     registered.push(declares);
+    GENERATION.fetch_add(1, std::sync::atomic::Ordering::Release);
     drop(registered);
     for conflict in conflicts_among(everything())
         .into_iter()
@@ -113,6 +118,25 @@ impl Declares for Static {
     fn details(&self) -> Vec<(String, Vec<String>)> {
         self.0.details()
     }
+    fn refunded_scopes(&self) -> Vec<&str> {
+        self.0.refunded_scopes()
+    }
+}
+
+/// Bumped whenever something registers at run time, so that what was read from the
+/// registry can be read again.
+static GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The registry's generation: it changes when a middleware registers.
+pub(crate) fn generation() -> u64 {
+    GENERATION.load(std::sync::atomic::Ordering::Acquire)
+}
+
+/// Whether any declaration gives back units of a budget of `scope` (`count = "failures"`).
+pub(crate) fn refunds_in(scope: &str) -> bool {
+    everything()
+        .iter()
+        .any(|(d, _)| d.refunded_scopes().contains(&scope))
 }
 
 /// Where a limit was declared: the handler's path and its place in the source.

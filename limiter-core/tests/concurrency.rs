@@ -102,17 +102,16 @@ fn threads_checking_and_refunding_lose_no_update() {
                     start.wait();
                     for i in 0..PER_THREAD {
                         let charge = [Charge::new(limit, b"one key")];
-                        let at = limiter.now();
-                        let d = limiter
-                            .check_all_at(&charge, at)
-                            .now_or_never()
-                            .unwrap()
-                            .unwrap();
+                        let d = limiter.check_all(&charge).now_or_never().unwrap().unwrap();
                         if !d[0].allowed() {
                             continue;
                         }
                         if (t + i) % 2 == 0 {
-                            limiter.refund(&charge, at).now_or_never().unwrap().unwrap();
+                            limiter
+                                .refund(&charge, d.receipt())
+                                .now_or_never()
+                                .unwrap()
+                                .unwrap();
                         } else {
                             kept.fetch_add(1, Ordering::Relaxed);
                         }

@@ -17,8 +17,12 @@ trait Model {
     }
     /// A request worth `cost` units: all of them counted, or none.
     fn check_cost(&mut self, key: u8, now: u64, cost: u64) -> Decision;
-    /// Takes back `cost` units of a check read at `at`, at the reading `now`.
-    fn refund(&mut self, key: u8, at: u64, now: u64, cost: u64);
+    /// The mark of the check of `key` just admitted at `now`: what its receipt says it
+    /// counted (see `Receipt`), for its refund.
+    fn mark(&self, key: u8, now: u64) -> Duration;
+    /// Takes back what is still counted of `cost` units of a check marked `mark`, at the
+    /// reading `now`: only that check's own units.
+    fn refund(&mut self, key: u8, mark: Duration, now: u64, cost: u64);
     /// Where `key` stands at `now` with nothing counted: what would be admitted, and when
     /// used quota next comes back (zero when none is used).
     fn status(&self, key: u8, now: u64) -> Decision;
@@ -67,15 +71,22 @@ impl Model for SlidingLog {
         Decision::reject_leaving(self.max as u32, left as u32, ms(wait))
     }
 
-    fn refund(&mut self, key: u8, at: u64, now: u64, cost: u64) {
+    fn mark(&self, _: u8, now: u64) -> Duration {
+        ms(now)
+    }
+
+    /// Instants of exactly the check's own instant, while it is in the window.
+    fn refund(&mut self, key: u8, mark: Duration, now: u64, cost: u64) {
+        let at = mark.as_millis() as u64;
         if now - at >= self.window {
             return;
         }
         let times = self.admitted.entry(key).or_default();
-        times.sort_unstable();
-        let from = times.iter().position(|&t| t >= at).unwrap_or(times.len());
-        let to = (from + cost as usize).min(times.len());
-        times.drain(from..to);
+        for _ in 0..cost {
+            if let Some(i) = times.iter().position(|&t| t == at) {
+                times.remove(i);
+            }
+        }
     }
 
     fn status(&self, key: u8, now: u64) -> Decision {
@@ -124,9 +135,14 @@ impl Model for Fixed {
         }
     }
 
-    fn refund(&mut self, key: u8, at: u64, _: u64, cost: u64) {
+    fn mark(&self, key: u8, _: u64) -> Duration {
+        ms(self.windows[&key].0)
+    }
+
+    /// From the window that counted it, while it is the open one.
+    fn refund(&mut self, key: u8, mark: Duration, now: u64, cost: u64) {
         if let Some((start, count)) = self.windows.get_mut(&key) {
-            if (*start..*start + self.window).contains(&at) {
+            if ms(*start) == mark && now < *start + self.window {
                 *count -= cost.min(*count);
             }
         }
@@ -187,9 +203,23 @@ impl Model for Bucket {
         }
     }
 
-    fn refund(&mut self, key: u8, _: u64, _: u64, cost: u64) {
-        if let Some((content, _)) = self.buckets.get_mut(&key) {
-            *content = (*content + cost * self.interval).min(self.capacity);
+    /// Tokens come back oldest first: the check's are all back once the bucket has refilled
+    /// what is missing now.
+    fn mark(&self, key: u8, now: u64) -> Duration {
+        let (content, _) = self.buckets[&key];
+        Duration::from_nanos(now * 1_000_000 + (self.capacity - content))
+    }
+
+    /// What is still missing of the check's tokens: none once they came back by themselves.
+    fn refund(&mut self, key: u8, mark: Duration, now: u64, cost: u64) {
+        let now = now * 1_000_000;
+        if let Some((content, last)) = self.buckets.get_mut(&key) {
+            *content = (*content + (now - *last)).min(self.capacity);
+            *last = now;
+            let owed = (mark.as_nanos() as u64)
+                .saturating_sub(now)
+                .min(cost * self.interval);
+            *content = (*content + owed).min(self.capacity);
         }
     }
 
@@ -281,7 +311,13 @@ impl Model for Counter {
         Decision::allow(self.max as u32, remaining as u32, ms(wait))
     }
 
-    fn refund(&mut self, key: u8, at: u64, _: u64, cost: u64) {
+    fn mark(&self, _: u8, now: u64) -> Duration {
+        ms(now / self.window * self.window)
+    }
+
+    /// From the count of the window it was counted in.
+    fn refund(&mut self, key: u8, mark: Duration, _: u64, cost: u64) {
+        let at = mark.as_millis() as u64;
         if let Some(count) = self.counts.get_mut(&(key, at / self.window)) {
             *count -= cost.min(*count);
         }
@@ -498,12 +534,13 @@ proptest! {
 
 /// A request of a schedule with costs: its key, the clock's step before it, its cost (some
 /// above what any of these policies hold), and which earlier request (0 for itself, up to
-/// 3 back) is refunded right after it, as `count = "failures"` does for a success.
+/// 7 back) is refunded right after it, as `count = "failures"` does for a success: a slow
+/// success refunded after later requests, often after its units came back by themselves.
 type CostSchedule = Vec<(u8, Step, u32, Option<usize>)>;
 
 fn cost_schedule() -> impl Strategy<Value = CostSchedule> {
     prop::collection::vec(
-        (0..3u8, step(), 1..=9u32, prop::option::of(0..4usize)),
+        (0..3u8, step(), 1..=9u32, prop::option::of(0..8usize)),
         1..120,
     )
 }
@@ -517,26 +554,26 @@ fn costs_agree_with_model(
     let limiter = Limiter::builder().clock(clock.clone()).build();
     let limit = Limit::new("reference", policy);
     let mut model = model_for(&policy);
-    // Each admitted request not yet refunded: its key, reading and cost.
-    let mut admitted: Vec<Option<(u8, u64, u32)>> = Vec::new();
+    // Each admitted request not yet refunded: its key, cost, receipt and the model's mark.
+    let mut admitted: Vec<Option<(u8, u32, limiter_core::Receipt, Duration)>> = Vec::new();
     for (i, &(key, step, cost, refund)) in schedule.iter().enumerate() {
         clock.advance(ms(step.millis(policy.window_ms())));
         let now = clock.now().as_millis() as u64;
         let bytes = [key];
         let charge = [Charge::new(&limit, &bytes).cost(cost)];
-        let got = limiter.check_all(&charge).now_or_never().unwrap().unwrap()[0];
+        let got = limiter.check_all(&charge).now_or_never().unwrap().unwrap();
         let expected = model.check_cost(key, now, u64::from(cost));
         if cost > policy.capacity() {
             // Never admitted: the wait carries no promise (the 429 has no Retry-After).
             prop_assert!(
-                !got.allowed() && !expected.allowed(),
+                !got[0].allowed() && !expected.allowed(),
                 "request {} at {}",
                 i,
                 now
             );
         } else {
             prop_assert_eq!(
-                got,
+                got[0],
                 expected,
                 "request {} (key {}, cost {}) at {}",
                 i,
@@ -545,17 +582,24 @@ fn costs_agree_with_model(
                 now
             );
         }
-        admitted.push(got.allowed().then_some((key, now, cost)));
+        if got[0].allowed() {
+            let mark = model.mark(key, now);
+            prop_assert_eq!(got.receipt().marks(), &[Some(mark)][..], "request {}", i);
+            admitted.push(Some((key, cost, got.receipt().clone(), mark)));
+        } else {
+            prop_assert!(!got.receipt().counted_anything());
+            admitted.push(None);
+        }
         if let Some(back) = refund.filter(|&back| back <= i) {
-            if let Some((key, at, cost)) = admitted[i - back].take() {
+            if let Some((key, cost, receipt, mark)) = admitted[i - back].take() {
                 let bytes = [key];
                 let charge = [Charge::new(&limit, &bytes).cost(cost)];
                 limiter
-                    .refund(&charge, ms(at))
+                    .refund(&charge, &receipt)
                     .now_or_never()
                     .unwrap()
                     .unwrap();
-                model.refund(key, at, now, u64::from(cost));
+                model.refund(key, mark, now, u64::from(cost));
             }
         }
     }
@@ -643,7 +687,7 @@ proptest! {
                 limits.iter().zip(&key_bytes).map(|(l, k)| Charge::new(l, &k[..])).collect();
             let got = limiter.check_all(&requests).now_or_never().unwrap().unwrap();
             let expected = model.check(&keys[..limits.len()], now);
-            prop_assert_eq!(got, expected, "request {} at {}", i, now);
+            prop_assert_eq!(got.decisions(), &expected[..], "request {} at {}", i, now);
         }
     }
 }

@@ -24,7 +24,7 @@
 //!
 //! | policy | requests meanwhile | what it costs you |
 //! | --- | --- | --- |
-//! | `FallBackToMemory` (default) | counted in each instance's memory | limits hold per instance: `k` instances admit up to `k ×` the limit |
+//! | `FallBackToMemory` (default) | counted in each instance's memory | limits hold per instance: `k` instances admit up to `k ×` the limit, or about the limit in all with [`fallback_share(k)`](crate::LimiterBuilder::fallback_share) |
 //! | `FailOpen` | admitted, unlimited | no protection while Redis is away |
 //! | `FailClosed` | `503` with `Retry-After: 1` | an outage of Redis is an outage of the route |
 //!
@@ -32,17 +32,17 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use limiter::{Charge, Check, Decision, Limit, Limiter, OnStoreError, Policy, Store, StoreError};
+//! use limiter::{Charge, Check, Checked, Limit, Limiter, OnStoreError, Policy, Receipt, Store, StoreError};
 //!
 //! struct Down;
 //! impl Store for Down {
 //!     fn check<'a>(&'a self, _: &'a Limit, _: &'a [u8], _: Duration) -> Check<'a> {
 //!         Check::ready(Err(StoreError::msg("connection refused")))
 //!     }
-//!     fn check_all<'a>(&'a self, _: &'a [Charge<'a>], _: Duration) -> Check<'a, Vec<Decision>> {
+//!     fn check_all<'a>(&'a self, _: &'a [Charge<'a>], _: Duration) -> Check<'a, Checked> {
 //!         Check::ready(Err(StoreError::msg("connection refused")))
 //!     }
-//!     fn refund<'a>(&'a self, _: &'a [Charge<'a>], _: Duration, _: Duration) -> Check<'a, ()> {
+//!     fn refund<'a>(&'a self, _: &'a [Charge<'a>], _: &'a Receipt, _: Duration) -> Check<'a, ()> {
 //!         Check::ready(Ok(()))
 //!     }
 //!     fn forget<'a>(&'a self, _: &'a Limit, _: &'a [u8]) -> Check<'a, ()> {

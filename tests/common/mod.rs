@@ -70,14 +70,14 @@ impl limiter::Store for Failing {
         &'a self,
         _: &'a [limiter::Charge<'a>],
         _: Duration,
-    ) -> limiter::Check<'a, Vec<limiter::Decision>> {
+    ) -> limiter::Check<'a, limiter::Checked> {
         limiter::Check::ready(Err(limiter::StoreError::msg(self.0)))
     }
 
     fn refund<'a>(
         &'a self,
         _: &'a [limiter::Charge<'a>],
-        _: Duration,
+        _: &'a limiter::Receipt,
         _: Duration,
     ) -> limiter::Check<'a, ()> {
         limiter::Check::ready(Err(limiter::StoreError::msg(self.0)))

@@ -324,6 +324,14 @@ impl crate::registry::Declares for HandlerLimits {
             .map(|spec| (spec.key.kind().into_owned(), spec.options.described()))
             .collect()
     }
+
+    fn refunded_scopes(&self) -> Vec<&str> {
+        self.limits
+            .iter()
+            .filter(|spec| spec.options.failures_only)
+            .map(|spec| spec.limit.scope())
+            .collect()
+    }
 }
 
 impl Options {

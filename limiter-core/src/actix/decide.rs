@@ -13,7 +13,7 @@ use super::attribute::{HandlerLimits, LimitSpec};
 use super::keys::{ClientKey, KeyError};
 use super::response::{complete_rejection, Failure, Member, RateLimitFields, Rejection, Write};
 use crate::observe::Outcome;
-use crate::{Charge, Decision, Limit, Limiter, Verdict};
+use crate::{Charge, Decision, Limit, Limiter, Receipt, Verdict};
 
 /// What deciding a request came to, when it may go on.
 pub(crate) struct Decided {
@@ -41,30 +41,30 @@ impl Decided {
     }
 }
 
-/// Charges to take back once the response is known; they outlive the decision.
+/// What to take back once the response is known, check by check: the charges (which
+/// outlive the decision) and the receipt of what their check counted.
 pub(crate) struct Refund {
-    charges: Vec<(Arc<Limit>, ClientKey, u32)>,
-    at: Duration,
+    checks: Vec<(Vec<(Arc<Limit>, ClientKey, u32)>, Receipt)>,
 }
 
 impl Refund {
-    /// One unit of `limit` for `key`, counted at `at`.
-    pub(crate) fn one(limit: Arc<Limit>, key: ClientKey, at: Duration) -> Refund {
+    /// One unit of `limit` for `key`, counted as `receipt` says.
+    pub(crate) fn one(limit: Arc<Limit>, key: ClientKey, receipt: Receipt) -> Refund {
         Refund {
-            charges: vec![(limit, key, 1)],
-            at,
+            checks: vec![(vec![(limit, key, 1)], receipt)],
         }
     }
 
     /// Takes the charges back (the response was a success), before the response leaves:
     /// the client's next request finds them back.
     pub(crate) async fn take_back(self, limiter: &Limiter) {
-        let charges: Vec<Charge<'_>> = self
-            .charges
-            .iter()
-            .map(|(limit, key, cost)| Charge::new(limit, key.as_bytes()).cost(*cost))
-            .collect();
-        let _ = limiter.refund(&charges, self.at).await;
+        for (charges, receipt) in &self.checks {
+            let charges: Vec<Charge<'_>> = charges
+                .iter()
+                .map(|(limit, key, cost)| Charge::new(limit, key.as_bytes()).cost(*cost))
+                .collect();
+            let _ = limiter.refund(&charges, receipt).await;
+        }
     }
 }
 
@@ -99,6 +99,15 @@ struct Planned<'s> {
 impl Planned<'_> {
     fn charge(&self) -> Charge<'_> {
         Charge::new(&self.limit, self.key.as_bytes()).cost(self.cost)
+    }
+
+    /// Its charge, owned, to take back once the response is known.
+    fn owned(&self) -> (Arc<Limit>, ClientKey, u32) {
+        let limit = match &self.limit {
+            LimitRef::Declared(limit) => Arc::new(Limit::clone(limit)),
+            LimitRef::Shared(limit) => Arc::clone(limit),
+        };
+        (limit, self.key.clone(), self.cost)
     }
 
     fn member(&self) -> Member {
@@ -221,6 +230,7 @@ impl Limiter {
             return Ok(Decided::none());
         }
         let at = self.now();
+        let mut refunds = Vec::new();
         // Enforced limits first, all or nothing.
         let enforced: Vec<&Planned<'_>> = planned.iter().filter(|p| !p.dry_run).collect();
         let mut decisions: Vec<Option<Decision>> = vec![None; planned.len()];
@@ -237,12 +247,20 @@ impl Limiter {
                 None => check.await,
             };
             match self.verdict(result) {
-                Verdict::Decided(answers) => {
+                Verdict::Decided(checked) => {
+                    let (answers, receipt) = checked.into_parts();
                     let mut answers = answers.into_iter();
                     for (slot, p) in decisions.iter_mut().zip(&planned) {
                         if !p.dry_run {
                             *slot = answers.next();
                         }
+                    }
+                    let refunded: Vec<usize> = (0..enforced.len())
+                        .filter(|&i| enforced[i].spec.options.failures_only)
+                        .collect();
+                    if !refunded.is_empty() && receipt.counted_anything() {
+                        let charges = refunded.iter().map(|&i| enforced[i].owned()).collect();
+                        refunds.push((charges, receipt.subset(refunded)));
                     }
                 }
                 // Unlimited meanwhile; the RateLimit fields are left out.
@@ -301,7 +319,13 @@ impl Limiter {
                     None => check.await,
                 };
                 match result {
-                    Ok(answers) => answers.into_iter().next(),
+                    Ok(checked) => {
+                        let (answers, receipt) = checked.into_parts();
+                        if p.spec.options.failures_only && receipt.counted_anything() {
+                            refunds.push((vec![p.owned()], receipt));
+                        }
+                        answers.into_iter().next()
+                    }
                     Err(_) => None,
                 }
             };
@@ -320,18 +344,6 @@ impl Limiter {
             }
             *slot = decision;
         }
-        let refund: Vec<(Arc<Limit>, ClientKey, u32)> = planned
-            .iter()
-            .zip(&decisions)
-            .filter(|(p, d)| p.spec.options.failures_only && d.is_some_and(|d| d.allowed()))
-            .map(|(p, _)| {
-                let limit = match &p.limit {
-                    LimitRef::Declared(limit) => Arc::new(Limit::clone(limit)),
-                    LimitRef::Shared(limit) => Arc::clone(limit),
-                };
-                (limit, p.key.clone(), p.cost)
-            })
-            .collect();
         let (members, answers): (Vec<Member>, Vec<Decision>) = planned
             .iter()
             .zip(&decisions)
@@ -339,10 +351,7 @@ impl Limiter {
             .unzip();
         Ok(Decided {
             fields: RateLimitFields::of_members(answers, members),
-            refund: (!refund.is_empty()).then_some(Refund {
-                charges: refund,
-                at,
-            }),
+            refund: (!refunds.is_empty()).then_some(Refund { checks: refunds }),
         })
     }
 

@@ -126,14 +126,16 @@ async fn check_inline(
         Some(result) => result,
         None => check.await,
     };
-    let result = result.and_then(|decisions| {
+    let result = result.and_then(|checked| {
+        let (decisions, receipt) = checked.into_parts();
         decisions
             .into_iter()
             .next()
+            .map(|decision| (decision, receipt))
             .ok_or_else(|| StoreError::msg("the store answered nothing"))
     });
-    let decision = match limiter.verdict(result) {
-        Verdict::Decided(decision) => decision,
+    let (decision, receipt) = match limiter.verdict(result) {
+        Verdict::Decided(decided) => decided,
         Verdict::Unlimited => {
             crate::observe::count(limit.scope(), Outcome::StoreError);
             return Ok(());
@@ -150,7 +152,7 @@ async fn check_inline(
         }
     };
     let refund = (failures_only && decision.allowed())
-        .then(|| Refund::one(Arc::new(limit.clone()), key.clone(), at));
+        .then(|| Refund::one(Arc::new(limit.clone()), key.clone(), receipt));
     let name = super::response::field_name(Cow::Owned(limit.scope().to_string()));
     let member = Member {
         name: name.clone(),

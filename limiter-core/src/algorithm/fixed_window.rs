@@ -57,12 +57,18 @@ impl FixedWindow {
         }
     }
 
-    /// Takes back `cost` units counted by a check whose reading was `at_ms`, if the window
-    /// that counted them is still open. (A check caught up into a window opened after its
-    /// reading is not taken back: the refund errs on the side of the limit.)
-    pub fn refund(&mut self, at_ms: u64, policy: &Policy, cost: u32) {
-        let into = self.start.signed_age(at_ms);
-        if self.count > 0 && (0..policy.window_ms() as i64).contains(&into) {
+    /// The mark of the check just admitted (its [`Receipt`](crate::Receipt)): the start of
+    /// the window that counted it, as a full reading near `now_ms`.
+    pub fn mark(&self, now_ms: u64) -> u64 {
+        now_ms.saturating_add_signed(-self.start.signed_age(now_ms))
+    }
+
+    /// Takes back `cost` units of a check admitted by the window that started at `start_ms`
+    /// (its [`mark`](Self::mark)), if that window is still the open one at `now_ms`: a unit
+    /// counted by a window that has ended no longer counts, and a later window's units are
+    /// not its to take back.
+    pub fn refund(&mut self, start_ms: u64, now_ms: u64, policy: &Policy, cost: u32) {
+        if self.count > 0 && self.start == Stamp::at(start_ms) && !self.is_expired(now_ms, policy) {
             self.count -= cost.min(self.count);
         }
     }

@@ -110,11 +110,11 @@ pub fn check_in_order<L: InstantLog + ?Sized>(
     }
 }
 
-/// Takes back `cost` instants counted by a check whose reading was `at_ms`, at the reading
-/// `now_ms`: the oldest ones not earlier than `at_ms` (its own, unless others were counted
-/// between its reading and its turn — then theirs, which are older, so the refund errs on
-/// the side of the limit). Nothing, once the check's instants have left the window: they no
-/// longer count, and later ones are not its to take back.
+/// Takes back `cost` instants a check recorded at `at_ms` (the instant it counted at, its
+/// [`Receipt`](crate::Receipt)'s mark), at the reading `now_ms`: instants of exactly that
+/// instant, never later or earlier ones, which are other requests'. Nothing once `at_ms` has
+/// left the window: those instants no longer count. Instants leave in order, so the search
+/// starts from the newest: a refund soon after its check reads a few.
 pub fn refund<L: InstantLog + ?Sized>(
     log: &mut L,
     at_ms: u64,
@@ -125,11 +125,16 @@ pub fn refund<L: InstantLog + ?Sized>(
     if now_ms.saturating_sub(at_ms) >= policy.window_ms() {
         return;
     }
-    let len = log.len();
-    let Some(from) = (0..len).find(|&i| log.nth(i).signed_age(at_ms) <= 0) else {
-        return;
-    };
-    log.remove(from, (cost as usize).min(len - from));
+    let at = Stamp::at(at_ms);
+    let mut end = log.len();
+    while end > 0 && log.nth(end - 1).signed_age(at_ms) < 0 {
+        end -= 1;
+    }
+    let mut from = end;
+    while from > 0 && end - from < cost as usize && log.nth(from - 1) == at {
+        from -= 1;
+    }
+    log.remove(from, end - from);
 }
 
 /// Where the key stands at `now_ms`, with nothing counted: how many requests would be

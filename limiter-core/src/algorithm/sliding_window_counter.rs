@@ -118,10 +118,19 @@ impl SlidingWindowCounter {
         Decision::allow_ns(max as u32, remaining as u32, ms(wait))
     }
 
-    /// Takes back `cost` units counted by a check whose reading was `at_ms`, from the
-    /// window that reading falls in while it still weighs. (A check caught up into a later
-    /// window has its units taken from the earlier one, which weighs less: the refund errs
-    /// on the side of the limit.)
+    /// The mark of the check just admitted (its [`Receipt`](crate::Receipt)): the start of
+    /// the window it counted in, as a full reading near `now_ms`.
+    pub fn mark(&self, now_ms: u64, policy: &Policy) -> u64 {
+        let t = policy.window_ms();
+        let index = now_ms / t;
+        let (window, _, _) = self.unpack();
+        let ahead = window.wrapping_sub(index as u16) as i16;
+        index.saturating_add_signed(i64::from(ahead)) * t
+    }
+
+    /// Takes back `cost` units a check counted in the window of `at_ms` (its
+    /// [`mark`](Self::mark)), while that window still weighs: from the current count, or
+    /// from the previous one once the next window has begun.
     pub fn refund(&mut self, at_ms: u64, policy: &Policy, cost: u32) {
         let (window, previous, current) = self.unpack();
         let cost = u64::from(cost);

@@ -67,11 +67,22 @@ impl TokenBucket {
         Decision::allow_ns(max, remaining, next_back)
     }
 
-    /// Gives back `cost` tokens (a check being taken back). The bucket never holds more
-    /// than full: a theoretical arrival time in the past is a full bucket.
-    pub fn refund(&mut self, policy: &Policy, cost: u32) {
-        let back = u64::from(cost).saturating_mul(policy.emission_interval_ns());
-        self.tat_ns = self.tat_ns.saturating_sub(back);
+    /// The mark of the check just admitted (its [`Receipt`](crate::Receipt)): the instant,
+    /// in nanoseconds of the clock, by which its tokens are back anyway — the bucket's
+    /// theoretical arrival time right after it.
+    pub fn mark(&self) -> u64 {
+        self.tat_ns
+    }
+
+    /// Gives back what is still owed of `cost` tokens taken by a check whose tokens are back
+    /// anyway at `back_ns` (its [`mark`](Self::mark)), at the reading `now_ms`. Tokens come
+    /// back oldest first, so at `now` the check is owed `back − now` of them (at most its
+    /// cost, none once `back` has passed): a refund that arrives after its tokens came back
+    /// by themselves gives nothing, and never a later request's token.
+    pub fn refund(&mut self, back_ns: u64, now_ms: u64, policy: &Policy, cost: u32) {
+        let taken = u64::from(cost).saturating_mul(policy.emission_interval_ns());
+        let owed = back_ns.saturating_sub(nanos(now_ms)).min(taken);
+        self.tat_ns = self.tat_ns.saturating_sub(owed);
     }
 
     /// Where the bucket stands at `now_ms`, with nothing taken: how many requests would be

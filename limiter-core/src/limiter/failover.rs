@@ -58,22 +58,46 @@ impl super::Limiter {
     }
 }
 
-/// How long a store that failed is left alone before one request tries it again; the others
-/// meanwhile get the policy's answer at once instead of waiting for the timeout.
-pub const RETRY_INTERVAL: Duration = Duration::from_millis(500);
+/// How long a store found down is left alone before one request tries it again; the others
+/// meanwhile get the policy's answer at once instead of waiting for the timeout. The first
+/// request after it that the store answers brings the store back.
+pub const RETRY_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Failed checks in a row (none answered between them) that show a part of the store down.
+/// One failure is a blip — a dropped connection, a request that timed out while another
+/// one was answered — and is not an outage: only that check gets the fault policy, and the
+/// next ones still ask the store.
+pub(crate) const FAILURES_TO_DOWN: u32 = 3;
 
 /// Whether the store answers, part by part ([`Store::part`](crate::Store::part): a Redis
-/// Cluster's slots), shared by a limiter's clones. While every part answers, a check costs
-/// one relaxed load; the failing parts, few, are looked up only while there are some.
+/// Cluster's slots), shared by a limiter's clones: a small circuit breaker per part. While
+/// every part answers, a check costs one relaxed load; the failing parts, few, are looked
+/// up only while there are some.
 #[derive(Debug)]
 pub(crate) struct StoreHealth {
-    /// How many parts are failing.
+    /// How many parts failed since they last answered (down or not yet).
     failing: AtomicUsize,
-    /// The failing parts, each with the time (ms since [`elapsed_ms`]'s origin) from which
-    /// one request may try it again.
-    parts: Mutex<HashMap<u16, u64>>,
+    /// The parts that failed since they last answered.
+    parts: Mutex<HashMap<u16, Part>>,
     /// Whether `limiter_store_up` was set since the store first answered.
     reported: AtomicBool,
+}
+
+/// A part that failed since it last answered.
+#[derive(Clone, Copy, Debug)]
+struct Part {
+    /// Failed checks in a row.
+    failures: u32,
+    /// When (ms since [`elapsed_ms`]'s origin) one request may try it again, once down.
+    next_try: u64,
+    /// When it last failed.
+    last_failure: u64,
+}
+
+impl Part {
+    fn is_down(&self) -> bool {
+        self.failures >= FAILURES_TO_DOWN
+    }
 }
 
 /// A failing part that no request tried for this long is forgotten: whether it answers is
@@ -90,26 +114,39 @@ impl StoreHealth {
         }
     }
 
-    /// Whether this check (of state in `parts`) should go to the store: always while its
-    /// parts answer; once per [`RETRY_INTERVAL`] while one does not.
+    /// Whether this check (of state in `parts`) should go to the store: always unless one
+    /// of its parts is down; once per [`RETRY_INTERVAL`] while one is.
     pub(crate) fn should_try(&self, parts: &[u16]) -> bool {
         if self.failing.load(Ordering::Relaxed) == 0 {
             return true;
         }
         let now = elapsed_ms();
         let mut failing = self.parts.lock();
-        let due = parts
-            .iter()
-            .all(|part| failing.get(part).is_none_or(|&next| now >= next));
+        let due = parts.iter().all(|part| {
+            failing
+                .get(part)
+                .is_none_or(|p| !p.is_down() || now >= p.next_try)
+        });
         if due {
             // This request tries them; the others wait for the next interval.
             for part in parts {
-                if let Some(next) = failing.get_mut(part) {
-                    *next = now + retry_ms();
+                if let Some(p) = failing.get_mut(part).filter(|p| p.is_down()) {
+                    p.next_try = now + retry_ms();
                 }
             }
         }
         due
+    }
+
+    /// Whether none of `parts` is down (a refund is not worth waiting for a store that is).
+    pub(crate) fn is_up(&self, parts: &[u16]) -> bool {
+        if self.failing.load(Ordering::Relaxed) == 0 {
+            return true;
+        }
+        let failing = self.parts.lock();
+        parts
+            .iter()
+            .all(|part| failing.get(part).is_none_or(|p| !p.is_down()))
     }
 
     pub(crate) fn failed(
@@ -119,18 +156,26 @@ impl StoreHealth {
         error: &dyn std::fmt::Display,
         policy: OnStoreError,
     ) {
-        let lost = {
+        let (lost, down) = {
             let mut failing = self.parts.lock();
-            let before = failing.len();
-            let next = elapsed_ms() + retry_ms();
+            let was_down = failing.values().any(Part::is_down);
+            let now = elapsed_ms();
             for &part in parts {
-                failing.insert(part, next);
+                let p = failing.entry(part).or_insert(Part {
+                    failures: 0,
+                    next_try: 0,
+                    last_failure: now,
+                });
+                p.failures = p.failures.saturating_add(1);
+                p.last_failure = now;
+                p.next_try = now + retry_ms();
             }
             self.failing.store(failing.len(), Ordering::Relaxed);
-            before == 0 && !failing.is_empty()
+            let down = failing.values().any(Part::is_down);
+            (!was_down && down, down)
         };
         if lost || !self.reported.swap(true, Ordering::Relaxed) {
-            crate::observe::store_up(store, false);
+            crate::observe::store_up(store, !down);
         }
         if lost {
             tracing::warn!(
@@ -138,11 +183,13 @@ impl StoreHealth {
                 ?policy,
                 "rate limit store lost; applying the store error policy until it answers again"
             );
+        } else {
+            tracing::debug!(%error, "rate limit store: a check failed");
         }
     }
 
     /// The store answered for `parts`: `limiter_store_up` goes to 1 at its first answer and
-    /// when its last failing part comes back; otherwise this is one relaxed load.
+    /// when its last part that was down comes back; otherwise this is one relaxed load.
     pub(crate) fn answered(&self, parts: &[u16], store: &'static str) {
         if self.failing.load(Ordering::Relaxed) == 0 {
             if crate::observe::ENABLED && !self.reported.load(Ordering::Relaxed) {
@@ -153,14 +200,14 @@ impl StoreHealth {
         }
         let back = {
             let mut failing = self.parts.lock();
-            let before = failing.len();
+            let was_down = failing.values().any(Part::is_down);
             for part in parts {
                 failing.remove(part);
             }
             let now = elapsed_ms();
-            failing.retain(|_, next| *next + FORGET_AFTER_MS > now);
+            failing.retain(|_, p| p.last_failure.max(p.next_try) + FORGET_AFTER_MS > now);
             self.failing.store(failing.len(), Ordering::Relaxed);
-            before > 0 && failing.is_empty()
+            was_down && !failing.values().any(Part::is_down)
         };
         if back {
             crate::observe::store_up(store, true);

@@ -3,6 +3,7 @@
 //! ([`crate::actix`]) keeps its settings here without this module naming them.
 
 mod failover;
+mod fallback;
 mod rejections;
 
 pub use failover::{OnStoreError, Verdict, RETRY_INTERVAL};
@@ -19,8 +20,7 @@ use arc_swap::ArcSwap;
 use crate::clock::{Clock, SystemClock};
 use crate::policy::Policy;
 use crate::registry::{self, ScopeConflict};
-use crate::store::{Charge, Check, Limit, MemoryStore, Store, StoreError};
-use crate::Decision;
+use crate::store::{Charge, Check, Checked, Limit, MemoryStore, Receipt, Store, StoreError};
 use failover::StoreHealth;
 
 /// Decides requests: reads its clock, asks its store, and applies its policy when the store
@@ -57,9 +57,12 @@ struct Settings {
     clock: Arc<dyn Clock>,
     on_store_error: OnStoreError,
     store_timeout: Duration,
+    /// Whether the store bounds its backend's time itself (see [`Store::accept_timeout`]):
+    /// then the time a check waits in the store's own queue is not held against it.
+    store_times_itself: bool,
     health: StoreHealth,
     /// Counts while a networked store is away, under [`OnStoreError::FallBackToMemory`].
-    fallback: MemoryStore,
+    fallback: fallback::Fallback,
     /// The glue's settings, opaque to the engine.
     glue: Option<Box<dyn Any + Send + Sync>>,
     /// The name of the thread that built it, for the glue to judge where that was.
@@ -97,7 +100,13 @@ fn parts(store: &dyn Store, charges: &[Charge<'_>]) -> Vec<u16> {
 
 impl Backend {
     fn of<S: Store>(store: S) -> Backend {
-        match (&store as &dyn Any).downcast_ref::<MemoryStore>() {
+        let any = &store as &dyn Any;
+        // A memory store behind an `Arc` is still called directly: it needs no runtime,
+        // timer or fault policy.
+        let memory = any
+            .downcast_ref::<MemoryStore>()
+            .or_else(|| any.downcast_ref::<Arc<MemoryStore>>().map(|a| &**a));
+        match memory {
             Some(memory) => Backend::Memory(memory.clone()),
             None => Backend::Other(Arc::new(store)),
         }
@@ -171,7 +180,8 @@ impl Limiter {
 
     /// Counts one request against several limits (each with its key and cost) now, all or
     /// nothing: see [`Store::check_all`]. The store error policy applies as for
-    /// [`check`](Self::check).
+    /// [`check`](Self::check). The answer reads as the decisions, one per charge, and
+    /// carries the [`Receipt`] to [`refund`](Self::refund) the request with.
     ///
     /// ```
     /// use std::time::Duration;
@@ -187,17 +197,16 @@ impl Limiter {
     /// assert_eq!((second[0].remaining(), second[1].allowed()), (4, false));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn check_all<'a>(&'a self, charges: &'a [Charge<'a>]) -> Check<'a, Vec<Decision>> {
+    pub fn check_all<'a>(&'a self, charges: &'a [Charge<'a>]) -> Check<'a, Checked> {
         self.check_all_at(charges, self.inner.clock.now())
     }
 
-    /// [`check_all`](Self::check_all) at a reading of the limiter's clock taken already
-    /// (the one to [`refund`](Self::refund) with later).
-    pub fn check_all_at<'a>(
+    /// [`check_all`](Self::check_all) at a reading of the limiter's clock taken already.
+    pub(crate) fn check_all_at<'a>(
         &'a self,
         charges: &'a [Charge<'a>],
         now: Duration,
-    ) -> Check<'a, Vec<Decision>> {
+    ) -> Check<'a, Checked> {
         match &self.inner.store {
             Backend::Memory(memory) => Check::ready(Ok(memory.check_all_at(charges, now))),
             Backend::Other(store) => Check::pending(self.check_remote(
@@ -208,34 +217,57 @@ impl Limiter {
         }
     }
 
-    /// The clock's reading now: what a check made now counts at, and what to pass to
-    /// [`refund`](Self::refund) for it.
+    /// The clock's reading now.
     pub fn now(&self) -> Duration {
         self.inner.clock.now()
     }
 
-    /// Takes back what a check of `charges` read at `at` counted (see [`Store::refund`]).
-    /// While a networked store is away, the refund goes to this instance's memory (under
-    /// [`OnStoreError::FallBackToMemory`]) or is dropped: a refund is never worth an error.
-    pub fn refund<'a>(&'a self, charges: &'a [Charge<'a>], at: Duration) -> Check<'a, ()> {
+    /// Gives back what a check of `charges` counted, as the `receipt` of its
+    /// [`check_all`](Self::check_all) says (`count = "failures"`: the request turned out a
+    /// success): to the store that counted it — this instance's fallback memory if that
+    /// is where it was counted while a networked store was away — and only what is still
+    /// counted of it. A refund is never worth an error: one the store cannot take leaves
+    /// the units counted, erring on the side of the limit.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use limiter::{Charge, Limit, Limiter, ManualClock, Policy};
+    /// let clock = ManualClock::new();
+    /// let limiter = Limiter::builder().clock(clock.clone()).build();
+    /// let login = Limit::new("login", Policy::new(1, Duration::from_secs(60))?);
+    /// let attempt = [Charge::new(&login, b"ann")];
+    /// let checked = limiter.check_all(&attempt).now_or_never().unwrap()?;
+    /// clock.advance(Duration::from_secs(2)); // the handler ran, and succeeded
+    /// limiter.refund(&attempt, checked.receipt()).now_or_never().unwrap()?;
+    /// assert!(limiter.check_all(&attempt).now_or_never().unwrap()?[0].allowed());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn refund<'a>(&'a self, charges: &'a [Charge<'a>], receipt: &'a Receipt) -> Check<'a, ()> {
+        if !receipt.counted_anything() {
+            return Check::ready(Ok(()));
+        }
         let now = self.inner.clock.now();
+        if receipt.is_fallback() {
+            self.inner.fallback.refund_at(charges, receipt, now);
+            return Check::ready(Ok(()));
+        }
         match &self.inner.store {
             Backend::Memory(memory) => {
-                memory.refund_at(charges, at, now);
+                memory.refund_at(charges, receipt, now);
                 Check::ready(Ok(()))
             }
             Backend::Other(store) => Check::pending(async move {
                 for charge in charges {
-                    self.inner.rejections.forget(charge.limit, charge.key);
+                    self.inner.rejections.refunded(charge.limit, charge.key);
                 }
-                let fallback = |memory: &MemoryStore| memory.refund_at(charges, at, now);
-                let _ = self
-                    .check_remote(
-                        parts(&**store, charges),
-                        store.refund(charges, at, now),
-                        fallback,
-                    )
-                    .await;
+                let parts = parts(&**store, charges);
+                // A store that is away cannot take it back now: the units stay counted,
+                // which errs on the side of the limit, and the response is not held up.
+                if self.inner.health.is_up(&parts) {
+                    let _ = self
+                        .within_timeout(store.refund(charges, receipt, now))
+                        .await;
+                }
                 Ok(())
             }),
         }
@@ -246,7 +278,7 @@ impl Limiter {
         &'a self,
         parts: impl AsRef<[u16]>,
         attempt: Check<'a, T>,
-        fallback: impl FnOnce(&MemoryStore) -> T,
+        fallback: impl FnOnce(&fallback::Fallback) -> T,
     ) -> Result<T, StoreError> {
         let settings = &*self.inner;
         let store = match &settings.store {
@@ -256,20 +288,16 @@ impl Limiter {
         let parts = parts.as_ref();
         let error = if settings.health.should_try(parts) {
             let started = crate::observe::ENABLED.then(std::time::Instant::now);
-            let answer = tokio::time::timeout(settings.store_timeout, attempt).await;
+            let answer = self.within_timeout(attempt).await;
             if let Some(started) = started {
                 crate::observe::store_answered(store, started.elapsed());
             }
             let error = match answer {
-                Ok(Ok(answer)) => {
+                Ok(answer) => {
                     settings.health.answered(parts, store);
                     return Ok(answer);
                 }
-                Ok(Err(error)) => error,
-                Err(_) => StoreError::msg(format!(
-                    "the rate limit store did not answer within {:?}",
-                    settings.store_timeout
-                )),
+                Err(error) => error,
             };
             settings
                 .health
@@ -281,6 +309,26 @@ impl Limiter {
         match settings.on_store_error {
             OnStoreError::FallBackToMemory => Ok(fallback(&settings.fallback)),
             OnStoreError::FailOpen | OnStoreError::FailClosed => Err(error),
+        }
+    }
+
+    /// A store's answer within the limiter's timeout — unless the store bounds its
+    /// backend's time itself, or the answer is there at once. Outside a Tokio runtime there
+    /// is no timer: the store's answer is awaited as it comes.
+    async fn within_timeout<T: Unpin>(&self, mut attempt: Check<'_, T>) -> Result<T, StoreError> {
+        if let Some(answer) = attempt.take_ready() {
+            return answer;
+        }
+        let settings = &*self.inner;
+        if settings.store_times_itself || tokio::runtime::Handle::try_current().is_err() {
+            return attempt.await;
+        }
+        match tokio::time::timeout(settings.store_timeout, attempt).await {
+            Ok(answer) => answer,
+            Err(_) => Err(StoreError::msg(format!(
+                "the rate limit store did not answer within {:?}",
+                settings.store_timeout
+            ))),
         }
     }
 
@@ -438,6 +486,7 @@ pub struct LimiterBuilder {
     glue: Option<Box<dyn Any + Send + Sync>>,
     overrides: Overrides,
     rejection_cache: usize,
+    fallback_share: u32,
 }
 
 impl fmt::Debug for LimiterBuilder {
@@ -459,6 +508,7 @@ impl Default for LimiterBuilder {
             glue: None,
             rejection_cache: LimiterBuilder::DEFAULT_REJECTION_CACHE,
             overrides: Overrides::new(),
+            fallback_share: 1,
         }
     }
 }
@@ -493,10 +543,32 @@ impl LimiterBuilder {
         self
     }
 
-    /// The longest a networked store may take per check (default 50 ms): a stalled store
-    /// never stalls requests longer than this.
+    /// The longest a networked store may take to answer (default 50 ms): a stalled store
+    /// never stalls requests much longer than this. It judges the store, not the load: a
+    /// store that queues checks of its own (the Redis store batches them) applies it to its
+    /// backend's answer, and the time a check waits for its turn in the queue is not a
+    /// failure (see [`Store::accept_timeout`]).
     pub fn store_timeout(mut self, timeout: Duration) -> LimiterBuilder {
         self.store_timeout = timeout;
+        self
+    }
+
+    /// While the networked store is away and requests are counted in this instance's memory
+    /// ([`OnStoreError::FallBackToMemory`]), count each budget as one of `instances` equal
+    /// shares: `N / instances` per window (rounded up, at least 1; for the token bucket the
+    /// burst too). Without it (the default, 1), each of `k` instances falling back at once
+    /// admits up to `N`: `k × N` in all behind a balancer. With it, at most about `N`
+    /// in all — and a client that one instance serves alone gets its share only.
+    ///
+    /// ```
+    /// use limiter::{Limiter, OnStoreError};
+    /// let limiter = Limiter::builder()
+    ///     .on_store_error(OnStoreError::FallBackToMemory)
+    ///     .fallback_share(3) // three instances behind the balancer
+    ///     .build();
+    /// ```
+    pub fn fallback_share(mut self, instances: u32) -> LimiterBuilder {
+        self.fallback_share = instances.max(1);
         self
     }
 
@@ -578,16 +650,22 @@ impl LimiterBuilder {
         }
         let seen = self.overrides.values().map(|l| Limit::clone(l)).collect();
         let overridden = AtomicBool::new(!self.overrides.is_empty());
+        let store = self
+            .store
+            .unwrap_or_else(|| Backend::Memory(MemoryStore::new()));
+        let store_times_itself = match &store {
+            Backend::Other(store) => store.accept_timeout(self.store_timeout),
+            Backend::Memory(_) => false,
+        };
         Limiter {
             inner: Arc::new(Settings {
-                store: self
-                    .store
-                    .unwrap_or_else(|| Backend::Memory(MemoryStore::new())),
+                store,
                 clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
                 on_store_error: self.on_store_error,
                 store_timeout: self.store_timeout,
+                store_times_itself,
                 health: StoreHealth::new(),
-                fallback: MemoryStore::new().unpublished(),
+                fallback: fallback::Fallback::new(self.fallback_share),
                 glue: self.glue,
                 built_on: std::thread::current().name().map(str::to_owned),
                 overrides: ArcSwap::from_pointee(self.overrides),

@@ -6,7 +6,9 @@
 //! every request of it gets the same answer Redis would give, with `Retry-After` counted
 //! down from T. What could make a key admissible earlier is kept out: only single checks of
 //! one unit are cached (a cheaper request is not answered by a costlier one's rejection),
-//! the glue sends only limits without refunds through here, a policy changed at run time is
+//! no rejection is cached for a scope whose budgets may be given back — one that a
+//! declaration counts with `count = "failures"` (the same on every instance: declarations
+//! are the program's), or that this instance has refunded — a policy changed at run time is
 //! another limit (another id), and a [`reset`](crate::Limiter::reset_key) drops this
 //! instance's entries (another instance's run out at their T — at most the wait they
 //! announced).
@@ -29,10 +31,21 @@ type Shard = Mutex<HashMap<(u64, Box<[u8]>), u64>>;
 /// Remembered rejections.
 pub(crate) struct Rejections {
     shards: Box<[Shard]>,
+    /// Scope → whether its rejections may be remembered (none of its budgets is ever given
+    /// back), as the declarations said at the registry's `generation`, and the scopes this
+    /// instance has refunded.
+    scopes: Mutex<Scopes>,
     /// Entries per shard at most; a full shard drops its ended entries, then stops taking
     /// new ones until some end.
     per_shard: usize,
     hasher: std::collections::hash_map::RandomState,
+}
+
+#[derive(Default)]
+struct Scopes {
+    generation: u64,
+    cacheable: HashMap<Box<str>, bool>,
+    refunded: Vec<Box<str>>,
 }
 
 impl Rejections {
@@ -40,6 +53,7 @@ impl Rejections {
     pub(crate) fn new(capacity: usize) -> Rejections {
         Rejections {
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            scopes: Mutex::new(Scopes::default()),
             per_shard: capacity.div_ceil(SHARDS),
             hasher: Default::default(),
         }
@@ -79,7 +93,7 @@ impl Rejections {
         let Some(wait) = decision.retry_after() else {
             return;
         };
-        if self.per_shard == 0 || wait.is_zero() {
+        if self.per_shard == 0 || wait.is_zero() || !self.may_remember(limit) {
             return;
         }
         let now = at(now);
@@ -93,6 +107,44 @@ impl Rejections {
             }
         }
         shard.insert((id, key.into()), until);
+    }
+
+    /// Whether rejections of `limit` may be remembered: no budget of its scope is ever given
+    /// back.
+    fn may_remember(&self, limit: &Limit) -> bool {
+        let generation = crate::registry::generation();
+        let mut scopes = self.scopes.lock();
+        if scopes.generation != generation {
+            scopes.cacheable.clear();
+            scopes.generation = generation;
+        }
+        if scopes.refunded.iter().any(|s| **s == *limit.scope()) {
+            return false;
+        }
+        if let Some(&cacheable) = scopes.cacheable.get(limit.scope()) {
+            return cacheable;
+        }
+        let cacheable = !crate::registry::refunds_in(limit.scope());
+        scopes.cacheable.insert(limit.scope().into(), cacheable);
+        cacheable
+    }
+
+    /// A budget of `limit`'s scope (this one, `key`'s) is being given back: its rejections
+    /// are no longer the store's answer. From now on none of the scope is remembered here,
+    /// and what was is forgotten.
+    pub(crate) fn refunded(&self, limit: &Limit, key: &[u8]) {
+        {
+            let mut scopes = self.scopes.lock();
+            if !scopes.refunded.iter().any(|s| **s == *limit.scope()) {
+                scopes.refunded.push(limit.scope().into());
+                drop(scopes);
+                // Once per scope: the entries do not say their scope.
+                for shard in self.shards.iter() {
+                    shard.lock().clear();
+                }
+            }
+        }
+        self.forget(limit, key);
     }
 
     /// Forgets what is remembered of `key` under `limit` (a reset).

@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::{Charge, Check, Limit, Store};
+use super::{Charge, Check, Checked, Limit, Receipt, Store};
 use crate::Decision;
-use table::{Prior, Table};
+use table::{Counted, Table};
 
 /// The most shards a store splits its keys over.
 const MAX_SHARDS: usize = 64;
@@ -147,16 +147,9 @@ impl Shard {
     }
 
     /// Counts a request of `fp` against `limit`, making room for it if the shard is full.
-    /// Returns the decision and what to undo it with.
+    /// Returns the decision, what to undo it with, and its mark.
     #[inline]
-    fn check(
-        &mut self,
-        limit: &Limit,
-        fp: u64,
-        now_ms: u64,
-        bounds: Bounds,
-        cost: u32,
-    ) -> (Decision, Prior) {
+    fn check(&mut self, limit: &Limit, fp: u64, now_ms: u64, bounds: Bounds, cost: u32) -> Counted {
         let t = self.table_index(limit, now_ms);
         let table = &mut self.tables[t];
         // The common case, kept short: a key already held, nothing to sweep or allocate.
@@ -180,7 +173,7 @@ impl Shard {
         now_ms: u64,
         bounds: Bounds,
         cost: u32,
-    ) -> (Decision, Prior) {
+    ) -> Counted {
         if self.tables[t].sweep_due(now_ms) {
             self.keys -= self.tables[t].maintain(now_ms);
         }
@@ -240,15 +233,15 @@ impl Shard {
         }
     }
 
-    fn undo(&mut self, limit: &Limit, fp: u64, prior: Prior) {
+    fn undo(&mut self, limit: &Limit, fp: u64, prior: table::Prior) {
         if let Some(table) = self.tables.iter_mut().find(|t| t.limit_id() == limit.id()) {
             table.undo(fp, prior);
         }
     }
 
-    fn refund(&mut self, limit: &Limit, fp: u64, at_ms: u64, now_ms: u64, cost: u32) {
+    fn refund(&mut self, limit: &Limit, fp: u64, mark: Duration, now_ms: u64, cost: u32) {
         if let Some(table) = self.tables.iter_mut().find(|t| t.limit_id() == limit.id()) {
-            table.refund(fp, at_ms, now_ms, cost);
+            table.refund(fp, mark, now_ms, cost);
         }
     }
 
@@ -376,9 +369,9 @@ impl MemoryStore {
     /// Counts one request against several limits at once, all or nothing: it is admitted
     /// only if every limit admits it, and then counted by each; otherwise none counts it.
     ///
-    /// Decisions come in the order of `requests`. When the request is rejected, the limits
-    /// that would have admitted it report where they stand with nothing counted (see
-    /// [`Store::check_all`]).
+    /// Decisions come in the order of `requests`, with the [`Receipt`] a refund gives back
+    /// exactly by. When the request is rejected, the limits that would have admitted it
+    /// report where they stand with nothing counted (see [`Store::check_all`]).
     ///
     /// ```
     /// use std::time::Duration;
@@ -393,9 +386,10 @@ impl MemoryStore {
     /// let third = store.check_all_at(&both, now);
     /// assert!(third[0].allowed() && !third[1].allowed());
     /// assert_eq!(third[0].remaining(), 3); // the rejected request took nothing
+    /// assert!(!third.receipt().counted_anything());
     /// # Ok::<(), limiter::PolicyError>(())
     /// ```
-    pub fn check_all_at(&self, requests: &[Charge<'_>], now: Duration) -> Vec<Decision> {
+    pub fn check_all_at(&self, requests: &[Charge<'_>], now: Duration) -> Checked {
         let now_ms = millis(now);
         let located: Vec<(usize, u64)> = requests
             .iter()
@@ -419,14 +413,16 @@ impl MemoryStore {
             .collect();
         let mut decisions = Vec::with_capacity(requests.len());
         let mut priors = Vec::with_capacity(requests.len());
+        let mut marks = Vec::with_capacity(requests.len());
         for (i, charge) in requests.iter().enumerate() {
             let fp = located[i].1;
             let bounds = self.inner.bounds;
             let cost = charge.cost.max(1);
-            let (decision, prior) =
+            let (decision, prior, mark) =
                 guards[positions[i]].check(charge.limit, fp, now_ms, bounds, cost);
             decisions.push(decision);
             priors.push(prior);
+            marks.push(mark);
         }
         if decisions.iter().any(|d| !d.allowed()) {
             for (i, charge) in requests.iter().enumerate().rev() {
@@ -438,14 +434,15 @@ impl MemoryStore {
                     decisions[i] = guards[positions[i]].status(charge.limit, fp, now_ms);
                 }
             }
+            marks.fill(None);
         }
         drop(guards);
         self.housekeep(now_ms);
-        decisions
+        Checked::new(decisions, Receipt::new(marks))
     }
 
-    /// Takes back what a check of `charges` read at `at` counted (see [`Store::refund`]);
-    /// `now` is the refund's reading.
+    /// Takes back what a check of `charges` counted, as its `receipt` says, at the reading
+    /// `now` (see [`Store::refund`]): only what is still counted.
     ///
     /// ```
     /// use std::time::Duration;
@@ -454,19 +451,20 @@ impl MemoryStore {
     /// let login = Limit::new("login", Policy::new(1, Duration::from_secs(60))?);
     /// let at = Duration::from_secs(5);
     /// let attempt = [Charge::new(&login, b"ann")];
-    /// assert!(store.check_all_at(&attempt, at)[0].allowed());
-    /// store.refund_at(&attempt, at, at); // it succeeded: only failures count
+    /// let checked = store.check_all_at(&attempt, at);
+    /// store.refund_at(&attempt, checked.receipt(), at); // it succeeded: only failures count
     /// assert!(store.check_all_at(&attempt, at)[0].allowed());
     /// # Ok::<(), limiter::PolicyError>(())
     /// ```
-    pub fn refund_at(&self, charges: &[Charge<'_>], at: Duration, now: Duration) {
-        let (at_ms, now_ms) = (millis(at), millis(now));
-        for charge in charges {
+    pub fn refund_at(&self, charges: &[Charge<'_>], receipt: &Receipt, now: Duration) {
+        let now_ms = millis(now);
+        for (charge, mark) in charges.iter().zip(receipt.marks()) {
+            let Some(mark) = *mark else { continue };
             let fp = self.fingerprint(charge.key);
             let shard = &self.inner.shards[self.shard_of(fp)].0;
             shard
                 .lock()
-                .refund(charge.limit, fp, at_ms, now_ms, charge.cost.max(1));
+                .refund(charge.limit, fp, mark, now_ms, charge.cost.max(1));
         }
     }
 
@@ -587,21 +585,17 @@ impl Store for MemoryStore {
         Check::ready(Ok(self.check_at(limit, key, now)))
     }
 
-    fn check_all<'a>(
-        &'a self,
-        charges: &'a [Charge<'a>],
-        now: Duration,
-    ) -> Check<'a, Vec<Decision>> {
+    fn check_all<'a>(&'a self, charges: &'a [Charge<'a>], now: Duration) -> Check<'a, Checked> {
         Check::ready(Ok(self.check_all_at(charges, now)))
     }
 
     fn refund<'a>(
         &'a self,
         charges: &'a [Charge<'a>],
-        at: Duration,
+        receipt: &'a Receipt,
         now: Duration,
     ) -> Check<'a, ()> {
-        self.refund_at(charges, at, now);
+        self.refund_at(charges, receipt, now);
         Check::ready(Ok(()))
     }
 

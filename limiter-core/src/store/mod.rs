@@ -12,8 +12,11 @@ use std::time::Duration;
 use crate::{Decision, Policy};
 
 pub mod memory;
+mod receipt;
 #[cfg(feature = "redis")]
 pub mod redis;
+
+pub use receipt::{Checked, Receipt};
 
 #[cfg(feature = "redis")]
 pub use self::redis::RedisStore;
@@ -182,21 +185,21 @@ pub trait Store: Send + Sync + 'static {
     /// rejects says so with its `retry_after`, and each limit that would have admitted it
     /// reports where it stands with nothing counted: `remaining` is what it would admit
     /// now, `reset_after` when used quota next comes back (zero when none is used).
-    fn check_all<'a>(
-        &'a self,
-        charges: &'a [Charge<'a>],
-        now: Duration,
-    ) -> Check<'a, Vec<Decision>>;
+    ///
+    /// With them comes a [`Receipt`] of what was counted, in terms the store's
+    /// [`refund`](Store::refund) understands: a refund gives back by it, not by a reading
+    /// taken later.
+    fn check_all<'a>(&'a self, charges: &'a [Charge<'a>], now: Duration) -> Check<'a, Checked>;
 
-    /// Takes back what a check of `charges` whose reading was `at` counted (for
+    /// Takes back what a check of `charges` counted, as its `receipt` says (for
     /// `count = "failures"`: a request that turned out a success). `now` is the reading of
-    /// the refund. A refund never gives back more than the check took, and never state that
-    /// no longer counts; when it cannot tell its own units from others', it takes back
-    /// theirs only if that errs on the side of the limit.
+    /// the refund (a store with a clock of its own may read that instead). A refund gives
+    /// back only what is still counted of that check's own units: never another request's,
+    /// never more than the check took, nothing that has come back by itself.
     fn refund<'a>(
         &'a self,
         charges: &'a [Charge<'a>],
-        at: Duration,
+        receipt: &'a Receipt,
         now: Duration,
     ) -> Check<'a, ()>;
 
@@ -207,6 +210,17 @@ pub trait Store: Send + Sync + 'static {
     /// Its name in the metrics' `store` label (`redis`, `memory`).
     fn name(&self) -> &'static str {
         "custom"
+    }
+
+    /// Takes the limiter's [`store_timeout`](crate::LimiterBuilder::store_timeout), once,
+    /// when the limiter is built. A store that queues checks of its own (the Redis store
+    /// batches them) applies it to its backend's answer — the time a check waits for its
+    /// turn is load, not a failure — and returns `true`; the limiter then leaves the
+    /// timing of its checks to it. By default `false`: the limiter bounds each check's
+    /// whole wait by the timeout.
+    fn accept_timeout(&self, timeout: Duration) -> bool {
+        let _ = timeout;
+        false
     }
 
     /// The part of the store that holds `key`'s state under `limit`, for a store whose
@@ -224,21 +238,17 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
         (**self).check(limit, key, now)
     }
 
-    fn check_all<'a>(
-        &'a self,
-        charges: &'a [Charge<'a>],
-        now: Duration,
-    ) -> Check<'a, Vec<Decision>> {
+    fn check_all<'a>(&'a self, charges: &'a [Charge<'a>], now: Duration) -> Check<'a, Checked> {
         (**self).check_all(charges, now)
     }
 
     fn refund<'a>(
         &'a self,
         charges: &'a [Charge<'a>],
-        at: Duration,
+        receipt: &'a Receipt,
         now: Duration,
     ) -> Check<'a, ()> {
-        (**self).refund(charges, at, now)
+        (**self).refund(charges, receipt, now)
     }
 
     fn forget<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> Check<'a, ()> {
@@ -247,6 +257,10 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
 
     fn name(&self) -> &'static str {
         (**self).name()
+    }
+
+    fn accept_timeout(&self, timeout: Duration) -> bool {
+        (**self).accept_timeout(timeout)
     }
 
     fn part(&self, limit: &Limit, key: &[u8]) -> u16 {

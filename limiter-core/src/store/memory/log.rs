@@ -372,6 +372,15 @@ impl LogTable {
         }
     }
 
+    /// The newest instant of the key in `slot`, as a full reading near `now_ms`: the instant
+    /// a check just admitted counted at.
+    pub(super) fn newest_of(&self, slot: usize, now_ms: u64) -> u64 {
+        let entry = self.map.peek(slot);
+        newest(&entry, &self.slab).map_or(now_ms, |n| {
+            now_ms.saturating_add_signed(-n.signed_age(now_ms))
+        })
+    }
+
     /// Takes back the `count` instants the last check of the key in `slot` added.
     pub(super) fn undo(&mut self, slot: usize, count: u32) {
         let mut log = LogView {
@@ -396,8 +405,8 @@ impl LogTable {
         }
     }
 
-    /// Takes back `cost` instants of `fp` counted by a check read at `at_ms`, at the
-    /// reading `now_ms`.
+    /// Takes back `cost` instants of `fp` that a check recorded at `at_ms`, at the reading
+    /// `now_ms`.
     pub(super) fn refund(&mut self, fp: u64, at_ms: u64, now_ms: u64, policy: &Policy, cost: u32) {
         if let Some(slot) = self.map.find(fp) {
             let mut log = LogView {

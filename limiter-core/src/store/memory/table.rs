@@ -7,11 +7,19 @@ use crate::algorithm::fixed_window::FixedWindow;
 use crate::algorithm::sliding_window_counter::SlidingWindowCounter;
 use crate::algorithm::token_bucket::TokenBucket;
 use crate::{Algorithm, Decision, Limit, Policy};
+use std::time::Duration;
+
+/// A mark in whole milliseconds (saturating).
+fn millis(mark: Duration) -> u64 {
+    u64::try_from(mark.as_millis()).unwrap_or(u64::MAX)
+}
 
 /// The fixed-size states, all 8 bytes, so a table entry is 16.
 pub(super) trait CompactState: Copy + Default {
     fn check(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision;
-    fn refund(&mut self, at_ms: u64, policy: &Policy, cost: u32);
+    /// The mark of the check just admitted, in the units [`refund`](Self::refund) takes.
+    fn mark(&self, now_ms: u64, policy: &Policy) -> Duration;
+    fn refund(&mut self, mark: Duration, now_ms: u64, policy: &Policy, cost: u32);
     fn status(&self, now_ms: u64, policy: &Policy) -> Decision;
     fn is_expired(&self, now_ms: u64, policy: &Policy) -> bool;
     fn expires_in(&self, now_ms: u64, policy: &Policy) -> u64;
@@ -21,8 +29,11 @@ impl CompactState for FixedWindow {
     fn check(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision {
         FixedWindow::check_cost(self, now_ms, policy, cost)
     }
-    fn refund(&mut self, at_ms: u64, policy: &Policy, cost: u32) {
-        FixedWindow::refund(self, at_ms, policy, cost)
+    fn mark(&self, now_ms: u64, _: &Policy) -> Duration {
+        Duration::from_millis(FixedWindow::mark(self, now_ms))
+    }
+    fn refund(&mut self, mark: Duration, now_ms: u64, policy: &Policy, cost: u32) {
+        FixedWindow::refund(self, millis(mark), now_ms, policy, cost)
     }
     fn status(&self, now_ms: u64, policy: &Policy) -> Decision {
         FixedWindow::status(self, now_ms, policy)
@@ -39,8 +50,11 @@ impl CompactState for SlidingWindowCounter {
     fn check(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision {
         SlidingWindowCounter::check_cost(self, now_ms, policy, cost)
     }
-    fn refund(&mut self, at_ms: u64, policy: &Policy, cost: u32) {
-        SlidingWindowCounter::refund(self, at_ms, policy, cost)
+    fn mark(&self, now_ms: u64, policy: &Policy) -> Duration {
+        Duration::from_millis(SlidingWindowCounter::mark(self, now_ms, policy))
+    }
+    fn refund(&mut self, mark: Duration, _: u64, policy: &Policy, cost: u32) {
+        SlidingWindowCounter::refund(self, millis(mark), policy, cost)
     }
     fn status(&self, now_ms: u64, policy: &Policy) -> Decision {
         SlidingWindowCounter::status(self, now_ms, policy)
@@ -57,8 +71,12 @@ impl CompactState for TokenBucket {
     fn check(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision {
         TokenBucket::check_cost(self, now_ms, policy, cost)
     }
-    fn refund(&mut self, _: u64, policy: &Policy, cost: u32) {
-        TokenBucket::refund(self, policy, cost)
+    fn mark(&self, _: u64, _: &Policy) -> Duration {
+        Duration::from_nanos(TokenBucket::mark(self))
+    }
+    fn refund(&mut self, mark: Duration, now_ms: u64, policy: &Policy, cost: u32) {
+        let back_ns = u64::try_from(mark.as_nanos()).unwrap_or(u64::MAX);
+        TokenBucket::refund(self, back_ns, now_ms, policy, cost)
     }
     fn status(&self, now_ms: u64, policy: &Policy) -> Decision {
         TokenBucket::status(self, now_ms, policy)
@@ -70,6 +88,10 @@ impl CompactState for TokenBucket {
         TokenBucket::expires_in(self, now_ms)
     }
 }
+
+/// A check's decision, what it changed (to undo it when another limit of the same request
+/// rejects it), and its mark for a receipt (when it counted).
+pub(super) type Counted = (Decision, Prior, Option<Duration>);
 
 /// What a check changed, so that it can be taken back when another limit of the same
 /// request rejects it.
@@ -138,16 +160,16 @@ impl<S: Compact> CompactTable<S> {
     }
 
     #[inline]
-    fn check(&mut self, slot: usize, now_ms: u64, policy: &Policy, cost: u32) -> (Decision, Prior) {
+    fn check(&mut self, slot: usize, now_ms: u64, policy: &Policy, cost: u32) -> Counted {
         let state = self.map.at(slot);
         let before = *state;
         let decision = CompactState::check(state, now_ms, policy, cost);
-        let prior = if decision.allowed() {
-            before.prior()
+        if decision.allowed() {
+            let mark = state.mark(now_ms, policy);
+            (decision, before.prior(), Some(mark))
         } else {
-            Prior::Unchanged
-        };
-        (decision, prior)
+            (decision, Prior::Unchanged, None)
+        }
     }
 
     fn undo(&mut self, fp: u64, prior: Prior) {
@@ -160,9 +182,9 @@ impl<S: Compact> CompactTable<S> {
         self.map.get(fp).unwrap_or_default().status(now_ms, policy)
     }
 
-    fn refund(&mut self, fp: u64, at_ms: u64, policy: &Policy, cost: u32) {
+    fn refund(&mut self, fp: u64, mark: Duration, now_ms: u64, policy: &Policy, cost: u32) {
         if let Some(slot) = self.map.find(fp) {
-            CompactState::refund(self.map.at(slot), at_ms, policy, cost);
+            CompactState::refund(self.map.at(slot), mark, now_ms, policy, cost);
         }
     }
 
@@ -337,7 +359,7 @@ impl Table {
 
     /// Counts a request of `cost` units of the key in `slot`.
     #[inline]
-    pub(super) fn check(&mut self, slot: usize, now_ms: u64, cost: u32) -> (Decision, Prior) {
+    pub(super) fn check(&mut self, slot: usize, now_ms: u64, cost: u32) -> Counted {
         let policy = &self.policy;
         match &mut self.counts {
             Counts::Fixed(t) => t.check(slot, now_ms, policy, cost),
@@ -345,12 +367,12 @@ impl Table {
             Counts::Bucket(t) => t.check(slot, now_ms, policy, cost),
             Counts::Log(t) => {
                 let decision = t.check(slot, now_ms, policy, cost, now_ms >= self.last_seen);
-                let prior = if decision.allowed() {
-                    Prior::Pushed(cost)
+                if decision.allowed() {
+                    let mark = Duration::from_millis(t.newest_of(slot, now_ms));
+                    (decision, Prior::Pushed(cost), Some(mark))
                 } else {
-                    Prior::Unchanged
-                };
-                (decision, prior)
+                    (decision, Prior::Unchanged, None)
+                }
             }
         }
     }
@@ -365,16 +387,17 @@ impl Table {
         }
     }
 
-    /// Takes back `cost` units of `fp` counted at `at_ms` (see [`Store::refund`]).
+    /// Takes back what is still counted of `cost` units of `fp` that a check marked `mark`
+    /// (see [`Store::refund`]).
     ///
     /// [`Store::refund`]: crate::Store::refund
-    pub(super) fn refund(&mut self, fp: u64, at_ms: u64, now_ms: u64, cost: u32) {
+    pub(super) fn refund(&mut self, fp: u64, mark: Duration, now_ms: u64, cost: u32) {
         let policy = &self.policy;
         match &mut self.counts {
-            Counts::Fixed(t) => t.refund(fp, at_ms, policy, cost),
-            Counts::Counter(t) => t.refund(fp, at_ms, policy, cost),
-            Counts::Bucket(t) => t.refund(fp, at_ms, policy, cost),
-            Counts::Log(t) => t.refund(fp, at_ms, now_ms, policy, cost),
+            Counts::Fixed(t) => t.refund(fp, mark, now_ms, policy, cost),
+            Counts::Counter(t) => t.refund(fp, mark, now_ms, policy, cost),
+            Counts::Bucket(t) => t.refund(fp, mark, now_ms, policy, cost),
+            Counts::Log(t) => t.refund(fp, millis(mark), now_ms, policy, cost),
         }
     }
 

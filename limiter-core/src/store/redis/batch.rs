@@ -8,12 +8,21 @@
 //! the client's. Nothing waits to fill a batch: an idle store sends a check at once; under
 //! load, at most [`DRIVERS`] calls are in flight and the checks that arrive meanwhile form
 //! the next one.
+//!
+//! Load is not an outage. The timeout judges Redis — each call's answer — never the time a
+//! check waits for its turn; at most [`MOST_WAITING`] checks wait, and a check that finds
+//! no room waits for some (backpressure) rather than failing. A call that fails on a dropped
+//! connection is sent once more at once (the connection reconnects); a call that times out
+//! or fails again fails every check then waiting for the same slot, so that a stalled Redis
+//! costs each request at most about one timeout.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::Mutex;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 
 use super::{RedisStore, StoreError};
 
@@ -21,6 +30,8 @@ use super::{RedisStore, StoreError};
 const DRIVERS: usize = 2;
 /// Checks per call at most, so that one call never holds Redis long.
 const MOST: usize = 128;
+/// Checks waiting for a call at most, over all slots: 32 calls' worth.
+pub(super) const MOST_WAITING: usize = 32 * MOST;
 
 /// One check's part of a script call: its keys (on one node) and arguments.
 pub(super) struct CheckArgs {
@@ -36,12 +47,23 @@ pub(super) struct CheckArgs {
 /// A check's answer from the script: three numbers per key, then the clock reading.
 pub(super) type Answer = Result<Vec<i64>, StoreError>;
 
-type Waiting = (CheckArgs, oneshot::Sender<Answer>);
+/// A check waiting for its call, with its place in the queue.
+type Waiting = (CheckArgs, oneshot::Sender<Answer>, OwnedSemaphorePermit);
 
 /// The checks waiting, per hash slot (always slot 0 on one server).
-#[derive(Default)]
 pub(super) struct Batcher {
     queues: Mutex<HashMap<u16, Queue>>,
+    /// Places in the queues.
+    room: Arc<Semaphore>,
+}
+
+impl Default for Batcher {
+    fn default() -> Batcher {
+        Batcher {
+            queues: Mutex::default(),
+            room: Arc::new(Semaphore::new(MOST_WAITING)),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -53,24 +75,24 @@ struct Queue {
 
 impl RedisStore {
     /// Sends `check` (whose keys are all in `slot`) with whatever else is waiting for that
-    /// slot, and returns its answer.
+    /// slot, and returns its answer. Works from any thread: the calls run on the store's
+    /// own runtime.
     pub(super) async fn batched(&self, slot: u16, check: CheckArgs) -> Answer {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return Err(StoreError::msg(
-                "the Redis store needs a Tokio runtime (actix provides one)",
-            ));
+        // Waiting for room is load, not a failure: it is never timed.
+        let Ok(place) = Arc::clone(&self.inner.batcher.room).acquire_owned().await else {
+            return Err(StoreError::msg("the Redis store is shutting down"));
         };
         let (answer, answered) = oneshot::channel();
         let start_driver = {
             let mut queues = self.inner.batcher.queues.lock();
             let queue = queues.entry(slot).or_default();
-            queue.waiting.push((check, answer));
+            queue.waiting.push((check, answer, place));
             let start = queue.drivers < DRIVERS;
             queue.drivers += usize::from(start);
             start
         };
         if start_driver {
-            drop(runtime.spawn(self.clone().drive(slot)));
+            self.inner.runtime.spawn(self.clone().drive(slot));
         }
         answered.await.unwrap_or_else(|_| {
             Err(StoreError::msg(
@@ -89,48 +111,91 @@ impl RedisStore {
         // The checks of this moment (other requests being served now) join this call.
         tokio::task::yield_now().await;
         loop {
-            let batch: Vec<Waiting> = {
-                let mut queues = self.inner.batcher.queues.lock();
-                let Some(queue) = queues.get_mut(&slot) else {
-                    driver.running = false;
-                    return;
-                };
-                if queue.waiting.is_empty() {
-                    // Under the lock: a check queued after this sees one driver fewer.
-                    queue.drivers -= 1;
-                    if queue.drivers == 0 {
-                        queues.remove(&slot);
-                    }
-                    driver.running = false;
-                    return;
-                }
-                let n = queue.waiting.len().min(MOST);
-                // A check whose caller stopped waiting (the limiter's timeout, while Redis
-                // was slow) was answered by the fault policy: sending it now would count a
-                // request twice.
-                queue
-                    .waiting
-                    .drain(..n)
-                    .filter(|(_, answer)| !answer.is_closed())
-                    .collect()
+            let Some(batch) = self.next_batch(slot, &mut driver) else {
+                return;
             };
             if batch.is_empty() {
                 continue;
             }
-            let (checks, answers): (Vec<CheckArgs>, Vec<oneshot::Sender<Answer>>) =
-                batch.into_iter().unzip();
-            match self.call(&checks).await {
+            let (checks, answers): (Vec<CheckArgs>, Vec<oneshot::Sender<Answer>>) = batch
+                .into_iter()
+                .map(|(check, answer, _place)| (check, answer))
+                .unzip();
+            match self.call_within_timeout(&checks).await {
                 Ok(replies) => {
                     for (answer, reply) in answers.into_iter().zip(replies) {
                         let _ = answer.send(Ok(reply));
                     }
                 }
                 Err(error) => {
+                    let message = error.to_string();
                     for answer in answers {
-                        let _ = answer.send(Err(StoreError::msg(error.to_string())));
+                        let _ = answer.send(Err(StoreError::msg(message.clone())));
+                    }
+                    // Redis did not answer: what waits behind this call would wait as long
+                    // for as little. Each gets the failure now, and the fault policy.
+                    let waiting: Vec<Waiting> = {
+                        let mut queues = self.inner.batcher.queues.lock();
+                        queues
+                            .get_mut(&slot)
+                            .map(|queue| std::mem::take(&mut queue.waiting))
+                            .unwrap_or_default()
+                    };
+                    for (_, answer, _) in waiting {
+                        let _ = answer.send(Err(StoreError::msg(message.clone())));
                     }
                 }
             }
+        }
+    }
+
+    /// The next batch of `slot`, or `None` when none is waiting (the driver then stops).
+    fn next_batch(&self, slot: u16, driver: &mut Driver) -> Option<Vec<Waiting>> {
+        let mut queues = self.inner.batcher.queues.lock();
+        let Some(queue) = queues.get_mut(&slot) else {
+            driver.running = false;
+            return None;
+        };
+        if queue.waiting.is_empty() {
+            // Under the lock: a check queued after this sees one driver fewer.
+            queue.drivers -= 1;
+            if queue.drivers == 0 {
+                queues.remove(&slot);
+            }
+            driver.running = false;
+            return None;
+        }
+        let n = queue.waiting.len().min(MOST);
+        // A check whose caller stopped waiting (its request was dropped) would count a
+        // request nobody is waiting for.
+        Some(
+            queue
+                .waiting
+                .drain(..n)
+                .filter(|(_, answer, _)| !answer.is_closed())
+                .collect(),
+        )
+    }
+
+    /// One script call within the store's timeout; sent once more at once if the
+    /// connection dropped under it (the connection reconnects): a blip is not an outage.
+    async fn call_within_timeout(&self, checks: &[CheckArgs]) -> Result<Vec<Vec<i64>>, StoreError> {
+        let timeout = Duration::from_nanos(self.inner.timeout_ns.load(Ordering::Relaxed));
+        let mut retried = false;
+        loop {
+            let error = match tokio::time::timeout(timeout, self.call(checks)).await {
+                Ok(Ok(replies)) => return Ok(replies),
+                Ok(Err(error)) => error,
+                Err(_) => {
+                    return Err(StoreError::msg(format!(
+                        "Redis did not answer within {timeout:?}"
+                    )))
+                }
+            };
+            if retried || !error.is_transient() {
+                return Err(error.into_store_error());
+            }
+            retried = true;
         }
     }
 }

@@ -72,6 +72,14 @@ pub(super) fn single_config() -> ConnectionManagerConfig {
         .set_max_delay(std::time::Duration::from_millis(500))
 }
 
+/// What a lazily made cluster connection starts with: [`cluster_builder`]'s timeouts (a
+/// fresh `ClusterConfig` has none).
+pub(super) fn cluster_config() -> redis::cluster::ClusterConfig {
+    redis::cluster::ClusterConfig::new()
+        .set_connection_timeout(std::time::Duration::from_secs(1))
+        .set_response_timeout(std::time::Duration::from_secs(1))
+}
+
 /// The same for a cluster: a node that does not answer is retried twice, briefly, before
 /// the check fails and the limiter's fault policy answers it.
 pub(super) fn cluster_builder(nodes: &[&str]) -> ClusterClientBuilder {

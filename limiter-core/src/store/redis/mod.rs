@@ -2,9 +2,15 @@
 
 mod batch;
 mod connection;
+mod keys;
+mod nodes;
+mod refund;
+mod reply;
+mod runtime;
 mod scripts;
 
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,10 +18,12 @@ use redis::aio::ConnectionManager;
 use redis::cluster_async::ClusterConnection;
 use redis::RedisError;
 
-use super::{Charge, Check, Limit, Store, StoreError};
+use super::{Charge, Check, Checked, Limit, Receipt, Store, StoreError};
 use crate::Decision;
 use batch::{Batcher, CheckArgs};
 use connection::Connection;
+use keys::hash_slot;
+use runtime::Runtime;
 use scripts::Script;
 
 /// Counts in Redis, so that every instance of a service shares one budget per client.
@@ -42,9 +50,16 @@ use scripts::Script;
 ///   encoding), `CLIENT` the key's bytes in hex, or their SHA-1 when 20 bytes or longer. The
 ///   braces are a Redis Cluster hash tag: a client's states live on one node
 ///   ([`connect_cluster`](RedisStore::connect_cluster)).
-/// - **Faults are the limiter's policy**: a check that fails or exceeds the limiter's timeout
-///   is handled as [`LimiterBuilder::on_store_error`](crate::LimiterBuilder::on_store_error)
-///   says; the connection reconnects by itself when Redis comes back.
+/// - **Load is not an outage**: the limiter's timeout judges Redis's answer to each call,
+///   not the time a check waits for its turn in the batch queue; a full queue makes checks
+///   wait for room (backpressure) instead of failing them. The calls run on a thread of the
+///   store's own, so a busy or blocked request handler cannot stall them, and a check works
+///   from any thread.
+/// - **Faults are the limiter's policy**: a call that fails or exceeds the timeout fails its
+///   checks (and those waiting behind it), which get
+///   [`LimiterBuilder::on_store_error`](crate::LimiterBuilder::on_store_error)'s answer; a
+///   call whose connection dropped is sent again at once over a new one, so a blip is no
+///   outage; the connection reconnects by itself when Redis comes back.
 ///
 /// Every [`Policy`](crate::Policy) is computed exactly: policies are bounded so that the
 /// scripts' arithmetic stays within what Lua's doubles hold exactly, so a configuration is
@@ -70,7 +85,14 @@ struct Inner {
     script: Script,
     refund: Script,
     batcher: Batcher,
+    /// Where its calls run.
+    runtime: Arc<Runtime>,
+    /// How long Redis may take to answer a call (the limiter's `store_timeout`).
+    timeout_ns: AtomicU64,
 }
+
+/// The store's timeout until a limiter gives it its own.
+const DEFAULT_TIMEOUT: Duration = crate::LimiterBuilder::DEFAULT_STORE_TIMEOUT;
 
 impl RedisStore {
     /// Connects to `url` (`redis://host:port/db`), failing if Redis cannot be reached now.
@@ -80,18 +102,25 @@ impl RedisStore {
     }
 
     /// A store for `url` that connects on first use: the service starts even while Redis is
-    /// away, and the limiter's fault policy covers the meantime. Call it inside the Tokio
-    /// runtime (under `#[actix_web::main]`, say): the connection's task is spawned on it.
+    /// away, and the limiter's fault policy covers the meantime. It may be called anywhere
+    /// (the connection lives on the store's own thread).
     pub fn connect_lazily(url: &str) -> Result<RedisStore, StoreError> {
         let client = redis::Client::open(url).map_err(|e| error("invalid Redis URL", e))?;
-        let manager = ConnectionManager::new_lazy_with_config(client, connection::single_config())
+        let runtime = Runtime::start()?;
+        let manager = runtime
+            .enter(|| ConnectionManager::new_lazy_with_config(client, connection::single_config()))
             .map_err(|e| error("invalid Redis configuration", e))?;
-        Ok(RedisStore::from_manager(manager))
+        Ok(RedisStore::over(Connection::Single(manager), runtime))
     }
 
-    /// A store over a connection manager you configured yourself.
+    /// A store over a connection manager you configured yourself. Its I/O runs where you
+    /// made it; the store's batches run on a thread of the store's own.
+    ///
+    /// # Panics
+    ///
+    /// If the operating system cannot start the store's thread, as `std::thread::spawn`.
     pub fn from_manager(connection: ConnectionManager) -> RedisStore {
-        RedisStore::over(Connection::Single(connection))
+        RedisStore::over(Connection::Single(connection), Runtime::start_or_panic())
     }
 
     /// Connects to the Redis Cluster that `nodes` belong to (`redis://host:port` each; one
@@ -121,32 +150,39 @@ impl RedisStore {
         let client = connection::cluster_builder(nodes)
             .build()
             .map_err(|e| error("invalid Redis Cluster URLs", e))?;
-        let connection = client
-            .get_async_connection()
-            .await
+        let runtime = Runtime::start()?;
+        let connection = runtime
+            .run(async move { client.get_async_connection().await })
+            .await?
             .map_err(|e| error("cannot reach the Redis Cluster", e))?;
-        Ok(RedisStore::from_cluster(connection))
+        Ok(RedisStore::over(Connection::Cluster(connection), runtime))
     }
 
     /// A cluster store that connects on first use, as
-    /// [`connect_lazily`](RedisStore::connect_lazily) does for one server. Call it inside
-    /// the Tokio runtime.
+    /// [`connect_lazily`](RedisStore::connect_lazily) does for one server.
     pub fn connect_cluster_lazily(nodes: &[&str]) -> Result<RedisStore, StoreError> {
         let client = connection::cluster_builder(nodes)
             .build()
             .map_err(|e| error("invalid Redis Cluster URLs", e))?;
-        let connection =
-            client.get_pending_async_connection_with_config(redis::cluster::ClusterConfig::new());
-        Ok(RedisStore::from_cluster(connection))
+        let runtime = Runtime::start()?;
+        // The builder's timeouts, which a fresh `ClusterConfig` would reset.
+        let connection = runtime.enter(|| {
+            client.get_pending_async_connection_with_config(connection::cluster_config())
+        });
+        Ok(RedisStore::over(Connection::Cluster(connection), runtime))
     }
 
     /// A store over a cluster connection you configured yourself (TLS, credentials,
     /// timeouts, replicas).
+    ///
+    /// # Panics
+    ///
+    /// If the operating system cannot start the store's thread, as `std::thread::spawn`.
     pub fn from_cluster(connection: ClusterConnection) -> RedisStore {
-        RedisStore::over(Connection::Cluster(connection))
+        RedisStore::over(Connection::Cluster(connection), Runtime::start_or_panic())
     }
 
-    fn over(connection: Connection) -> RedisStore {
+    fn over(connection: Connection, runtime: Arc<Runtime>) -> RedisStore {
         RedisStore {
             inner: Arc::new(Inner {
                 connection,
@@ -155,16 +191,22 @@ impl RedisStore {
                 script: Script::check(),
                 refund: Script::refund(),
                 batcher: Batcher::default(),
+                runtime,
+                timeout_ns: AtomicU64::new(DEFAULT_TIMEOUT.as_nanos() as u64),
             }),
         }
     }
 
     /// A store over a client you built (TLS, credentials, ...).
     pub async fn from_client(client: redis::Client) -> Result<RedisStore, StoreError> {
-        let manager = ConnectionManager::new_with_config(client, connection::single_config())
-            .await
+        let runtime = Runtime::start()?;
+        let manager = runtime
+            .run(async move {
+                ConnectionManager::new_with_config(client, connection::single_config()).await
+            })
+            .await?
             .map_err(|e| error("cannot reach Redis", e))?;
-        Ok(RedisStore::from_manager(manager))
+        Ok(RedisStore::over(Connection::Single(manager), runtime))
     }
 
     /// The first part of every key name (default `limiter`).
@@ -187,6 +229,8 @@ impl RedisStore {
             script: Script::check(),
             refund: Script::refund(),
             batcher: Batcher::default(),
+            runtime: Arc::clone(&shared.runtime),
+            timeout_ns: AtomicU64::new(shared.timeout_ns.load(Ordering::Relaxed)),
         });
         change(&mut inner);
         RedisStore {
@@ -217,29 +261,12 @@ impl RedisStore {
     /// # }
     /// ```
     pub fn key_name(&self, limit: &Limit, key: &[u8]) -> String {
-        let scope: String = limit
-            .scope()
-            .chars()
-            .filter(|c| c.is_ascii_graphic() && !matches!(c, '{' | '}'))
-            .take(40)
-            .collect();
-        let mut name = format!("{}:{scope}:{:016x}:{{", self.inner.prefix, limit.id());
-        if key.len() < 20 {
-            for byte in key {
-                let _ = write!(name, "{byte:02x}");
-            }
-        } else {
-            let _ = write!(name, "{}", sha1_smol::Sha1::from(key).digest());
-        }
-        name.push('}');
-        name
+        keys::key_name(&self.inner.prefix, limit, key)
     }
 
-    async fn eval(
-        &self,
-        charges: &[Charge<'_>],
-        now: Duration,
-    ) -> Result<Vec<Decision>, StoreError> {
+    /// Decides `charges` at `now` (the caller's reading, used with the caller's clock), with
+    /// the receipt of what was counted.
+    async fn eval(&self, charges: &[Charge<'_>], now: Duration) -> Result<Checked, StoreError> {
         // The same (limit, key) twice is one budget asked once for the sum: the script reads
         // each key before it writes any.
         let mut unique: Vec<Charge<'_>> = Vec::with_capacity(charges.len());
@@ -250,7 +277,7 @@ impl RedisStore {
                 .position(|u| u.limit == charge.limit && u.key == charge.key);
             slot_of.push(match same {
                 Some(slot) => {
-                    unique[slot].cost = unique[slot].cost.saturating_add(charge.cost.max(1));
+                    unique[slot] = unique[slot].cost(unique[slot].cost.saturating_add(charge.cost));
                     slot
                 }
                 None => {
@@ -264,13 +291,17 @@ impl RedisStore {
             .map(|c| self.key_name(c.limit, c.key))
             .collect();
         let nodes = self.by_node(&names);
-        let decisions = if let [_] = nodes.as_slice() {
-            self.check_on_one_node(&unique, &names, now, false).await?.0
+        let answers = if let [_] = nodes.as_slice() {
+            self.check_on_one_node(&unique, &names, now, false).await?
         } else {
             self.check_across_nodes(&unique, &names, &nodes, now)
                 .await?
         };
-        Ok(slot_of.into_iter().map(|u| decisions[u]).collect())
+        let decisions = slot_of.iter().map(|&u| answers[u].0).collect();
+        Ok(Checked::new(
+            decisions,
+            Receipt::new(marks_of_duplicates(charges, &slot_of, &answers)),
+        ))
     }
 
     /// The charges grouped by the node that holds them: one group on a single server; on a
@@ -290,15 +321,15 @@ impl RedisStore {
         groups.into_iter().map(|(_, members)| members).collect()
     }
 
-    /// One atomic check of keys that live on one node (`peek`: counting nothing), with the
-    /// clock reading it was checked at.
+    /// One atomic check of keys that live on one node (`peek`: counting nothing): each
+    /// key's decision and, where it counted, its mark.
     async fn check_on_one_node(
         &self,
         charges: &[Charge<'_>],
         names: &[String],
         now: Duration,
         peek: bool,
-    ) -> Result<(Vec<Decision>, Duration), StoreError> {
+    ) -> Result<Vec<Answer>, StoreError> {
         let check = CheckArgs {
             names: names.to_vec(),
             now: self
@@ -329,89 +360,17 @@ impl RedisStore {
             0
         };
         let reply = self.batched(slot, check).await?;
-        let decisions = charges
+        let clock = reply[3 * charges.len()];
+        Ok(charges
             .iter()
             .zip(reply.chunks_exact(3))
-            .map(|(charge, answer)| {
-                let max = charge.limit.policy().max().get();
-                let wait = Duration::from_nanos(u64::try_from(answer[2]).unwrap_or(0));
-                if answer[0] == 1 {
-                    Decision::allow(max, u32::try_from(answer[1]).unwrap_or(0), wait)
-                } else {
-                    Decision::reject_leaving(max, u32::try_from(answer[1]).unwrap_or(0), wait)
-                }
-            })
-            .collect();
-        let clock = Duration::from_millis(u64::try_from(reply[3 * charges.len()]).unwrap_or(0));
-        Ok((decisions, clock))
-    }
-
-    /// A check whose keys live on several cluster nodes. Each node's part is atomic; across
-    /// nodes, all or nothing is kept by giving back: the parts counted before one that
-    /// rejects (or fails) are refunded (at the very reading they were counted at) and then
-    /// say where they stand, the parts after it only read. Between the count and the refund another
-    /// request may see those units taken — erring on the side of the limit, never past it.
-    async fn check_across_nodes(
-        &self,
-        unique: &[Charge<'_>],
-        names: &[String],
-        nodes: &[Vec<usize>],
-        now: Duration,
-    ) -> Result<Vec<Decision>, StoreError> {
-        let mut decisions = vec![Decision::reject(0, Duration::ZERO); unique.len()];
-        let mut counted: Vec<Counted<'_, '_>> = Vec::new();
-        let mut rejected = false;
-        for members in nodes {
-            let charges: Vec<Charge<'_>> = members.iter().map(|&m| unique[m]).collect();
-            let part: Vec<String> = members.iter().map(|&m| names[m].clone()).collect();
-            let (answers, clock) =
-                match self.check_on_one_node(&charges, &part, now, rejected).await {
-                    Ok(answered) => answered,
-                    Err(error) => {
-                        // A node that fails fails the request (the fault policy answers it):
-                        // the parts counted before it give their units back, if their nodes
-                        // answer.
-                        for part in &counted {
-                            let placed = self.checked_at(part.clock);
-                            let _ = self.give_back(&part.charges, &part.names, placed).await;
-                        }
-                        return Err(error);
-                    }
-                };
-            if !rejected {
-                if answers.iter().all(Decision::allowed) {
-                    counted.push(Counted {
-                        members,
-                        charges,
-                        names: part,
-                        clock,
-                    });
-                } else {
-                    rejected = true;
-                }
-            }
-            for (&m, answer) in members.iter().zip(answers) {
-                decisions[m] = answer;
-            }
-        }
-        if rejected {
-            for part in &counted {
-                self.give_back(&part.charges, &part.names, self.checked_at(part.clock))
-                    .await?;
-                let (answers, _) = self
-                    .check_on_one_node(&part.charges, &part.names, now, true)
-                    .await?;
-                for (&m, answer) in part.members.iter().zip(answers) {
-                    decisions[m] = answer;
-                }
-            }
-        }
-        Ok(decisions)
+            .map(|(charge, answer)| reply::decode(charge.limit.policy(), answer, clock))
+            .collect())
     }
 
     /// One script call deciding `checks` in order; each one's answer (three numbers per
     /// key, then the clock reading).
-    async fn call(&self, checks: &[CheckArgs]) -> Result<Vec<Vec<i64>>, StoreError> {
+    async fn call(&self, checks: &[CheckArgs]) -> Result<Vec<Vec<i64>>, CallError> {
         let keys: usize = checks.iter().map(|c| c.names.len()).sum();
         let mut command = redis::cmd("EVALSHA");
         command.arg(&self.inner.script.sha).arg(keys);
@@ -466,13 +425,18 @@ impl RedisStore {
             }
             command.arg(arg);
         }
-        let reply: Vec<i64> = self.run(&self.inner.script, &command).await?;
+        let reply: Vec<i64> = self
+            .inner
+            .connection
+            .eval(&self.inner.script, &command)
+            .await
+            .map_err(CallError::Redis)?;
         if reply.len() != 3 * keys + 1 {
-            return Err(StoreError::msg(format!(
+            return Err(CallError::Reply(StoreError::msg(format!(
                 "the rate limit script answered {} numbers for {} limits",
                 reply.len(),
                 keys
-            )));
+            ))));
         }
         let (answers, server_clock) = reply.split_at(3 * keys);
         let mut rest = answers;
@@ -492,134 +456,74 @@ impl RedisStore {
             .collect())
     }
 
-    async fn take_back(
+    /// Runs `command` (an `EVALSHA` of `script`) on the store's runtime, with the script's
+    /// source if the node does not know it.
+    async fn run<T: redis::FromRedisValue + Send + 'static>(
         &self,
-        charges: &[Charge<'_>],
-        at: Duration,
-        now: Duration,
-    ) -> Result<(), StoreError> {
-        let names: Vec<String> = charges
-            .iter()
-            .map(|c| self.key_name(c.limit, c.key))
-            .collect();
-        // With the server's clock, the check's reading is the server's; the time since it is
-        // the caller's to measure, with a margin for the two trips' different latencies.
-        let elapsed = now.saturating_sub(at) + REFUND_MARGIN;
-        for members in self.by_node(&names) {
-            let part: Vec<Charge<'_>> = members.iter().map(|&m| charges[m]).collect();
-            let part_names: Vec<String> = members.iter().map(|&m| names[m].clone()).collect();
-            let placed = if self.inner.caller_clock {
-                Placed::Caller { at, now }
-            } else {
-                Placed::Ago(elapsed)
-            };
-            self.give_back(&part, &part_names, placed).await?;
-        }
-        Ok(())
-    }
-
-    /// Where a check the script answered with `clock` (its reading) was placed.
-    fn checked_at(&self, clock: Duration) -> Placed {
-        if self.inner.caller_clock {
-            Placed::Caller {
-                at: clock,
-                now: clock,
-            }
-        } else {
-            Placed::Server(clock)
-        }
-    }
-
-    /// Refunds `charges` (on one node), checked where `placed` says.
-    async fn give_back(
-        &self,
-        charges: &[Charge<'_>],
-        names: &[String],
-        placed: Placed,
-    ) -> Result<(), StoreError> {
-        let mut command = redis::cmd("EVALSHA");
-        command.arg(&self.inner.refund.sha).arg(charges.len());
-        command.arg(names);
-        // `at_ms, now_ms or "", elapsed_ms or ""`: see the refund script.
-        match placed {
-            Placed::Caller { at, now } => command
-                .arg(at.as_millis().to_string())
-                .arg(now.as_millis().to_string())
-                .arg(0),
-            Placed::Server(at) => command.arg(at.as_millis().to_string()).arg("").arg(""),
-            Placed::Ago(elapsed) => command.arg(0).arg("").arg(elapsed.as_millis().to_string()),
-        };
-        self.refund_args(&mut command, charges);
-        self.run::<i64>(&self.inner.refund, &command)
-            .await
-            .map(drop)
-    }
-
-    fn refund_args(&self, command: &mut redis::Cmd, charges: &[Charge<'_>]) {
-        for charge in charges {
-            let policy = charge.limit.policy();
-            command
-                .arg(scripts::code(policy.algorithm()))
-                .arg(policy.window_ms())
-                .arg(policy.max().get())
-                .arg(policy.emission_interval_ns())
-                .arg(charge.cost.max(1));
-        }
-    }
-
-    /// Runs `command` (an `EVALSHA` of `script`), with the script's source if the node
-    /// does not know it.
-    async fn run<T: redis::FromRedisValue>(
-        &self,
-        script: &Script,
-        command: &redis::Cmd,
+        script: fn(&Inner) -> &Script,
+        command: redis::Cmd,
     ) -> Result<T, StoreError> {
+        let inner = Arc::clone(&self.inner);
         self.inner
-            .connection
-            .eval(script, command)
-            .await
+            .runtime
+            .run(async move { inner.connection.eval(script(&inner), &command).await })
+            .await?
             .map_err(|e| error("Redis check failed", e))
     }
 }
 
-/// A part of a cross-node check that its node counted: which of the check's charges, their
-/// key names, and the reading they were counted at.
-struct Counted<'m, 'c> {
-    members: &'m [usize],
-    charges: Vec<Charge<'c>>,
-    names: Vec<String>,
-    clock: Duration,
+/// One key's answer: the decision, and its mark if the check counted it.
+type Answer = (Decision, Option<Duration>);
+
+/// The marks of `charges`, each of the unique charge `slot_of` says it was merged into.
+/// Charges of one budget asked together are one check of their summed cost, counted in
+/// their order: each one's tokens of a bucket come back before the next one's.
+fn marks_of_duplicates(
+    charges: &[Charge<'_>],
+    slot_of: &[usize],
+    answers: &[Answer],
+) -> Vec<Option<Duration>> {
+    (0..charges.len())
+        .map(|i| {
+            let mark = answers[slot_of[i]].1?;
+            let policy = charges[i].limit.policy();
+            if policy.algorithm() != crate::Algorithm::TokenBucket {
+                return Some(mark);
+            }
+            let later: u64 = (i + 1..charges.len())
+                .filter(|&j| slot_of[j] == slot_of[i])
+                .map(|j| u64::from(charges[j].cost.max(1)))
+                .sum();
+            let back = Duration::from_nanos(later.saturating_mul(policy.emission_interval_ns()));
+            Some(mark.saturating_sub(back))
+        })
+        .collect()
 }
 
-/// Where a refunded check was placed, in the refund script's terms.
-enum Placed {
-    /// At `at` on the caller's clock, refunded at `now` on it.
-    Caller { at: Duration, now: Duration },
-    /// At `at`, the server's own reading (a check's answer carries it).
-    Server(Duration),
-    /// This long ago by the server's clock, as the caller measures it (with a margin).
-    Ago(Duration),
+/// Why a script call failed: Redis (or the connection to it), or a reply that makes no
+/// sense.
+pub(super) enum CallError {
+    Redis(RedisError),
+    Reply(StoreError),
 }
 
-/// How much earlier than the caller measures a refund places its check, with the server's
-/// clock: a refund placed too early takes back older units or none (erring on the side of
-/// the limit), one placed too late could take back newer units than its own.
-const REFUND_MARGIN: Duration = Duration::from_millis(250);
+impl CallError {
+    /// Whether the call may succeed if sent again at once: its connection dropped under it.
+    pub(super) fn is_transient(&self) -> bool {
+        matches!(self, CallError::Redis(e) if e.is_connection_dropped() || e.is_io_error())
+    }
+
+    pub(super) fn into_store_error(self) -> StoreError {
+        match self {
+            CallError::Redis(e) => error("Redis check failed", e),
+            CallError::Reply(e) => e,
+        }
+    }
+}
 
 /// With the caller's clock, keys live at least this long in Redis's own time (a minute): the
 /// caller's time need not run at Redis's pace, and expiry must not cut a window short.
 const CALLER_CLOCK_MIN_TTL_MS: u64 = 60_000;
-
-/// The Redis Cluster hash slot of a key name: CRC16 of its hash tag, modulo 16,384.
-fn hash_slot(name: &str) -> u16 {
-    let tag = name
-        .split_once('{')
-        .and_then(|(_, rest)| rest.split_once('}'))
-        .map(|(tag, _)| tag)
-        .filter(|tag| !tag.is_empty())
-        .unwrap_or(name);
-    crc16::State::<crc16::XMODEM>::calculate(tag.as_bytes()) % 16_384
-}
 
 fn error(what: &str, source: RedisError) -> StoreError {
     StoreError::new(what, source)
@@ -628,29 +532,31 @@ fn error(what: &str, source: RedisError) -> StoreError {
 impl Store for RedisStore {
     fn check<'a>(&'a self, limit: &'a Limit, key: &'a [u8], now: Duration) -> Check<'a> {
         Check::pending(async move {
-            let decisions = self.eval(&[Charge::new(limit, key)], now).await?;
-            decisions
-                .into_iter()
-                .next()
+            let checked = self.eval(&[Charge::new(limit, key)], now).await?;
+            checked
+                .first()
+                .copied()
                 .ok_or_else(|| StoreError::msg("the rate limit script answered nothing"))
         })
     }
 
-    fn check_all<'a>(
-        &'a self,
-        charges: &'a [Charge<'a>],
-        now: Duration,
-    ) -> Check<'a, Vec<Decision>> {
+    fn check_all<'a>(&'a self, charges: &'a [Charge<'a>], now: Duration) -> Check<'a, Checked> {
         Check::pending(self.eval(charges, now))
     }
 
     fn refund<'a>(
         &'a self,
         charges: &'a [Charge<'a>],
-        at: Duration,
+        receipt: &'a Receipt,
         now: Duration,
     ) -> Check<'a, ()> {
-        Check::pending(self.take_back(charges, at, now))
+        Check::pending(self.take_back(charges, receipt, now))
+    }
+
+    fn accept_timeout(&self, timeout: Duration) -> bool {
+        let ns = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
+        self.inner.timeout_ns.store(ns, Ordering::Relaxed);
+        true
     }
 
     fn name(&self) -> &'static str {
@@ -670,10 +576,11 @@ impl Store for RedisStore {
         Check::pending(async move {
             let mut command = redis::cmd("DEL");
             command.arg(self.key_name(limit, key));
+            let connection = self.inner.connection.clone();
             self.inner
-                .connection
-                .query::<i64>(&command)
-                .await
+                .runtime
+                .run(async move { connection.query::<i64>(&command).await })
+                .await?
                 .map(drop)
                 .map_err(|e| error("Redis reset failed", e))
         })

@@ -156,7 +156,7 @@ local function sliding_window(key, window, max, cost, commit)
     elseif count > 0 then
       last = newest
     end
-    return false, max - count, (last + window - now) * 1000000, max - count, status_wait
+    return false, max - count, (last + window - now) * 1000000, max - count, status_wait, now
   end
   if commit then
     log.off = log.off + expired
@@ -166,7 +166,7 @@ local function sliding_window(key, window, max, cost, commit)
     -- short of that, it is set to two windows, so that it stands for a window of pushes.
     log.need, log.give = window, 2 * window
   end
-  return true, max - count - cost, ((oldest or now) + window - now) * 1000000, max - count, status_wait
+  return true, max - count - cost, ((oldest or now) + window - now) * 1000000, max - count, status_wait, now
 end
 
 local function fixed_window(key, window, max, cost, commit)
@@ -183,7 +183,7 @@ local function fixed_window(key, window, max, cost, commit)
   local status_wait = 0
   if count > 0 then status_wait = ends end
   if cost > max - count then
-    return false, max - count, ends, max - count, status_wait
+    return false, max - count, ends, max - count, status_wait, now
   end
   if commit then
     state[1], state[2], state.w = start, count + cost, true
@@ -191,7 +191,7 @@ local function fixed_window(key, window, max, cost, commit)
     state.need = start + window - now
     state.give = state.need
   end
-  return true, max - count - cost, ends, max - count, status_wait
+  return true, max - count - cost, ends, max - count, status_wait, now
 end
 
 local function until_below(prev, cur, elapsed, t, target)
@@ -231,7 +231,7 @@ local function sliding_window_counter(key, window, max, cost, commit)
     local wait = until_below(prev, cur, elapsed, window, target) * 1000000
     local left = 0
     if weighted < max * window then left = idiv(max * window - weighted + window - 1, window) end
-    return false, left, wait, left, wait
+    return false, left, wait, left, wait, now
   end
   local left = idiv(max * window - weighted + window - 1, window)
   local status_wait = 0
@@ -246,7 +246,7 @@ local function sliding_window_counter(key, window, max, cost, commit)
     state.need = 2 * window - elapsed
     state.give = state.need
   end
-  return true, remaining, wait, left, status_wait
+  return true, remaining, wait, left, status_wait, now
 end
 
 local function token_bucket(key, interval, capacity, cost, commit)
@@ -263,7 +263,7 @@ local function token_bucket(key, interval, capacity, cost, commit)
     if wait > 4611686018427387904 then wait = 4611686018427387904 end
     local left = 0
     if used < capacity then left = idiv(capacity - used, interval) end
-    return false, left, wait, left, wait
+    return false, left, wait, left, wait, now
   end
   local left = capacity - used
   local status_remaining = idiv(left, interval)
@@ -287,7 +287,7 @@ local function token_bucket(key, interval, capacity, cost, commit)
     state.need, state.give = whole + 1, whole + 1 + span
     state[1], state[2], state.w = now + whole, after - whole * 1000000, true
   end
-  return true, remaining, next_back, status_remaining, status_wait
+  return true, remaining, next_back, status_remaining, status_wait, now
 end
 
 -- The policies this call's checks use, each once: algorithm, window_ms, max, interval_ns,
@@ -313,6 +313,14 @@ local function decide(p, key, cost, commit)
   return token_bucket(key, policy[4], policy[5], cost, commit)
 end
 
+-- An answer's first number: 0 if the key's limit did not count the check, else 1 plus how
+-- far after the call's clock the instant it counted at lies (a reading earlier than the
+-- state is counted at the state's newest instant), for the check's receipt.
+local function counted(admits, used)
+  if not admits then return 0 end
+  return 1 + used - clock
+end
+
 local function server_now()
   if not server_clock then
     local t = redis.call('TIME')
@@ -332,8 +340,8 @@ for c = 3 + 5 * npolicies, #ARGV do
   local single = tonumber(arg)
   if single then
     clock = server_now()
-    local admits, remaining, wait = decide(single, KEYS[first], 1, true)
-    reply[r + 1], reply[r + 2], reply[r + 3], r = admits and 1 or 0, remaining, wait, r + 3
+    local admits, remaining, wait, _, _, used = decide(single, KEYS[first], 1, true)
+    reply[r + 1], reply[r + 2], reply[r + 3], r = counted(admits, used), remaining, wait, r + 3
     first = first + 1
   else
     local now, peek, rest = string.match(arg, '^(%d*);([01]);(.*)$')
@@ -346,30 +354,31 @@ for c = 3 + 5 * npolicies, #ARGV do
     local n = #limits
     if n == 1 then
       -- One limit: decided and counted in one pass.
-      local admits, remaining, wait, status_remaining, status_wait =
+      local admits, remaining, wait, status_remaining, status_wait, used =
         decide(limits[1][1], KEYS[first], limits[1][2], not peek)
-      if admits and peek then remaining, wait = status_remaining, status_wait end
-      reply[r + 1], reply[r + 2], reply[r + 3], r = admits and 1 or 0, remaining, wait, r + 3
+      local flag = counted(admits, used)
+      if admits and peek then remaining, wait, flag = status_remaining, status_wait, -1 end
+      reply[r + 1], reply[r + 2], reply[r + 3], r = flag, remaining, wait, r + 3
     else
       -- Several: every limit is read first; only if all admit (and not peeking) are they
       -- counted, in a second pass over the same, unchanged state.
       local answers = {}
       local admitted = not peek
       for i = 1, n do
-        local admits, remaining, wait, status_remaining, status_wait =
+        local admits, remaining, wait, status_remaining, status_wait, used =
           decide(limits[i][1], KEYS[first + i - 1], limits[i][2], false)
         if not admits then admitted = false end
-        answers[i] = {admits, remaining, wait, status_remaining, status_wait}
+        answers[i] = {admits, remaining, wait, status_remaining, status_wait, used}
       end
       for i = 1, n do
         local answer = answers[i]
         if admitted then
           decide(limits[i][1], KEYS[first + i - 1], limits[i][2], true)
-          reply[r + 1], reply[r + 2], reply[r + 3], r = 1, answer[2], answer[3], r + 3
+          reply[r + 1], reply[r + 2], reply[r + 3], r = counted(true, answer[6]), answer[2], answer[3], r + 3
         elseif answer[1] then
           -- Another limit rejects the request: this one counts nothing and says where it
-          -- stands.
-          reply[r + 1], reply[r + 2], reply[r + 3], r = 1, answer[4], answer[5], r + 3
+          -- stands (-1: it would admit it, and counted nothing).
+          reply[r + 1], reply[r + 2], reply[r + 3], r = -1, answer[4], answer[5], r + 3
         else
           reply[r + 1], reply[r + 2], reply[r + 3], r = 0, answer[2], answer[3], r + 3
         end
@@ -414,71 +423,84 @@ end
 return reply
 "#;
 
-/// Takes back what a check counted (`count = "failures"`), with the rules of the
-/// algorithms' `refund`. `KEYS[i]` as for the check; `ARGV` is `[at_ms, now_ms or "",
-/// elapsed_ms]` followed by five values per key: `algorithm, window_ms, max, interval_ns,
-/// cost`. Without a `now` the script reads the server's clock and places the check at
-/// `TIME − elapsed_ms`: the caller's measure of the time since its check, less a margin,
-/// so that a refund never lands after its check (where it could take back later units,
-/// which would err against the limit); with an empty `elapsed_ms`, `at_ms` is the server's
-/// own reading that the check answered with.
+/// Gives back what a check counted (`count = "failures"`), by its receipt, with the rules of
+/// the algorithms' `refund`. `KEYS[i]` as for the check; `ARGV` is `now_ms` (empty for the
+/// server's clock) followed by six values per key: `algorithm, window_ms, interval_ns, cost,
+/// mark_ms, mark_ns` (the mark of the check's receipt, in milliseconds and the nanoseconds
+/// beyond them). Only what is still counted of the check's own units comes back.
 const REFUND: &str = r#"
 if redis.replicate_commands then redis.replicate_commands() end
-local at = tonumber(ARGV[1])
-local clock = tonumber(ARGV[2])
+local clock = tonumber(ARGV[1])
 if not clock then
   local t = redis.call('TIME')
   clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local elapsed = tonumber(ARGV[3])
-  if elapsed then at = clock - elapsed end
 end
 for i = 1, #KEYS do
   local key = KEYS[i]
-  local base = 3 + (i - 1) * 5
+  local base = 1 + (i - 1) * 6
   local algorithm = tonumber(ARGV[base + 1])
   local window = tonumber(ARGV[base + 2])
-  local interval = tonumber(ARGV[base + 4])
-  local cost = tonumber(ARGV[base + 5])
+  local interval = tonumber(ARGV[base + 3])
+  local cost = tonumber(ARGV[base + 4])
+  local mark = tonumber(ARGV[base + 5])
+  local mark_ns = tonumber(ARGV[base + 6])
   if algorithm == 1 then
-    -- The oldest instants not earlier than the check's reading, unless those have left
-    -- the window.
-    local stamps = {}
-    if clock - at < window then stamps = redis.call('LRANGE', key, 0, -1) end
-    local from = nil
-    for j = 1, #stamps do
-      if tonumber(stamps[j]) >= at then from = j - 1 break end
-    end
-    if from then
-      local count = math.min(cost, #stamps - from)
-      for j = from, from + count - 1 do redis.call('LSET', key, j, 'refunded') end
-      redis.call('LREM', key, count, 'refunded')
+    -- Instants equal to the mark, while it is in the window. The log is in order and a
+    -- refund is usually recent: the mark is found by galloping from the newest instant
+    -- (1, 2, 4, ... back) and bisecting, a few reads whatever the log's length; those
+    -- instants are then removed from the newest end.
+    if clock - mark < window then
+      local len = redis.call('LLEN', key)
+      local function back(j) return tonumber(redis.call('LINDEX', key, -1 - j)) end
+      local later = 0
+      if len > 0 and back(0) > mark then
+        local lo, hi = 0, 1
+        while hi < len and back(hi) > mark do lo, hi = hi, hi * 2 end
+        if hi > len then hi = len end
+        while hi - lo > 1 do
+          local mid = math.floor((lo + hi) / 2)
+          if back(mid) > mark then lo = mid else hi = mid end
+        end
+        later = hi
+      end
+      local n = 0
+      while n < cost and later + n < len and back(later + n) == mark do n = n + 1 end
+      if n > 0 then
+        for j = later, later + n - 1 do redis.call('LSET', key, -1 - j, 'refunded') end
+        redis.call('LREM', key, -n, 'refunded')
+      end
     end
   elseif algorithm == 2 then
+    -- From the window that counted it, while it is still the open one.
     local state = redis.call('HMGET', key, 's', 'c')
     local start, count = tonumber(state[1]), tonumber(state[2]) or 0
-    if start and count > 0 and at >= start and at - start < window then
+    if start == mark and count > 0 and clock - start < window then
       redis.call('HSET', key, 'c', count - math.min(cost, count))
     end
   elseif algorithm == 3 then
+    -- From the count of its window, while that window weighs.
     local state = redis.call('HMGET', key, 'w', 'p', 'c')
     local stored = tonumber(state[1])
     if stored then
-      local back = stored - math.floor(at / window)
-      local field = nil
-      if back == 0 then field = 'c' elseif back == 1 then field = 'p' end
-      if field then
-        local n = tonumber(redis.call('HGET', key, field)) or 0
-        redis.call('HSET', key, field, n - math.min(cost, n))
-      end
+      local behind = stored - math.floor(mark / window)
+      local field, n = nil, 0
+      if behind == 0 then field, n = 'c', tonumber(state[3]) or 0
+      elseif behind == 1 then field, n = 'p', tonumber(state[2]) or 0 end
+      if field and n > 0 then redis.call('HSET', key, field, n - math.min(cost, n)) end
     end
   else
-    -- The theoretical arrival time moves back by the tokens' worth (relative to the
-    -- clock, to stay within exact doubles); one in the past is a full bucket.
+    -- What is still owed of its tokens: they come back oldest first, all by the mark. The
+    -- theoretical arrival time moves back by that much (relative to the clock, to stay
+    -- within exact doubles); one in the past is a full bucket.
     local state = redis.call('HMGET', key, 't', 'n')
     if state[1] then
-      local tat = (tonumber(state[1]) - clock) * 1000000 + tonumber(state[2]) - cost * interval
-      local whole = math.floor(tat / 1000000)
-      redis.call('HSET', key, 't', clock + whole, 'n', tat - whole * 1000000)
+      local owed = (mark - clock) * 1000000 + mark_ns
+      if owed > cost * interval then owed = cost * interval end
+      if owed > 0 then
+        local tat = (tonumber(state[1]) - clock) * 1000000 + tonumber(state[2]) - owed
+        local whole = math.floor(tat / 1000000)
+        redis.call('HSET', key, 't', clock + whole, 'n', tat - whole * 1000000)
+      end
     end
   end
 end

@@ -1,0 +1,132 @@
+//! Where a limiter counts while its networked store is away
+//! ([`OnStoreError::FallBackToMemory`](super::OnStoreError)): this instance's memory, with
+//! each limit's budget, or its share of it when several instances fall back at once.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::store::{Charge, Checked, Limit, MemoryStore, Receipt};
+use crate::{Algorithm, Decision, Policy};
+
+/// The fallback memory, and the share of each budget one instance counts in it.
+pub(super) struct Fallback {
+    memory: MemoryStore,
+    /// How many instances share a budget while they fall back: each counts `N / share`.
+    share: u32,
+    /// The scaled limits, made once per limit (building one hashes its name).
+    scaled: Mutex<HashMap<u64, Arc<Limit>>>,
+}
+
+/// Scaled limits kept at most; past this, scaled limits are made per check (a program with
+/// that many distinct policies is choosing them per request).
+const MOST_SCALED: usize = 4_096;
+
+impl Fallback {
+    pub(super) fn new(share: u32) -> Fallback {
+        Fallback {
+            memory: MemoryStore::new().unpublished(),
+            share: share.max(1),
+            scaled: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The limit this instance counts `limit` by while falling back.
+    fn limit(&self, limit: &Limit) -> Option<Arc<Limit>> {
+        if self.share == 1 {
+            return None;
+        }
+        let mut scaled = self.scaled.lock();
+        if let Some(found) = scaled.get(&limit.id()) {
+            return Some(Arc::clone(found));
+        }
+        let made = Arc::new(Limit::new(
+            limit.scope().to_string(),
+            share_of(limit.policy(), self.share),
+        ));
+        if scaled.len() < MOST_SCALED {
+            scaled.insert(limit.id(), Arc::clone(&made));
+        }
+        Some(made)
+    }
+
+    pub(super) fn check_at(&self, limit: &Limit, key: &[u8], now: Duration) -> Decision {
+        match self.limit(limit) {
+            Some(scaled) => self.memory.check_at(&scaled, key, now),
+            None => self.memory.check_at(limit, key, now),
+        }
+    }
+
+    pub(super) fn check_all_at(&self, charges: &[Charge<'_>], now: Duration) -> Checked {
+        let checked = match self.scaled(charges) {
+            Some(scaled) => self.memory.check_all_at(&recharged(charges, &scaled), now),
+            None => self.memory.check_all_at(charges, now),
+        };
+        checked.map_receipt(Receipt::from_fallback)
+    }
+
+    pub(super) fn refund_at(&self, charges: &[Charge<'_>], receipt: &Receipt, now: Duration) {
+        match self.scaled(charges) {
+            Some(scaled) => self
+                .memory
+                .refund_at(&recharged(charges, &scaled), receipt, now),
+            None => self.memory.refund_at(charges, receipt, now),
+        }
+    }
+
+    fn scaled(&self, charges: &[Charge<'_>]) -> Option<Vec<Arc<Limit>>> {
+        (self.share > 1).then(|| charges.iter().filter_map(|c| self.limit(c.limit)).collect())
+    }
+}
+
+/// The charges, against the scaled limits.
+fn recharged<'a>(charges: &[Charge<'a>], scaled: &'a [Arc<Limit>]) -> Vec<Charge<'a>> {
+    charges
+        .iter()
+        .zip(scaled)
+        .map(|(charge, limit)| Charge::new(limit, charge.key).cost(charge.cost))
+        .collect()
+}
+
+/// One instance's share of `policy` when `share` instances count it apart: `N / share`
+/// (rounded up, at least 1) per window, and for the token bucket `B / share` of burst.
+/// A policy that cannot be scaled keeps its budget.
+fn share_of(policy: &Policy, share: u32) -> Policy {
+    let max = policy.max().get().div_ceil(share).max(1);
+    let window = Duration::from_millis(policy.window_ms());
+    let scaled = Policy::for_algorithm(policy.algorithm(), max, window);
+    let scaled = match (scaled, policy.algorithm()) {
+        (Ok(scaled), Algorithm::TokenBucket) => {
+            scaled.with_burst(policy.burst().get().div_ceil(share).max(1))
+        }
+        (scaled, _) => scaled,
+    };
+    scaled.unwrap_or(*policy)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_share_counts_its_part_of_every_budget() {
+        let minute = Duration::from_secs(60);
+        let sliding = Policy::new(10, minute).unwrap();
+        assert_eq!(share_of(&sliding, 3).max().get(), 4);
+        assert_eq!(share_of(&sliding, 20).max().get(), 1);
+        let bucket = Policy::for_algorithm(Algorithm::TokenBucket, 60, minute)
+            .unwrap()
+            .with_burst(10)
+            .unwrap();
+        let shared = share_of(&bucket, 2);
+        assert_eq!((shared.max().get(), shared.burst().get()), (30, 5));
+        let fallback = Fallback::new(2);
+        let limit = Limit::new("login", sliding);
+        let admitted = (0..10)
+            .filter(|_| fallback.check_at(&limit, b"k", Duration::ZERO).allowed())
+            .count();
+        assert_eq!(admitted, 5);
+    }
+}
