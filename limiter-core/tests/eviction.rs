@@ -154,3 +154,126 @@ fn eviction_takes_the_state_closest_to_expiring() {
         }
     }
 }
+
+/// Blocks `clients` clients on `login` (each spends its budget), floods the store with
+/// `flood` keys the attacker chooses, spread over two other limits, then sends `newcomers`
+/// honest newcomers to `login`. Returns how many of the blocked clients got a fresh budget.
+fn blocked_clients_reset_by_a_flood(
+    store: &MemoryStore,
+    clients: u32,
+    flood: u32,
+    newcomers: u32,
+) -> u32 {
+    let clock = ManualClock::starting_at(Duration::from_secs(1_000));
+    let limiter = Limiter::builder()
+        .store(store.clone())
+        .clock(clock.clone())
+        .build();
+    let login = Limit::new("login", Policy::new(5, Duration::from_secs(900)).unwrap());
+    let search = Limit::new("search", Policy::new(30, MINUTE).unwrap());
+    let export = Limit::new(
+        "export",
+        Policy::for_algorithm(Algorithm::FixedWindow, 10, MINUTE).unwrap(),
+    );
+    let blocked = |client: u32| format!("198.51.{}.{}", client / 256, client % 256);
+    for client in 0..clients {
+        for _ in 0..5 {
+            assert!(check(&limiter, &login, blocked(client).as_bytes()));
+        }
+        assert!(!check(&limiter, &login, blocked(client).as_bytes()));
+    }
+    // The flood: a chosen key per request (random API keys, cookies) on two routes, within
+    // seconds.
+    for i in 0..flood {
+        if i % 1_000 == 0 {
+            clock.advance(Duration::from_millis(1));
+        }
+        let key = u64::from(i)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .to_le_bytes();
+        if i % 2 == 0 {
+            // A few searches per key: its log takes a ring.
+            for _ in 0..3 {
+                check(&limiter, &search, &key);
+            }
+        } else {
+            check(&limiter, &export, &key);
+        }
+    }
+    // Honest newcomers on the login page.
+    for newcomer in 0..newcomers {
+        let key = format!("203.0.{}.{}", newcomer / 256, newcomer % 256);
+        assert!(check(&limiter, &login, key.as_bytes()));
+    }
+    (0..clients)
+        .filter(|&client| check(&limiter, &login, blocked(client).as_bytes()))
+        .count() as u32
+}
+
+/// A flood of keys the attacker chooses on other routes fills the store; honest newcomers on
+/// the login route then make room. They must not make it from login's blocked clients, who
+/// would get fresh budgets: a brute-forcer would flood the search route to reset their own
+/// login block. Room comes from the limits that hold the most: the flooded ones. (Before,
+/// 98 of 100 blocked clients were reset.) The byte bound still holds.
+#[test]
+fn a_flood_on_other_limits_never_resets_blocked_clients() {
+    let store = MemoryStore::with_max_bytes(8 << 20);
+    let reset = blocked_clients_reset_by_a_flood(&store, 100, 1_500_000, 20_000);
+    println!(
+        "8 MiB store, 1.5M chosen keys on two limits, 20,000 newcomers: {reset} of 100 blocked \
+         clients reset; {} keys in {} bytes, {} evicted",
+        store.len(),
+        store.bytes(),
+        store.evictions()
+    );
+    assert_eq!(reset, 0);
+    assert!(store.bytes() <= 8 << 20, "{}", store.bytes());
+    // Control: without the flood, nobody is reset either.
+    let quiet = MemoryStore::with_max_bytes(8 << 20);
+    assert_eq!(blocked_clients_reset_by_a_flood(&quiet, 100, 0, 20_000), 0);
+}
+
+/// The same at the default bounds (64 MiB, a million keys), where the key bound is the one
+/// that binds: 200 blocked clients, 1.5M chosen keys. (Before, 199 of 200 were reset.)
+#[test]
+fn at_the_default_bounds_a_flood_never_resets_blocked_clients() {
+    let store = MemoryStore::new();
+    let reset = blocked_clients_reset_by_a_flood(&store, 200, 1_500_000, 20_000);
+    println!(
+        "default store, 1.5M chosen keys: {reset} of 200 blocked clients reset; {} keys, {} \
+         bytes, {} evicted",
+        store.len(),
+        store.bytes(),
+        store.evictions()
+    );
+    assert_eq!(reset, 0);
+    assert!(store.len() <= MemoryStore::DEFAULT_MAX_KEYS);
+    assert!(store.bytes() <= MemoryStore::DEFAULT_MAX_BYTES);
+}
+
+/// A flood on the login limit itself still makes room from login's own states (the
+/// flooded limit is the largest): the bound holds, and newcomers keep exact budgets.
+#[test]
+fn a_flood_on_one_limit_makes_room_from_its_own_states() {
+    let clock = ManualClock::starting_at(Duration::from_secs(1_000));
+    let store = MemoryStore::with_max_bytes(1 << 20);
+    let limiter = Limiter::builder()
+        .store(store.clone())
+        .clock(clock.clone())
+        .build();
+    let quiet = Limit::new("quiet", Policy::new(5, MINUTE).unwrap());
+    let flooded = Limit::new("flooded", Policy::new(5, MINUTE).unwrap());
+    for client in 0..50u32 {
+        for _ in 0..5 {
+            check(&limiter, &quiet, &client.to_be_bytes());
+        }
+    }
+    for i in 0..300_000u32 {
+        check(&limiter, &flooded, &i.to_le_bytes());
+    }
+    let still_blocked = (0..50u32)
+        .filter(|client| !check(&limiter, &quiet, &client.to_be_bytes()))
+        .count();
+    assert_eq!(still_blocked, 50);
+    assert!(store.bytes() <= 1 << 20, "{}", store.bytes());
+}

@@ -187,9 +187,9 @@ impl Shard {
             }
         };
         let growth = self.tables[t].growth_for(slot, cost);
-        let slot = if growth > 0 && self.bytes() + growth > bounds.bytes {
-            // The log needs a ring the shard has no bytes for: take the ring of the log
-            // closest to expiring (its key goes with it).
+        let slot = if growth > 0 && !self.room_for(t, growth, now_ms, bounds) {
+            // The log needs a ring the shard has no bytes for, and its own limit holds the
+            // most: take the ring of its log closest to expiring (its key goes with it).
             if self.tables[t].evict(eviction_start(fp), fp, now_ms, true) {
                 self.keys -= 1;
                 self.evicted += 1;
@@ -205,31 +205,62 @@ impl Shard {
 
     /// Makes room for one more key in table `t`: under the key bound, and within the bytes
     /// if the table must grow.
+    ///
+    /// Room is made by the limit that holds the most — keys for the key bound, bytes for
+    /// the byte bound — which is `t`'s own when a flood of newcomers is its own: a limit
+    /// within its share is never evicted for another's flood (nginx gives each limit a zone
+    /// of its own for that reason; this is the same, with the zones' sizes following use).
     #[cold]
     fn make_room(&mut self, t: usize, fp: u64, now_ms: u64, bounds: Bounds) {
         let start = eviction_start(fp);
         if self.keys >= bounds.keys {
-            // From the newcomer's own limit; from the fullest table when it has none yet.
-            let from = if self.tables[t].len() > 0 {
-                Some(t)
-            } else {
-                (0..self.tables.len()).max_by_key(|&i| self.tables[i].len())
-            };
-            if let Some(from) = from {
-                if self.tables[from].evict(start, fp, now_ms, false) {
-                    self.keys -= 1;
-                    self.evicted += 1;
-                }
+            let from = self.largest(t, Table::len);
+            if self.tables[from].evict(start, fp, now_ms, false) {
+                self.keys -= 1;
+                self.evicted += 1;
             }
         }
         let table = &self.tables[t];
-        let grown = self.bytes() - table.bytes() + table.bytes_after_insert();
-        // A table's first slots are always granted: their number is bounded by the code's
-        // limits, not by clients.
-        if grown > bounds.bytes && table.len() > 0 && self.tables[t].evict(start, fp, now_ms, false)
+        let growth = table.bytes_after_insert() - table.bytes();
+        if growth > 0
+            && !self.room_for(t, growth, now_ms, bounds)
+            && self.tables[t].evict(start, fp, now_ms, false)
         {
             self.keys -= 1;
             self.evicted += 1;
+        }
+    }
+
+    /// The table that gives up state for table `t`: the one holding the most by `size`,
+    /// unless `t` holds as much itself.
+    fn largest(&self, t: usize, size: impl Fn(&Table) -> usize) -> usize {
+        let own = size(&self.tables[t]);
+        match (0..self.tables.len()).max_by_key(|&i| size(&self.tables[i])) {
+            Some(largest) if size(&self.tables[largest]) > own => largest,
+            _ => t,
+        }
+    }
+
+    /// Whether table `t` may grow by `growth` bytes: at once if the shard has them, else
+    /// by halving the tables that hold more bytes than `t`, largest first. `false` when `t`
+    /// holds the most itself and must make room from its own states.
+    fn room_for(&mut self, t: usize, growth: usize, now_ms: u64, bounds: Bounds) -> bool {
+        loop {
+            if self.bytes() + growth <= bounds.bytes {
+                return true;
+            }
+            let victim = self.largest(t, Table::bytes);
+            if victim == t {
+                return false;
+            }
+            let before = self.tables[victim].bytes();
+            let forgotten = self.tables[victim].shrink(now_ms);
+            self.keys -= forgotten;
+            self.evicted += forgotten as u64;
+            if self.tables[victim].bytes() >= before {
+                // Nothing left to halve: a limit this small is not the flood.
+                return false;
+            }
         }
     }
 

@@ -142,6 +142,47 @@ impl<V: Copy + Default> FingerprintTable<V> {
         Some(value)
     }
 
+    /// Halves the slots to give their bytes back: keeps the entries that `life` says live
+    /// longest, as many as fill the halved table half-way (so that it takes newcomers before
+    /// it must grow again), and returns the others' states. Nothing when the table is at its
+    /// smallest already.
+    pub(super) fn shrink_half(&mut self, life: impl Fn(&V) -> u64) -> Vec<V> {
+        let capacity = self.slots.len() / 2;
+        if capacity < MIN_CAPACITY {
+            return Vec::new();
+        }
+        let keep = (capacity * MAX_LOAD_QUARTERS / 8).min(self.len);
+        let mut lives: Vec<(u64, usize)> = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, (fp, _))| *fp != 0)
+            .map(|(i, (_, value))| (life(value), i))
+            .collect();
+        let drop = lives.len() - keep;
+        if drop > 0 && drop < lives.len() {
+            lives.select_nth_unstable(drop);
+        }
+        let mut victim = vec![false; self.slots.len()];
+        for &(_, i) in &lives[..drop] {
+            victim[i] = true;
+        }
+        let dropped = lives[..drop]
+            .iter()
+            .map(|&(_, i)| self.slots[i].1)
+            .collect();
+        let old = std::mem::take(&mut self.slots);
+        self.slots = vec![(0, V::default()); capacity];
+        self.len = 0;
+        for (i, (fp, value)) in old.into_iter().enumerate() {
+            if fp != 0 && !victim[i] {
+                self.place(fp, value);
+                self.len += 1;
+            }
+        }
+        dropped
+    }
+
     /// Removes `fp`, returning its state if it was held.
     pub(super) fn remove(&mut self, fp: u64) -> Option<V> {
         let i = self.find(fp)?;
@@ -284,6 +325,27 @@ mod tests {
         assert_eq!(table.find(u64::MAX), None);
         table.retain(|_| false);
         assert_eq!((table.len(), table.slots.len()), (0, 0));
+    }
+
+    #[test]
+    fn halving_keeps_the_longest_lived_and_gives_half_the_bytes_back() {
+        let mut table = FingerprintTable::<u64>::new();
+        for fp in 1..=1_000u64 {
+            let i = table.insert(fp * 0x9e37_79b9);
+            *table.at(i) = fp; // its life
+        }
+        let bytes = table.bytes();
+        let dropped = table.shrink_half(|v| *v);
+        assert_eq!(table.bytes(), bytes / 2);
+        assert_eq!(table.len() + dropped.len(), 1_000);
+        assert!(dropped.iter().all(|&v| v <= 1_000 - table.len() as u64));
+        for fp in 1_000 - table.len() as u64 + 1..=1_000 {
+            assert_eq!(table.get(fp * 0x9e37_79b9), Some(fp));
+        }
+        let mut small = FingerprintTable::<u64>::new();
+        small.insert(1);
+        assert!(small.shrink_half(|v| *v).is_empty());
+        assert_eq!(small.len(), 1);
     }
 
     #[test]

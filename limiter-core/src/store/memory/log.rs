@@ -455,6 +455,31 @@ impl LogTable {
         removed
     }
 
+    /// Halves the map, forgetting the logs closest to expiring, and gives their rings'
+    /// bytes back. Returns how many keys it forgot.
+    pub(super) fn shrink(&mut self, now_ms: u64, policy: &Policy) -> usize {
+        let slab = &self.slab;
+        let dropped = self
+            .map
+            .shrink_half(|entry| life(entry, slab, now_ms, policy));
+        for entry in &dropped {
+            if entry.in_ring() {
+                self.slab.release(entry.data);
+            }
+        }
+        // A few long logs (a large `N`) hold their bytes in rings, not in the map: one of
+        // them goes instead.
+        let forgotten = if dropped.is_empty() && self.evict(0, 0, now_ms, policy) {
+            1
+        } else {
+            dropped.len()
+        };
+        if self.slab.rings() > 0 && !self.slab.free.is_empty() {
+            self.compact();
+        }
+        forgotten
+    }
+
     /// Moves the live rings to the front of a fresh slab once most rings are free.
     fn compact_if_sparse(&mut self) {
         let rings = self.slab.rings();
@@ -462,6 +487,13 @@ impl LogTable {
         if rings == 0 || (rings >= 64 && free * 2 < rings) || (rings < 64 && free < rings) {
             return;
         }
+        self.compact();
+    }
+
+    /// Moves the live rings to the front of a slab of just their size.
+    fn compact(&mut self) {
+        let rings = self.slab.rings();
+        let free = self.slab.free.len();
         let capacity = self.slab.capacity;
         let mut stamps = Vec::with_capacity((rings - free) * capacity);
         let old = &self.slab.stamps;

@@ -194,6 +194,12 @@ impl<S: Compact> CompactTable<S> {
             .is_some()
     }
 
+    fn shrink(&mut self, now_ms: u64, policy: &Policy) -> usize {
+        self.map
+            .shrink_half(|state| state.expires_in(now_ms, policy))
+            .len()
+    }
+
     fn sweep(&mut self, now_ms: u64, policy: &Policy) -> usize {
         let before = self.map.len();
         self.map.retain(|state| !state.is_expired(now_ms, policy));
@@ -327,6 +333,19 @@ impl Table {
             Counts::Bucket(c) => c.evict(start, keep, now_ms, policy),
             Counts::Log(l) if for_ring => l.evict_ring(start, keep, now_ms, policy),
             Counts::Log(l) => l.evict(start, keep, now_ms, policy),
+        }
+    }
+
+    /// Gives about half its bytes back — its slots halved, and its logs' rings with the
+    /// forgotten keys — forgetting the states closest to expiring: room for another limit
+    /// when this one holds more than it. Returns how many keys it forgot.
+    pub(super) fn shrink(&mut self, now_ms: u64) -> usize {
+        let policy = &self.policy;
+        match &mut self.counts {
+            Counts::Fixed(t) => t.shrink(now_ms, policy),
+            Counts::Counter(t) => t.shrink(now_ms, policy),
+            Counts::Bucket(t) => t.shrink(now_ms, policy),
+            Counts::Log(t) => t.shrink(now_ms, policy),
         }
     }
 

@@ -1,0 +1,285 @@
+//! Real servers on loopback and a raw HTTP client: what the attacks run against.
+#![allow(dead_code)]
+
+use std::net::{SocketAddr, TcpListener};
+use std::time::{Duration, Instant};
+
+use actix_web::dev::ServerHandle;
+use actix_web::{web, App, HttpServer};
+use limiter::Limiter;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// An actix server on a loopback port of its own, with its own threads (a `System` and
+/// `workers` workers), serving what `configure` routes under `limiter`. Stopped when
+/// dropped.
+pub(crate) struct Server {
+    pub(crate) addr: SocketAddr,
+    handle: ServerHandle,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Server {
+    pub(crate) fn start(
+        limiter: Limiter,
+        workers: usize,
+        configure: impl Fn(&mut web::ServiceConfig) + Send + Sync + Clone + 'static,
+    ) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+        let addr = listener.local_addr().expect("its address");
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            actix_web::rt::System::new().block_on(async move {
+                let server = HttpServer::new(move || {
+                    App::new()
+                        .app_data(limiter.clone())
+                        .configure(configure.clone())
+                })
+                .workers(workers)
+                .disable_signals()
+                .shutdown_timeout(1)
+                .listen(listener)
+                .expect("listens")
+                .run();
+                let _ = sender.send(server.handle());
+                let _ = server.await;
+            });
+        });
+        let handle = receiver.recv().expect("the server started");
+        Server {
+            addr,
+            handle,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let handle = self.handle.clone();
+        // The server's own runtime stops it; this thread only waits.
+        let stopping = std::thread::spawn(move || {
+            actix_web::rt::System::new().block_on(handle.stop(false));
+        });
+        let _ = stopping.join();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A response as the client saw it.
+#[derive(Debug, Clone)]
+pub(crate) struct Response {
+    pub(crate) status: u16,
+    pub(crate) head: String,
+    pub(crate) body: String,
+    /// Interim responses before it (`100 Continue`).
+    pub(crate) interim: Vec<u16>,
+}
+
+impl Response {
+    /// A header's value (names compared without case).
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.head.lines().skip(1).find_map(|line| {
+            let (n, v) = line.split_once(':')?;
+            n.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+        })
+    }
+}
+
+/// Sends `raw` (a whole request, head and body) over a fresh connection and reads the
+/// response. `None` when nothing whole came back within `limit`.
+pub(crate) async fn exchange(addr: SocketAddr, raw: &[u8], limit: Duration) -> Option<Response> {
+    let attempt = async {
+        let mut stream = TcpStream::connect(addr).await.ok()?;
+        stream.write_all(raw).await.ok()?;
+        read_response(&mut stream).await
+    };
+    tokio::time::timeout(limit, attempt).await.ok().flatten()
+}
+
+/// Reads one final response (after any interim ones) from `stream`: its head, and a body
+/// of `Content-Length` bytes.
+pub(crate) async fn read_response(stream: &mut TcpStream) -> Option<Response> {
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 4096];
+    let mut interim = Vec::new();
+    loop {
+        let head_end = loop {
+            if let Some(end) = find(&bytes, b"\r\n\r\n") {
+                break end;
+            }
+            let n = stream.read(&mut buf).await.ok()?;
+            if n == 0 {
+                return None;
+            }
+            bytes.extend_from_slice(&buf[..n]);
+        };
+        let head = String::from_utf8_lossy(&bytes[..head_end]).into_owned();
+        let status: u16 = head.split(' ').nth(1)?.parse().ok()?;
+        bytes.drain(..head_end + 4);
+        if (100..200).contains(&status) {
+            interim.push(status);
+            continue;
+        }
+        let mut response = Response {
+            status,
+            head,
+            body: String::new(),
+            interim,
+        };
+        let length: usize = response
+            .header("content-length")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        while bytes.len() < length {
+            let n = stream.read(&mut buf).await.ok()?;
+            if n == 0 {
+                break;
+            }
+            bytes.extend_from_slice(&buf[..n]);
+        }
+        response.body = String::from_utf8_lossy(&bytes[..length.min(bytes.len())]).into_owned();
+        return Some(response);
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// A `GET path` with `headers` (`Name: value` lines), `Connection: close`.
+pub(crate) fn get(path: &str, headers: &[String]) -> Vec<u8> {
+    let mut raw = format!("GET {path} HTTP/1.1\r\nHost: limiter.test\r\nConnection: close\r\n");
+    for header in headers {
+        raw.push_str(header);
+        raw.push_str("\r\n");
+    }
+    raw.push_str("\r\n");
+    raw.into_bytes()
+}
+
+/// `GET path` from the client `ip`, as a trusted proxy on loopback reports it.
+pub(crate) async fn get_as(addr: SocketAddr, path: &str, ip: &str) -> Response {
+    exchange(
+        addr,
+        &get(path, &[format!("X-Forwarded-For: {ip}")]),
+        Duration::from_secs(10),
+    )
+    .await
+    .expect("answered within 10 s")
+}
+
+/// A keep-alive connection that sends requests one after the other.
+pub(crate) struct Connection {
+    stream: TcpStream,
+}
+
+impl Connection {
+    pub(crate) async fn open(addr: SocketAddr) -> Connection {
+        Connection {
+            stream: TcpStream::connect(addr).await.expect("connects"),
+        }
+    }
+
+    /// Sends `GET path` with `headers` and reads its response.
+    pub(crate) async fn get(&mut self, path: &str, headers: &[(&str, &str)]) -> Option<Response> {
+        let mut raw = format!("GET {path} HTTP/1.1\r\nHost: limiter.test\r\n");
+        for (name, value) in headers {
+            raw.push_str(&format!("{name}: {value}\r\n"));
+        }
+        raw.push_str("\r\n");
+        self.stream.write_all(raw.as_bytes()).await.ok()?;
+        read_response(&mut self.stream).await
+    }
+
+    /// Sends many requests at once (pipelined) and reads every response: `requests` each a
+    /// path and headers.
+    pub(crate) async fn pipeline(
+        &mut self,
+        requests: &[(String, Vec<(String, String)>)],
+    ) -> Vec<u16> {
+        let mut raw = String::new();
+        for (path, headers) in requests {
+            raw.push_str(&format!("GET {path} HTTP/1.1\r\nHost: limiter.test\r\n"));
+            for (name, value) in headers {
+                raw.push_str(&format!("{name}: {value}\r\n"));
+            }
+            raw.push_str("\r\n");
+        }
+        let (mut reader, mut writer) = self.stream.split();
+        let write = async {
+            writer.write_all(raw.as_bytes()).await.expect("sent");
+        };
+        let read = async {
+            let mut statuses = Vec::with_capacity(requests.len());
+            let mut bytes: Vec<u8> = Vec::new();
+            let mut buf = vec![0u8; 64 * 1024];
+            let mut at = 0;
+            while statuses.len() < requests.len() {
+                // Whole responses in what was read: head, then `content-length` bytes.
+                loop {
+                    let Some(end) = find(&bytes[at..], b"\r\n\r\n") else {
+                        break;
+                    };
+                    let head = String::from_utf8_lossy(&bytes[at..at + end]).to_ascii_lowercase();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    if bytes.len() < at + end + 4 + length {
+                        break;
+                    }
+                    let status = head
+                        .split(' ')
+                        .nth(1)
+                        .and_then(|s| s.parse().ok())
+                        .unwrap_or(0);
+                    statuses.push(status);
+                    at += end + 4 + length;
+                }
+                if statuses.len() == requests.len() {
+                    break;
+                }
+                let n = reader.read(&mut buf).await.expect("reads");
+                if n == 0 {
+                    break;
+                }
+                bytes.extend_from_slice(&buf[..n]);
+                if at > 1 << 20 {
+                    bytes.drain(..at);
+                    at = 0;
+                }
+            }
+            statuses
+        };
+        let ((), statuses) = tokio::join!(write, read);
+        statuses
+    }
+}
+
+/// A runtime for a test's client side.
+pub(crate) fn client() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
+
+/// The resident memory of this process, in bytes (Linux).
+pub(crate) fn rss() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Milliseconds since `started`, for the figures.
+pub(crate) fn ms_since(started: Instant) -> u128 {
+    started.elapsed().as_millis()
+}
