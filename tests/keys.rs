@@ -150,9 +150,43 @@ async fn behind_trusted_proxies_the_right_most_untrusted_address_is_the_client()
     );
 }
 
+/// By default the header nginx, HAProxy and the balancers write is believed: a client whose
+/// own office proxy added `Forwarded` is counted by the `X-Forwarded-For` your proxy wrote,
+/// never refused (it got 400, as did everyone in that office), and the header passed
+/// through is reported once as a `warn` naming the setting.
 #[actix_web::test]
-async fn forwarded_and_x_forwarded_for_together() {
+async fn a_forwarded_header_passed_through_never_refuses_anyone_by_default() {
+    common::events::record();
     let app = make_app(builder().trusted_proxies(["10.0.0.0/8"]).build()).await;
+    let proxy = "10.0.0.1:4000";
+    let office = [
+        ("forwarded", "for=192.168.1.20"),
+        ("x-forwarded-for", "198.51.100.60"),
+    ];
+    assert_eq!(status_of(&app, "/ip", proxy, &office).await, 200);
+    // Counted as the X-Forwarded-For client: that one's budget is spent.
+    assert!(!admitted(&app, "/ip", proxy, &[("x-forwarded-for", "198.51.100.60")]).await);
+    let office2 = [
+        ("forwarded", "for=192.168.1.21"),
+        ("x-forwarded-for", "198.51.100.61"),
+    ];
+    assert_eq!(status_of(&app, "/ip", proxy, &office2).await, 200);
+    let warned = common::events::warnings("counted by the one believed");
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(warned[0].contains("forwarding_headers"), "{}", warned[0]);
+}
+
+/// `ForwardingHeaders::Both`, for proxies that write both, is strict: two headers naming
+/// different clients are a contradiction the request cannot be counted through (400).
+#[actix_web::test]
+async fn forwarded_and_x_forwarded_for_together_when_both_are_believed() {
+    let app = make_app(
+        builder()
+            .trusted_proxies(["10.0.0.0/8"])
+            .forwarding_headers(ForwardingHeaders::Both)
+            .build(),
+    )
+    .await;
     let proxy = "10.0.0.1:4000";
     let agree = [
         ("forwarded", "for=198.51.100.1"),
@@ -206,6 +240,15 @@ async fn a_long_or_malformed_forged_part_cannot_move_the_client_to_the_proxys_bu
     assert!(padded.len() > 2_048);
     assert!(admitted(&app, "/ip", proxy, &[("x-forwarded-for", &padded)]).await);
     assert!(!admitted(&app, "/ip", proxy, &[("x-forwarded-for", "198.51.100.9")]).await);
+    // The same through `Forwarded`, for a proxy that writes that one.
+    let app = make_app(
+        builder()
+            .trusted_proxies(["10.0.0.0/8"])
+            .forwarding_headers(ForwardingHeaders::Forwarded)
+            .build(),
+    )
+    .await;
+    assert!(admitted(&app, "/ip", proxy, &[]).await);
     let open_quote = "for=\"6.6.6.6, for=198.51.100.10";
     assert!(admitted(&app, "/ip", proxy, &[("forwarded", open_quote)]).await);
     assert!(!admitted(&app, "/ip", proxy, &[("forwarded", "for=198.51.100.10")]).await);

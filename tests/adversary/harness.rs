@@ -36,6 +36,7 @@ impl Server {
                         .configure(configure.clone())
                 })
                 .workers(workers)
+                .backlog(4_096)
                 .disable_signals()
                 .shutdown_timeout(1)
                 .listen(listener)
@@ -282,4 +283,84 @@ pub(crate) fn rss() -> usize {
 /// Milliseconds since `started`, for the figures.
 pub(crate) fn ms_since(started: Instant) -> u128 {
     started.elapsed().as_millis()
+}
+
+/// A TCP proxy in front of a server (Redis), on a loopback port of its own, that delays
+/// every chunk of the answers by what it is told: latency injected without `tc netem`.
+pub(crate) struct Proxy {
+    pub(crate) port: u16,
+    delay_ms: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl Proxy {
+    pub(crate) fn start(upstream: u16) -> Proxy {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let delay_ms = std::sync::Arc::new(AtomicU64::new(0));
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("a loopback port");
+        let port = listener.local_addr().expect("its address").port();
+        let delay = std::sync::Arc::clone(&delay_ms);
+        runtime.spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let delay = std::sync::Arc::clone(&delay);
+                tokio::spawn(async move {
+                    let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)).await else {
+                        return;
+                    };
+                    // Small writes go out at once (Nagle's delay would look like a slow
+                    // Redis).
+                    let _ = client.set_nodelay(true);
+                    let _ = server.set_nodelay(true);
+                    let (mut client_read, mut client_write) = client.into_split();
+                    let (mut server_read, mut server_write) = server.into_split();
+                    let up = async {
+                        let _ = tokio::io::copy(&mut client_read, &mut server_write).await;
+                        let _ = server_write.shutdown().await;
+                    };
+                    let down = async {
+                        let mut buf = vec![0u8; 16 * 1024];
+                        loop {
+                            let n = match server_read.read(&mut buf).await {
+                                Ok(0) | Err(_) => break,
+                                Ok(n) => n,
+                            };
+                            let ms = delay.load(Ordering::Relaxed);
+                            if ms > 0 {
+                                tokio::time::sleep(Duration::from_millis(ms)).await;
+                            }
+                            if client_write.write_all(&buf[..n]).await.is_err() {
+                                break;
+                            }
+                        }
+                        let _ = client_write.shutdown().await;
+                    };
+                    tokio::join!(up, down);
+                });
+            }
+        });
+        Proxy {
+            port,
+            delay_ms,
+            _runtime: runtime,
+        }
+    }
+
+    pub(crate) fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Every answer from now on comes `delay` late.
+    pub(crate) fn delay(&self, delay: Duration) {
+        self.delay_ms.store(
+            delay.as_millis() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
 }

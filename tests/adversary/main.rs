@@ -7,7 +7,10 @@
 #![cfg(feature = "redis")]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
 
+mod bodies;
 #[path = "../common/mod.rs"]
 mod common;
+mod faults;
 mod harness;
+mod load;
 mod refunds;

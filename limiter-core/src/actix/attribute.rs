@@ -399,8 +399,8 @@ where
     let decided = match limiter.decide(&req, limits).await {
         Ok(decided) => decided,
         Err(response) => {
-            limiter.discard_small_body(&req, &mut payload).await;
-            return Guarded(*response, PhantomData);
+            let response = limiter.answer_refused(&req, &mut payload, *response).await;
+            return Guarded(response, PhantomData);
         }
     };
     let fields = Fields {

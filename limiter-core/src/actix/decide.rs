@@ -157,37 +157,6 @@ impl Limiter {
 }
 
 impl Limiter {
-    /// Reads and drops the body of a refused request when its `Content-Length` is small
-    /// enough ([`LimiterBuilder::keep_alive_body_limit`](crate::LimiterBuilder)): a body
-    /// left unread makes actix close the connection, and a client that is told to wait
-    /// would then pay a new connection for its next request. Larger bodies, and bodies of
-    /// unknown length, are not read: their connection closes. Nothing is ever parsed.
-    pub(crate) async fn discard_small_body(
-        &self,
-        req: &HttpRequest,
-        payload: &mut actix_web::dev::Payload,
-    ) {
-        let limit = self.http().keep_alive_body_limit;
-        let length = req
-            .headers()
-            .get(actix_web::http::header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<usize>().ok());
-        let Some(length) = length.filter(|&n| n > 0 && n <= limit) else {
-            return;
-        };
-        let mut read = 0;
-        while read < length {
-            let next = std::future::poll_fn(|cx| {
-                futures_core::Stream::poll_next(std::pin::Pin::new(&mut *payload), cx)
-            });
-            match next.await {
-                Some(Ok(chunk)) => read += chunk.len(),
-                _ => break,
-            }
-        }
-    }
-
     /// Decides `req` against every limit of a set (a handler's, or a middleware's), all or
     /// nothing: the header fields (and what to take back later) for an admitted request,
     /// or the response for one that is not.

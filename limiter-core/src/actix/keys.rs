@@ -236,14 +236,30 @@ pub(crate) fn client(req: &HttpRequest, limiter: &Limiter) -> Result<Client, Key
         ),
     };
     super::mistakes::trusted_proxy_said(read, other);
-    client_of(
+    let headers = limiter.http().forwarding_headers;
+    let client = client_of(
         peer,
         forwarded.as_slice(),
         x_forwarded_for.as_slice(),
         trusted,
-        limiter.http().forwarding_headers,
+        headers,
     )
-    .map_err(KeyError::Contradiction)
+    .map_err(KeyError::Contradiction)?;
+    // The header not believed, passed through: if it names another client, say so once.
+    if other && !super::mistakes::passed_through_reported() {
+        let ignored = match headers {
+            ForwardingHeaders::XForwardedFor => ForwardingHeaders::Forwarded,
+            _ => ForwardingHeaders::XForwardedFor,
+        };
+        let fwd = forwarded.as_slice();
+        let xff = x_forwarded_for.as_slice();
+        if let Ok(said) = client_of(peer, fwd, xff, trusted, ignored) {
+            if said != client && said != Client::Address(unmap(peer)) {
+                super::mistakes::passed_through_header(headers, &client, &said);
+            }
+        }
+    }
+    Ok(client)
 }
 
 static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");

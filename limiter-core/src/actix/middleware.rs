@@ -144,11 +144,11 @@ where
                 Ok(decided) => decided,
                 Err(response) => {
                     let mut payload = req.take_payload();
-                    limiter
-                        .discard_small_body(req.request(), &mut payload)
+                    let response = limiter
+                        .answer_refused(req.request(), &mut payload, *response)
                         .await;
                     let (request, _) = req.into_parts();
-                    return Ok(ServiceResponse::new(request, *response).map_into_right_body());
+                    return Ok(ServiceResponse::new(request, response).map_into_right_body());
                 }
             };
             let mut response = service.call(req).await?;

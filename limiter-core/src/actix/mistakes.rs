@@ -173,6 +173,33 @@ pub(crate) fn trusted_proxy_said(anything: bool, other_header_present: bool) {
     }
 }
 
+static PASSED_THROUGH: Once = Once::new();
+
+/// Whether the header passed through was reported already (then it is not even read).
+#[inline]
+pub(crate) fn passed_through_reported() -> bool {
+    PASSED_THROUGH.reported()
+}
+
+/// A trusted proxy's request carried, beside the header the limiter believes, the other
+/// one naming another client: written by the client (or a proxy of its own) and passed on.
+/// The request is counted by the believed header; if the proxy in fact writes the other
+/// one, every client behind it is being counted wrongly.
+pub(crate) fn passed_through_header(
+    believed: super::proxy::ForwardingHeaders,
+    counted: &super::proxy::Client,
+    other: &super::proxy::Client,
+) {
+    if PASSED_THROUGH.first() {
+        tracing::warn!(
+            ?believed,
+            ?counted,
+            ?other,
+            "rate limit: a request through a trusted proxy carried both forwarding headers,              naming different clients; it is counted by the one believed ({believed:?}) and              the other is ignored as passed through from the client. If your proxy writes              the other one, name it with `Limiter::builder().forwarding_headers(...)`"
+        );
+    }
+}
+
 static CONTRADICTION: Once = Once::new();
 
 /// A trusted proxy's two forwarding headers named different clients (the request got a
@@ -182,10 +209,10 @@ pub(crate) fn contradictory_forwarding(contradiction: &dyn std::fmt::Display) {
         tracing::warn!(
             %contradiction,
             "rate limit: a request through a trusted proxy carried Forwarded and \
-             X-Forwarded-For naming different clients, and got a 400; if your proxy writes \
-             only one of them, name it with \
-             `Limiter::builder().forwarding_headers(ForwardingHeaders::XForwardedFor)` (or \
-             `Forwarded`) and the other is ignored"
+             X-Forwarded-For naming different clients, and got a 400 \
+             (`ForwardingHeaders::Both` is strict); if your proxy writes only one of them, \
+             name it with `Limiter::builder().forwarding_headers(ForwardingHeaders::\
+             XForwardedFor)` (the default) or `Forwarded`, and the other is ignored"
         );
     }
 }

@@ -9,12 +9,14 @@
 //! | `routes_page.rs` | [`routes_service`](crate::routes_service): the route table as a page and as JSON |
 //! | `reset.rs` | [`Limiter::reset`](crate::Limiter::reset): forgetting one client's budget |
 //! | `decide.rs` | the one decide path: the limiter of a request, its keys, one check, the fields or the response |
+//! | `body.rs` | the body of a refused request: read only when small and quick, else the connection closes |
 //! | `keys.rs`, `proxy.rs` | who a request is counted as: keys, trusted proxies, forwarding headers |
 //! | `response.rs` | the RateLimit header fields, the 429, the failures |
 //! | `settings.rs` | the builder's HTTP settings |
 //! | `mistakes.rs` | setups that cannot do what their author meant, reported once |
 
 pub(crate) mod attribute;
+pub(crate) mod body;
 pub(crate) mod decide;
 pub(crate) mod inline;
 pub(crate) mod keys;

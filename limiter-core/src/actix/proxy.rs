@@ -140,16 +140,26 @@ impl fmt::Display for InvalidProxy {
 
 impl std::error::Error for InvalidProxy {}
 
-/// Which forwarding headers the trusted proxies write.
+/// Which forwarding header the trusted proxies write: the one believed.
+///
+/// A proxy passes on what it did not write: a client's own `Forwarded` (added by the
+/// client's office proxy, say) reaches you beside the `X-Forwarded-For` your nginx wrote.
+/// So one header is believed, the one your proxy writes, and the other is ignored — it
+/// never turns a request into an error; when it names another client, that is reported
+/// once as a `warn` event naming this setting.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ForwardingHeaders {
-    /// Both are read; when both name a client, they must name the same one (the default).
+    /// `X-Forwarded-For`: what nginx, HAProxy, Envoy and the cloud balancers write (the
+    /// default).
     #[default]
-    Both,
-    /// Only `Forwarded` (RFC 7239).
-    Forwarded,
-    /// Only `X-Forwarded-For`.
     XForwardedFor,
+    /// `Forwarded` (RFC 7239).
+    Forwarded,
+    /// Both, for a deployment whose proxies write both: when both name a client they must
+    /// name the same one, and a request whose two headers contradict each other is refused
+    /// (400: it cannot be counted through them). Strict: a client's own `Forwarded` passed
+    /// through by a proxy that writes only `X-Forwarded-For` gets that client a 400.
+    Both,
 }
 
 /// The IPv4 networks an IPv6 network covers through the mapped range `::ffff:0:0/96`.

@@ -30,6 +30,7 @@ pub(crate) struct HttpSettings {
     pub(crate) failure_response: Option<Arc<FailureResponse>>,
     pub(crate) headers: HeaderOptions,
     pub(crate) keep_alive_body_limit: usize,
+    pub(crate) keep_alive_body_time: std::time::Duration,
     /// Client addresses (as keys resolve them) that are never counted.
     pub(crate) exempt: TrustedProxies,
     pub(crate) exempt_when: Option<Arc<ExemptWhen>>,
@@ -43,7 +44,7 @@ impl Default for HttpSettings {
         HttpSettings {
             ipv6_prefix: 56,
             trusted_proxies: TrustedProxies::none(),
-            forwarding_headers: ForwardingHeaders::Both,
+            forwarding_headers: ForwardingHeaders::XForwardedFor,
             user_key: None,
             rejection_message: Cow::Borrowed(DEFAULT_MESSAGE),
             rejection_response: None,
@@ -53,6 +54,7 @@ impl Default for HttpSettings {
                 legacy: false,
             },
             keep_alive_body_limit: LimiterBuilder::DEFAULT_KEEP_ALIVE_BODY_LIMIT,
+            keep_alive_body_time: LimiterBuilder::DEFAULT_KEEP_ALIVE_BODY_TIME,
             exempt: TrustedProxies::none(),
             exempt_when: None,
             dry_run: false,
@@ -97,14 +99,29 @@ impl LimiterBuilder {
         self.glue_mut::<HttpSettings>()
     }
 
+    /// How long a refused request's small body may take to arrive, by default: 200 ms.
+    pub const DEFAULT_KEEP_ALIVE_BODY_TIME: std::time::Duration =
+        super::body::DEFAULT_KEEP_ALIVE_BODY_TIME;
+
     /// Refused requests whose `Content-Length` is at most `bytes` (default
     /// [`DEFAULT_KEEP_ALIVE_BODY_LIMIT`](Self::DEFAULT_KEEP_ALIVE_BODY_LIMIT)) have their
-    /// body read and dropped — never parsed — so that their connection is kept alive: actix
-    /// closes a connection whose request body was left unread, and a client told to wait
-    /// would pay a new connection for its next request. Larger bodies, and bodies of unknown
-    /// length, are left unread and their connection closes. `0` reads none.
+    /// body read and dropped — never parsed — if it all arrives within
+    /// [`keep_alive_body_time`](Self::keep_alive_body_time), so that their connection is
+    /// kept alive: a client told to wait would otherwise pay a new connection for its next
+    /// request. Larger bodies, bodies of unknown length (chunked) and bodies that arrive
+    /// slowly are left unread, and the connection closes right after the 429: a rejected
+    /// request never holds a connection. `0` reads none.
     pub fn keep_alive_body_limit(mut self, bytes: usize) -> LimiterBuilder {
         self.http().keep_alive_body_limit = bytes;
+        self
+    }
+
+    /// How long a refused request's small body may take to arrive before the limiter stops
+    /// reading it, answers, and closes the connection (default
+    /// [`DEFAULT_KEEP_ALIVE_BODY_TIME`](Self::DEFAULT_KEEP_ALIVE_BODY_TIME)). A body sent a
+    /// few bytes a second never holds the 429 longer than this.
+    pub fn keep_alive_body_time(mut self, time: std::time::Duration) -> LimiterBuilder {
+        self.http().keep_alive_body_time = time;
         self
     }
 
@@ -154,8 +171,10 @@ impl LimiterBuilder {
         Ok(self)
     }
 
-    /// Which forwarding headers the trusted proxies write (default: both, which must then
-    /// agree). Name the one your proxy writes to ignore the other.
+    /// Which forwarding header the trusted proxies write, the one believed (default
+    /// [`ForwardingHeaders::XForwardedFor`], what nginx, HAProxy and the cloud balancers
+    /// write). The other is ignored: a client's own header passed through never makes a
+    /// request an error, and one that names another client is reported once as a `warn`.
     pub fn forwarding_headers(mut self, headers: ForwardingHeaders) -> LimiterBuilder {
         self.http().forwarding_headers = headers;
         self

@@ -1,0 +1,276 @@
+//! §4 of the attacks: a rejected request never holds a connection — not with a body sent
+//! a few bytes a second, not with a chunked body of ten megabytes, not by waiting for a
+//! `100 Continue`. Over real sockets.
+
+use std::time::{Duration, Instant};
+
+use actix_web::{web, HttpResponse};
+use limiter::{rate_limit, Limiter};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::harness::{client, exchange, read_response, Server};
+
+#[rate_limit(1, per = "1h", scope = "bodies-login")]
+async fn login(body: web::Bytes) -> HttpResponse {
+    HttpResponse::Ok().body(format!("{} bytes", body.len()))
+}
+
+fn routes(config: &mut web::ServiceConfig) {
+    config.route("/login", web::post().to(login));
+}
+
+/// A server whose one login is spent: every request from here on is rejected.
+fn spent() -> Server {
+    let server = Server::start(Limiter::builder().build(), 2, routes);
+    client().block_on(async {
+        let first = exchange(
+            server.addr,
+            b"POST /login HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            Duration::from_secs(5),
+        )
+        .await
+        .expect("answered");
+        assert_eq!(first.status, 200);
+    });
+    server
+}
+
+/// The status of the response read from `reader`, once its head is in.
+async fn read_half(reader: &mut tokio::net::tcp::OwnedReadHalf) -> Option<u16> {
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !bytes.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = reader.read(&mut buf).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        bytes.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&bytes)
+        .split(' ')
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Whether the server closes the connection of `reader` within `limit`.
+async fn closed_half_within(reader: &mut tokio::net::tcp::OwnedReadHalf, limit: Duration) -> bool {
+    let mut buf = [0u8; 1024];
+    let deadline = Instant::now() + limit;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, reader.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(_)) => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Whether the server closes `stream` within `limit` (reads reach the end).
+async fn closed_within(stream: &mut TcpStream, limit: Duration) -> bool {
+    let mut buf = [0u8; 1024];
+    let deadline = Instant::now() + limit;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(_)) => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// `Content-Length: 16000` sent at 5 bytes a second: the 429 comes within about the body
+/// allowance (200 ms), and the connection is closed after it. (It got no answer after
+/// 20 s: the body was drained first, with no deadline.) Then 200 such connections at once:
+/// all answered and closed.
+#[test]
+fn a_slow_body_gets_its_429_at_once_and_loses_its_connection() {
+    let server = spent();
+    let rt = client();
+    let (took, closed) = rt.block_on(async {
+        let mut stream = TcpStream::connect(server.addr).await.unwrap();
+        stream
+            .write_all(b"POST /login HTTP/1.1\r\nHost: t\r\nContent-Length: 16000\r\n\r\nhello")
+            .await
+            .unwrap();
+        let started = Instant::now();
+        let (reader, mut writer) = stream.into_split();
+        let trickle = tokio::spawn(async move {
+            for _ in 0..4 {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                if writer.write_all(b"hello").await.is_err() {
+                    return;
+                }
+            }
+        });
+        let mut reader = reader;
+        let response = tokio::time::timeout(Duration::from_secs(3), read_half(&mut reader))
+            .await
+            .expect("a 429 within 3 s")
+            .expect("a response");
+        let took = started.elapsed();
+        assert_eq!(response, 429);
+        let closed = closed_half_within(&mut reader, Duration::from_secs(2)).await;
+        trickle.abort();
+        (took, closed)
+    });
+    println!("a body at 5 bytes/s: 429 after {took:?}, connection closed: {closed}");
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    assert!(closed);
+
+    let (answered, closed, took) = rt.block_on(async {
+        let started = Instant::now();
+        let tasks: Vec<_> = (0..200)
+            .map(|_| {
+                let addr = server.addr;
+                tokio::spawn(async move {
+                    let mut stream = TcpStream::connect(addr).await.unwrap();
+                    stream
+                        .write_all(
+                            b"POST /login HTTP/1.1\r\nHost: t\r\nContent-Length: 16000\r\n\r\nhi",
+                        )
+                        .await
+                        .unwrap();
+                    let response =
+                        tokio::time::timeout(Duration::from_secs(3), read_response(&mut stream))
+                            .await
+                            .ok()
+                            .flatten();
+                    let answered = response.is_some_and(|r| r.status == 429);
+                    (
+                        answered,
+                        closed_within(&mut stream, Duration::from_secs(2)).await,
+                    )
+                })
+            })
+            .collect();
+        let (mut answered, mut closed) = (0, 0);
+        for task in tasks {
+            let (a, c) = task.await.unwrap();
+            answered += usize::from(a);
+            closed += usize::from(c);
+        }
+        (answered, closed, started.elapsed())
+    });
+    println!("200 slow bodies at once: {answered} answered 429, {closed} closed, in {took:?}");
+    assert_eq!((answered, closed), (200, 200));
+}
+
+/// A chunked body of 10 MB, sent at about 1.3 MB/s, on a rejected request is not read: the
+/// 429 comes at once, and the connection closes within actix's linger after it (its
+/// `client_disconnect_timeout`, 1 s by default, during which what arrives is dropped so
+/// that the 429 is not lost to a reset), having taken in little of it. (It was read in
+/// full: eight seconds of a connection.)
+#[test]
+fn a_chunked_body_is_not_read() {
+    let server = spent();
+    let rt = client();
+    let (status, sent) = rt.block_on(async {
+        let mut stream = TcpStream::connect(server.addr).await.unwrap();
+        stream
+            .write_all(b"POST /login HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n")
+            .await
+            .unwrap();
+        let (mut reader, mut writer) = stream.into_split();
+        let chunk = format!("{:x}\r\n{}\r\n", 64 * 1024, "x".repeat(64 * 1024));
+        let started = Instant::now();
+        let send = async move {
+            let mut sent = 0usize;
+            while sent < 10 << 20 {
+                let write = writer.write_all(chunk.as_bytes());
+                match tokio::time::timeout(Duration::from_millis(500), write).await {
+                    Ok(Ok(())) => sent += 64 * 1024,
+                    _ => break,
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            (sent, started.elapsed())
+        };
+        let read = async move {
+            let mut bytes = Vec::new();
+            let mut buf = [0u8; 4096];
+            loop {
+                match tokio::time::timeout(Duration::from_secs(3), reader.read(&mut buf)).await {
+                    Ok(Ok(0)) | Ok(Err(_)) | Err(_) => break,
+                    Ok(Ok(n)) => bytes.extend_from_slice(&buf[..n]),
+                }
+            }
+            String::from_utf8_lossy(&bytes)
+                .split(' ')
+                .nth(1)
+                .and_then(|s| s.parse::<u16>().ok())
+                .unwrap_or(0)
+        };
+        let ((sent, held), status) = tokio::join!(send, read);
+        (status, (sent, held))
+    });
+    let (sent, held) = sent;
+    println!(
+        "a chunked 10 MB body at 1.3 MB/s: answered {status}; the client got {} KiB out, the \
+         connection was held {held:?}",
+        sent / 1024
+    );
+    assert_eq!(status, 429);
+    assert!(held < Duration::from_secs(3), "{held:?}");
+    assert!(sent < 4 << 20, "{sent} bytes taken in");
+}
+
+/// A small body sent at once is read and dropped, and the connection stays open for the
+/// client's next request.
+#[test]
+fn a_small_quick_body_keeps_the_connection() {
+    let server = spent();
+    let rt = client();
+    let statuses = rt.block_on(async {
+        let mut stream = TcpStream::connect(server.addr).await.unwrap();
+        let body = "x".repeat(1_000);
+        let request = format!(
+            "POST /login HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let mut statuses = Vec::new();
+        for _ in 0..2 {
+            stream.write_all(request.as_bytes()).await.unwrap();
+            let response = read_response(&mut stream).await.expect("answered");
+            statuses.push(response.status);
+        }
+        statuses
+    });
+    assert_eq!(statuses, [429, 429]);
+}
+
+/// `Expect: 100-continue` on a rejected request: actix-web sends `100 Continue` before
+/// any handler or middleware runs (its `HttpServer` takes no expect handler), so the client
+/// hears it; then the 429 comes at once, the body is not read, and the connection closes.
+#[test]
+fn an_expect_continue_request_gets_its_429_without_its_body_being_read() {
+    let server = spent();
+    let rt = client();
+    let (response, closed) = rt.block_on(async {
+        let mut stream = TcpStream::connect(server.addr).await.unwrap();
+        stream
+            .write_all(
+                b"POST /login HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\
+                  Expect: 100-continue\r\n\r\n",
+            )
+            .await
+            .unwrap();
+        let response = tokio::time::timeout(Duration::from_secs(2), read_response(&mut stream))
+            .await
+            .expect("answered within 2 s")
+            .expect("a response");
+        (
+            response,
+            closed_within(&mut stream, Duration::from_secs(2)).await,
+        )
+    });
+    println!(
+        "Expect: 100-continue: interim {:?}, then {}; connection closed: {closed}",
+        response.interim, response.status
+    );
+    assert_eq!(response.status, 429);
+    assert!(closed);
+}

@@ -1,0 +1,197 @@
+//! §3 of the attacks, continued: faults of Redis mid-traffic. A blip (a killed connection)
+//! is no outage; a stall, a slow Redis, a killed or flushed one cost each request at most
+//! about the timeout, and counting resumes without a restart, within the documented bound.
+
+use std::time::{Duration, Instant};
+
+use actix_web::{web, HttpResponse};
+use limiter::{rate_limit, Limiter, OnStoreError, RedisStore};
+
+use crate::common::redis_server::RedisServer;
+use crate::harness::{client, exchange, get, Proxy, Server};
+use crate::load::count;
+
+#[rate_limit(60_000, per = "1m", scope = "faults-open")]
+async fn open() -> HttpResponse {
+    HttpResponse::Ok().finish()
+}
+
+#[rate_limit(5, per = "1m", algorithm = "fixed_window", scope = "faults-login")]
+async fn login() -> HttpResponse {
+    HttpResponse::Ok().finish()
+}
+
+fn routes(config: &mut web::ServiceConfig) {
+    config
+        .route("/open", web::get().to(open))
+        .route("/login", web::get().to(login));
+}
+
+/// `n` requests one after the other: their statuses and the slowest one's time.
+async fn sequence(server: &Server, path: &str, n: usize) -> (Vec<u16>, Duration) {
+    let mut statuses = Vec::with_capacity(n);
+    let mut slowest = Duration::ZERO;
+    for _ in 0..n {
+        let sent = Instant::now();
+        let status = exchange(server.addr, &get(path, &[]), Duration::from_secs(10))
+            .await
+            .map_or(0, |r| r.status);
+        slowest = slowest.max(sent.elapsed());
+        statuses.push(status);
+    }
+    (statuses, slowest)
+}
+
+/// Requests until one is answered 200 (counted in Redis again): how long that took.
+async fn recovery(server: &Server) -> Duration {
+    let started = Instant::now();
+    loop {
+        let (statuses, _) = sequence(server, "/open", 1).await;
+        if statuses == [200] {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no recovery in 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// One instance failing closed (a fault shows as a 503) in front of a Redis reached
+/// through a proxy that can slow it down. Per fault, what clients get and how slowly; then
+/// how long until counting in Redis resumes, without touching the service.
+#[test]
+fn redis_faults_cost_at_most_a_timeout_and_recover_without_a_restart() {
+    let mut redis = RedisServer::start();
+    let proxy = Proxy::start(redis.port());
+    let rt = client();
+    let store = rt.block_on(RedisStore::connect(&proxy.url())).unwrap();
+    let limiter = Limiter::builder()
+        .store(store)
+        .on_store_error(OnStoreError::FailClosed)
+        .build();
+    let server = Server::start(limiter, 2, routes);
+    // Generous against a shared machine's noise: the timeout is 50 ms.
+    let bounded = Duration::from_millis(400);
+    rt.block_on(async {
+        let (statuses, slowest) = sequence(&server, "/open", 50).await;
+        println!(
+            "healthy: {} of 50 answered 200, slowest {slowest:?}",
+            count(&statuses, 200)
+        );
+        assert_eq!(count(&statuses, 200), 50);
+
+        // A blip: every client connection killed. Reconnected and retried at once.
+        redis.command(&["CLIENT", "KILL", "TYPE", "normal"]);
+        let (statuses, slowest) = sequence(&server, "/open", 50).await;
+        println!(
+            "after CLIENT KILL: {} of 50 answered 200, {} 503, slowest {slowest:?}",
+            count(&statuses, 200),
+            count(&statuses, 503)
+        );
+        assert_eq!(
+            count(&statuses, 200),
+            50,
+            "a blip is not an outage: {statuses:?}"
+        );
+
+        // Slow but within the timeout: nothing fails.
+        proxy.delay(Duration::from_millis(20));
+        let (statuses, slowest) = sequence(&server, "/open", 20).await;
+        println!(
+            "Redis 20 ms slow: {} of 20 answered 200, slowest {slowest:?}",
+            count(&statuses, 200)
+        );
+        assert_eq!(count(&statuses, 200), 20);
+
+        // Slower than the timeout: the fault policy, within about the timeout.
+        proxy.delay(Duration::from_millis(300));
+        let (statuses, slowest) = sequence(&server, "/open", 20).await;
+        println!(
+            "Redis 300 ms slow: {} of 20 answered 503, slowest {slowest:?}",
+            count(&statuses, 503)
+        );
+        assert_eq!(count(&statuses, 503), 20);
+        assert!(slowest < bounded, "{slowest:?}");
+        proxy.delay(Duration::ZERO);
+        let back = recovery(&server).await;
+        println!("latency removed: counting in Redis again after {back:?}");
+
+        // Stalled (SIGSTOP) for a second.
+        redis.pause();
+        let (statuses, slowest) = sequence(&server, "/open", 20).await;
+        println!(
+            "Redis paused: {} of 20 answered 503, slowest {slowest:?}",
+            count(&statuses, 503)
+        );
+        assert_eq!(count(&statuses, 503), 20);
+        assert!(slowest < bounded, "{slowest:?}");
+        redis.resume();
+        let back = recovery(&server).await;
+        println!("resumed: counting in Redis again after {back:?}");
+        assert!(back < Duration::from_secs(2), "{back:?}");
+
+        // Killed, then started again on its port (empty).
+        redis.stop();
+        let (statuses, slowest) = sequence(&server, "/open", 20).await;
+        println!(
+            "Redis killed: {} of 20 answered 503, slowest {slowest:?}",
+            count(&statuses, 503)
+        );
+        assert_eq!(count(&statuses, 503), 20);
+        assert!(slowest < bounded, "{slowest:?}");
+        redis.restart();
+        let back = recovery(&server).await;
+        println!("restarted: counting in Redis again after {back:?}");
+        assert!(back < Duration::from_secs(3), "{back:?}");
+
+        // Flushed, scripts and all: the script is loaded again, counting goes on.
+        redis.command(&["FLUSHALL"]);
+        redis.command(&["SCRIPT", "FLUSH"]);
+        let (statuses, _) = sequence(&server, "/open", 20).await;
+        println!(
+            "after FLUSHALL and SCRIPT FLUSH: {} of 20 answered 200 {statuses:?}",
+            count(&statuses, 200)
+        );
+        assert_eq!(count(&statuses, 200), 20);
+    });
+}
+
+/// Falling back to memory through a stall: one client's admissions over the whole window
+/// stay within the documented bound — the limit in Redis plus the limit in this instance's
+/// memory while Redis was away (2 × 5 here); with `fallback_share(2)`, 5 + 3.
+#[test]
+fn falling_back_through_a_stall_stays_within_the_documented_bound() {
+    let redis = RedisServer::start();
+    let rt = client();
+    for (share, bound) in [(1, 10), (2, 8)] {
+        let store = rt
+            .block_on(RedisStore::connect(&redis.url()))
+            .unwrap()
+            .with_prefix(format!("stall-{share}"));
+        let limiter = Limiter::builder()
+            .store(store)
+            .on_store_error(OnStoreError::FallBackToMemory)
+            .fallback_share(share)
+            .build();
+        let server = Server::start(limiter, 2, routes);
+        let admitted = rt.block_on(async {
+            let (before, _) = sequence(&server, "/login", 3).await;
+            redis.pause();
+            let (during, slowest) = sequence(&server, "/login", 10).await;
+            redis.resume();
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let (after, _) = sequence(&server, "/login", 10).await;
+            println!(
+                "fallback_share({share}): {} admitted before a stall, {} during it (slowest \
+                 {slowest:?}), {} after",
+                count(&before, 200),
+                count(&during, 200),
+                count(&after, 200)
+            );
+            count(&before, 200) + count(&during, 200) + count(&after, 200)
+        });
+        assert!(admitted <= bound, "share {share}: {admitted}");
+    }
+}
