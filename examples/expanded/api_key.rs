@@ -27,7 +27,7 @@ async fn items(
     async fn items() -> &'static str {
         "[]\n"
     }
-    /// Names the handler: its `type_name` is the handler's path.
+    /// Tells the handler apart: its `type_name` is the handler's full path.
     struct __LimiterHandler;
     const __LIMITER_POLICY_0: ::limiter::__private::Policy = match ::limiter::__private::Policy::__try_from_attribute(
         100u32,
@@ -52,10 +52,12 @@ async fn items(
     > = ::limiter::__private::LazyLock::new(|| ::limiter::__private::HandlerLimits::new(
         ::std::vec![
             ::limiter::__private::LimitSpec::new(::core::option::Option::None,
+            ::core::concat!(::core::module_path!(), "::", "items"),
             ::core::any::type_name:: < __LimiterHandler > (), 0usize, "items",
             __LIMITER_POLICY_0,
             ::limiter::__private::KeySpec::Header(::limiter::__private::HeaderName::from_static("x-api-key")),),
             ::limiter::__private::LimitSpec::new(::core::option::Option::None,
+            ::core::concat!(::core::module_path!(), "::", "items"),
             ::core::any::type_name:: < __LimiterHandler > (), 1usize, "items-1m",
             __LIMITER_POLICY_1, ::limiter::__private::KeySpec::Ip,)
         ],
@@ -66,6 +68,10 @@ async fn items(
     ::limiter::__private::inventory::submit! {
         ::limiter::__private::Registration::new(__limiter_declares, ::core::file!(),
         ::core::line!())
+    }
+    ::limiter::__private::inventory::submit! {
+        ::limiter::__private::HandlerPath::new(::core::concat!(::core::module_path!(),
+        "::", "items"), ::core::file!(), ::core::line!(), ::core::column!(),)
     }
     ::limiter::__private::handle(
             &__LIMITER_LIMITS,

@@ -28,7 +28,7 @@ async fn login(
     async fn login(form: web::Form<Login>) -> impl Responder {
         HttpResponse::Ok().body(format!("Checked the password of {}.\n", form.user))
     }
-    /// Names the handler: its `type_name` is the handler's path.
+    /// Tells the handler apart: its `type_name` is the handler's full path.
     struct __LimiterHandler;
     const __LIMITER_POLICY_0: ::limiter::__private::Policy = match ::limiter::__private::Policy::__try_from_attribute(
         5u32,
@@ -44,6 +44,7 @@ async fn login(
     > = ::limiter::__private::LazyLock::new(|| ::limiter::__private::HandlerLimits::new(
         ::std::vec![
             ::limiter::__private::LimitSpec::new(::core::option::Option::None,
+            ::core::concat!(::core::module_path!(), "::", "login"),
             ::core::any::type_name:: < __LimiterHandler > (), 0usize, "login",
             __LIMITER_POLICY_0, ::limiter::__private::KeySpec::Ip,)
         ],
@@ -54,6 +55,10 @@ async fn login(
     ::limiter::__private::inventory::submit! {
         ::limiter::__private::Registration::new(__limiter_declares, ::core::file!(),
         ::core::line!())
+    }
+    ::limiter::__private::inventory::submit! {
+        ::limiter::__private::HandlerPath::new(::core::concat!(::core::module_path!(),
+        "::", "login"), ::core::file!(), ::core::line!(), ::core::column!(),)
     }
     ::limiter::__private::handle(
             &__LIMITER_LIMITS,

@@ -48,7 +48,7 @@ async fn login(
             Ok(HttpResponse::Unauthorized().body("wrong username or password\n"))
         }
     }
-    /// Names the handler: its `type_name` is the handler's path.
+    /// Tells the handler apart: its `type_name` is the handler's full path.
     struct __LimiterHandler;
     const __LIMITER_POLICY_0: ::limiter::__private::Policy = match ::limiter::__private::Policy::__try_from_attribute(
         30u32,
@@ -73,9 +73,11 @@ async fn login(
     > = ::limiter::__private::LazyLock::new(|| ::limiter::__private::HandlerLimits::new(
         ::std::vec![
             ::limiter::__private::LimitSpec::new(::core::option::Option::Some("login-address"),
+            ::core::concat!(::core::module_path!(), "::", "login"),
             ::core::any::type_name:: < __LimiterHandler > (), 0usize, "login-address",
             __LIMITER_POLICY_0, ::limiter::__private::KeySpec::Ip,),
             ::limiter::__private::LimitSpec::new(::core::option::Option::Some("login-failures"),
+            ::core::concat!(::core::module_path!(), "::", "login"),
             ::core::any::type_name:: < __LimiterHandler > (), 1usize, "login-failures",
             __LIMITER_POLICY_1, ::limiter::__private::KeySpec::Ip,).failures_only()
         ],
@@ -86,6 +88,10 @@ async fn login(
     ::limiter::__private::inventory::submit! {
         ::limiter::__private::Registration::new(__limiter_declares, ::core::file!(),
         ::core::line!())
+    }
+    ::limiter::__private::inventory::submit! {
+        ::limiter::__private::HandlerPath::new(::core::concat!(::core::module_path!(),
+        "::", "login"), ::core::file!(), ::core::line!(), ::core::column!(),)
     }
     ::limiter::__private::handle(
             &__LIMITER_LIMITS,

@@ -33,7 +33,7 @@ async fn login(
             HttpResponse::Unauthorized().body("wrong username or password\n")
         }
     }
-    /// Names the handler: its `type_name` is the handler's path.
+    /// Tells the handler apart: its `type_name` is the handler's full path.
     struct __LimiterHandler;
     const __LIMITER_POLICY_0: ::limiter::__private::Policy = match ::limiter::__private::Policy::__try_from_attribute(
         5u32,
@@ -49,6 +49,7 @@ async fn login(
     > = ::limiter::__private::LazyLock::new(|| ::limiter::__private::HandlerLimits::new(
         ::std::vec![
             ::limiter::__private::LimitSpec::new(::core::option::Option::Some("login"),
+            ::core::concat!(::core::module_path!(), "::", "login"),
             ::core::any::type_name:: < __LimiterHandler > (), 0usize, "login",
             __LIMITER_POLICY_0, ::limiter::__private::KeySpec::Ip,).failures_only()
         ],
@@ -59,6 +60,10 @@ async fn login(
     ::limiter::__private::inventory::submit! {
         ::limiter::__private::Registration::new(__limiter_declares, ::core::file!(),
         ::core::line!())
+    }
+    ::limiter::__private::inventory::submit! {
+        ::limiter::__private::HandlerPath::new(::core::concat!(::core::module_path!(),
+        "::", "login"), ::core::file!(), ::core::line!(), ::core::column!(),)
     }
     ::limiter::__private::handle(
             &__LIMITER_LIMITS,

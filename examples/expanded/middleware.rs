@@ -23,7 +23,7 @@ async fn search(
     async fn search() -> &'static str {
         "no results\n"
     }
-    /// Names the handler: its `type_name` is the handler's path.
+    /// Tells the handler apart: its `type_name` is the handler's full path.
     struct __LimiterHandler;
     const __LIMITER_POLICY_0: ::limiter::__private::Policy = match ::limiter::__private::Policy::__try_from_attribute(
         5u32,
@@ -39,6 +39,7 @@ async fn search(
     > = ::limiter::__private::LazyLock::new(|| ::limiter::__private::HandlerLimits::new(
         ::std::vec![
             ::limiter::__private::LimitSpec::new(::core::option::Option::Some("search"),
+            ::core::concat!(::core::module_path!(), "::", "search"),
             ::core::any::type_name:: < __LimiterHandler > (), 0usize, "search",
             __LIMITER_POLICY_0, ::limiter::__private::KeySpec::Ip,)
         ],
@@ -49,6 +50,10 @@ async fn search(
     ::limiter::__private::inventory::submit! {
         ::limiter::__private::Registration::new(__limiter_declares, ::core::file!(),
         ::core::line!())
+    }
+    ::limiter::__private::inventory::submit! {
+        ::limiter::__private::HandlerPath::new(::core::concat!(::core::module_path!(),
+        "::", "search"), ::core::file!(), ::core::line!(), ::core::column!(),)
     }
     ::limiter::__private::handle(
             &__LIMITER_LIMITS,

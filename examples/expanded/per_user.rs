@@ -22,7 +22,7 @@ async fn feed(
     async fn feed() -> &'static str {
         "your feed\n"
     }
-    /// Names the handler: its `type_name` is the handler's path.
+    /// Tells the handler apart: its `type_name` is the handler's full path.
     struct __LimiterHandler;
     const __LIMITER_POLICY_0: ::limiter::__private::Policy = match ::limiter::__private::Policy::__try_from_attribute(
         30u32,
@@ -38,6 +38,7 @@ async fn feed(
     > = ::limiter::__private::LazyLock::new(|| ::limiter::__private::HandlerLimits::new(
         ::std::vec![
             ::limiter::__private::LimitSpec::new(::core::option::Option::None,
+            ::core::concat!(::core::module_path!(), "::", "feed"),
             ::core::any::type_name:: < __LimiterHandler > (), 0usize, "feed",
             __LIMITER_POLICY_0, ::limiter::__private::KeySpec::User,)
         ],
@@ -48,6 +49,10 @@ async fn feed(
     ::limiter::__private::inventory::submit! {
         ::limiter::__private::Registration::new(__limiter_declares, ::core::file!(),
         ::core::line!())
+    }
+    ::limiter::__private::inventory::submit! {
+        ::limiter::__private::HandlerPath::new(::core::concat!(::core::module_path!(),
+        "::", "feed"), ::core::file!(), ::core::line!(), ::core::column!(),)
     }
     ::limiter::__private::handle(
             &__LIMITER_LIMITS,

@@ -20,7 +20,7 @@ async fn sign_in(
     async fn sign_in() -> &'static str {
         "signed in\n"
     }
-    /// Names the handler: its `type_name` is the handler's path.
+    /// Tells the handler apart: its `type_name` is the handler's full path.
     struct __LimiterHandler;
     const __LIMITER_POLICY_0: ::limiter::__private::Policy = match ::limiter::__private::Policy::__try_from_attribute(
         10u32,
@@ -36,6 +36,7 @@ async fn sign_in(
     > = ::limiter::__private::LazyLock::new(|| ::limiter::__private::HandlerLimits::new(
         ::std::vec![
             ::limiter::__private::LimitSpec::new(::core::option::Option::Some("auth"),
+            ::core::concat!(::core::module_path!(), "::", "sign_in"),
             ::core::any::type_name:: < __LimiterHandler > (), 0usize, "auth",
             __LIMITER_POLICY_0, ::limiter::__private::KeySpec::Ip,)
         ],
@@ -46,6 +47,10 @@ async fn sign_in(
     ::limiter::__private::inventory::submit! {
         ::limiter::__private::Registration::new(__limiter_declares, ::core::file!(),
         ::core::line!())
+    }
+    ::limiter::__private::inventory::submit! {
+        ::limiter::__private::HandlerPath::new(::core::concat!(::core::module_path!(),
+        "::", "sign_in"), ::core::file!(), ::core::line!(), ::core::column!(),)
     }
     ::limiter::__private::handle(
             &__LIMITER_LIMITS,
@@ -61,7 +66,7 @@ async fn reset_password(
     async fn reset_password() -> &'static str {
         "reset link sent\n"
     }
-    /// Names the handler: its `type_name` is the handler's path.
+    /// Tells the handler apart: its `type_name` is the handler's full path.
     struct __LimiterHandler;
     const __LIMITER_POLICY_0: ::limiter::__private::Policy = match ::limiter::__private::Policy::__try_from_attribute(
         10u32,
@@ -77,6 +82,7 @@ async fn reset_password(
     > = ::limiter::__private::LazyLock::new(|| ::limiter::__private::HandlerLimits::new(
         ::std::vec![
             ::limiter::__private::LimitSpec::new(::core::option::Option::Some("auth"),
+            ::core::concat!(::core::module_path!(), "::", "reset_password"),
             ::core::any::type_name:: < __LimiterHandler > (), 0usize, "auth",
             __LIMITER_POLICY_0, ::limiter::__private::KeySpec::Ip,)
         ],
@@ -87,6 +93,10 @@ async fn reset_password(
     ::limiter::__private::inventory::submit! {
         ::limiter::__private::Registration::new(__limiter_declares, ::core::file!(),
         ::core::line!())
+    }
+    ::limiter::__private::inventory::submit! {
+        ::limiter::__private::HandlerPath::new(::core::concat!(::core::module_path!(),
+        "::", "reset_password"), ::core::file!(), ::core::line!(), ::core::column!(),)
     }
     ::limiter::__private::handle(
             &__LIMITER_LIMITS,

@@ -28,7 +28,7 @@ async fn comment(
         HttpResponse::Created()
             .body(format!("Saved a comment of {} bytes.\n", form.text.len()))
     }
-    /// Names the handler: its `type_name` is the handler's path.
+    /// Tells the handler apart: its `type_name` is the handler's full path.
     struct __LimiterHandler;
     const __LIMITER_POLICY_0: ::limiter::__private::Policy = match ::limiter::__private::Policy::__try_from_attribute(
         5u32,
@@ -53,9 +53,11 @@ async fn comment(
     > = ::limiter::__private::LazyLock::new(|| ::limiter::__private::HandlerLimits::new(
         ::std::vec![
             ::limiter::__private::LimitSpec::new(::core::option::Option::None,
+            ::core::concat!(::core::module_path!(), "::", "comment"),
             ::core::any::type_name:: < __LimiterHandler > (), 0usize, "comment",
             __LIMITER_POLICY_0, ::limiter::__private::KeySpec::Ip,),
             ::limiter::__private::LimitSpec::new(::core::option::Option::None,
+            ::core::concat!(::core::module_path!(), "::", "comment"),
             ::core::any::type_name:: < __LimiterHandler > (), 1usize, "comment-1d",
             __LIMITER_POLICY_1, ::limiter::__private::KeySpec::Ip,)
         ],
@@ -66,6 +68,10 @@ async fn comment(
     ::limiter::__private::inventory::submit! {
         ::limiter::__private::Registration::new(__limiter_declares, ::core::file!(),
         ::core::line!())
+    }
+    ::limiter::__private::inventory::submit! {
+        ::limiter::__private::HandlerPath::new(::core::concat!(::core::module_path!(),
+        "::", "comment"), ::core::file!(), ::core::line!(), ::core::column!(),)
     }
     ::limiter::__private::handle(
             &__LIMITER_LIMITS,

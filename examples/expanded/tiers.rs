@@ -24,7 +24,7 @@ async fn reports(
     async fn reports() -> &'static str {
         "your reports\n"
     }
-    /// Names the handler: its `type_name` is the handler's path.
+    /// Tells the handler apart: its `type_name` is the handler's full path.
     struct __LimiterHandler;
     const __LIMITER_POLICY_0: ::limiter::__private::Policy = match ::limiter::__private::Policy::__try_from_attribute(
         10u32,
@@ -40,6 +40,7 @@ async fn reports(
     > = ::limiter::__private::LazyLock::new(|| ::limiter::__private::HandlerLimits::new(
         ::std::vec![
             ::limiter::__private::LimitSpec::new(::core::option::Option::Some("reports"),
+            ::core::concat!(::core::module_path!(), "::", "reports"),
             ::core::any::type_name:: < __LimiterHandler > (), 0usize, "reports",
             __LIMITER_POLICY_0, ::limiter::__private::KeySpec::User,).policy_of(plan)
         ],
@@ -50,6 +51,10 @@ async fn reports(
     ::limiter::__private::inventory::submit! {
         ::limiter::__private::Registration::new(__limiter_declares, ::core::file!(),
         ::core::line!())
+    }
+    ::limiter::__private::inventory::submit! {
+        ::limiter::__private::HandlerPath::new(::core::concat!(::core::module_path!(),
+        "::", "reports"), ::core::file!(), ::core::line!(), ::core::column!(),)
     }
     ::limiter::__private::handle(
             &__LIMITER_LIMITS,

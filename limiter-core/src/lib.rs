@@ -57,7 +57,7 @@ pub use store::{Charge, Check, Checked, Limit, MemoryStore, Receipt, Store, Stor
 pub mod __private {
     pub use crate::actix::attribute::{handle, HandlerLimits, LimitSpec, RequestParts};
     pub use crate::actix::keys::KeySpec;
-    pub use crate::registry::{Declares, Registration};
+    pub use crate::registry::{Declares, HandlerPath, Registration};
     pub use crate::{Algorithm, Policy};
     pub use actix_web::http::header::HeaderName;
     pub use actix_web::{HttpRequest, Responder};

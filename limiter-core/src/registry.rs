@@ -52,6 +52,41 @@ impl Registration {
 
 inventory::collect!(Registration);
 
+/// Where a `#[rate_limit]` handler is: its path as the attribute writes it
+/// (`module_path!()` and the fn's name) and its place in the source. Plain constants,
+/// registered at compile time, so that two handlers of one path (in two `impl` blocks, or
+/// two functions, of one module) are known before either builds its limits. Not a public
+/// API.
+#[doc(hidden)]
+pub struct HandlerPath {
+    path: &'static str,
+    place: (&'static str, u32, u32),
+}
+
+impl HandlerPath {
+    /// The handler at `path`, written at `file:line:column`.
+    pub const fn new(path: &'static str, file: &'static str, line: u32, column: u32) -> Self {
+        HandlerPath {
+            path,
+            place: (file, line, column),
+        }
+    }
+}
+
+inventory::collect!(HandlerPath);
+
+/// Whether more than one handler of the program has `path`.
+pub(crate) fn path_is_shared(path: &str) -> bool {
+    let mut places = inventory::iter::<HandlerPath>
+        .into_iter()
+        .filter(|h| h.path == path)
+        .map(|h| h.place);
+    match places.next() {
+        Some(first) => places.any(|place| place != first),
+        None => false,
+    }
+}
+
 /// What registered at run time: the [`RateLimit`](crate::RateLimit) middlewares, made as
 /// each worker builds its `App` (so each once per worker: kept once).
 static AT_RUN_TIME: parking_lot::Mutex<Vec<Shared>> = parking_lot::Mutex::new(Vec::new());

@@ -65,6 +65,7 @@ pub(crate) fn handler(function: ItemFn, limits: &[Limit], krate: &syn::Path) -> 
     };
 
     let names = valid::field_names(&ident.unraw().to_string(), limits);
+    let fn_path = ident.unraw().to_string();
     let mut policies = Vec::new();
     let mut specs = Vec::new();
     for (index, (limit, name)) in limits.iter().zip(&names).enumerate() {
@@ -129,6 +130,16 @@ pub(crate) fn handler(function: ItemFn, limits: &[Limit], krate: &syn::Path) -> 
                 value: Cost::Literal(units),
                 span,
             }) => {
+                // Against a constant maximum, checked when compiled, on the cost: a cost no
+                // request could pass would answer 429 forever.
+                if matches!(limit.max.value, Max::Expr(_)) {
+                    policies.push(quote_spanned! {*span=>
+                        const _: () = ::core::assert!(
+                            #units <= #policy.capacity(),
+                            "`cost` is more than this limit ever admits at once (its maximum, or a token bucket's burst): no request could pass; lower it, or raise the maximum"
+                        );
+                    });
+                }
                 options.extend(call("cost", *span, quote!(#units)));
             }
             Some(Spanned {
@@ -170,6 +181,7 @@ pub(crate) fn handler(function: ItemFn, limits: &[Limit], krate: &syn::Path) -> 
         specs.push(quote! {
             #private::LimitSpec::new(
                 #scope,
+                ::core::concat!(::core::module_path!(), "::", #fn_path),
                 ::core::any::type_name::<__LimiterHandler>(),
                 #index,
                 #name,
@@ -187,7 +199,7 @@ pub(crate) fn handler(function: ItemFn, limits: &[Limit], krate: &syn::Path) -> 
         ) -> impl #private::Responder {
             #nested
 
-            /// Names the handler: its `type_name` is the handler's path.
+            /// Tells the handler apart: its `type_name` is the handler's full path.
             struct __LimiterHandler;
             #(#policies)*
             static __LIMITER_LIMITS: #private::LazyLock<#private::HandlerLimits> =
@@ -197,6 +209,14 @@ pub(crate) fn handler(function: ItemFn, limits: &[Limit], krate: &syn::Path) -> 
             }
             #private::inventory::submit! {
                 #private::Registration::new(__limiter_declares, ::core::file!(), ::core::line!())
+            }
+            #private::inventory::submit! {
+                #private::HandlerPath::new(
+                    ::core::concat!(::core::module_path!(), "::", #fn_path),
+                    ::core::file!(),
+                    ::core::line!(),
+                    ::core::column!(),
+                )
             }
 
             #private::handle(

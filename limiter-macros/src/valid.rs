@@ -114,6 +114,7 @@ pub(crate) fn limit(attr: LimitAttr, errors: &mut Errors) -> Option<Limit> {
             );
         }
     }
+    names_self(&attr, errors);
     if errors.count() != before {
         return None;
     }
@@ -130,6 +131,63 @@ pub(crate) fn limit(attr: LimitAttr, errors: &mut Errors) -> Option<Limit> {
         dry_run: attr.dry_run.is_some_and(|d| d.value),
         policy: attr.policy.map(|p| p.value),
     })
+}
+
+/// `Self` in an argument (`key = Self::client`, `cost = Self::COST`, a maximum of
+/// `Self::MAX`): the limits are built in items beside the handler, outside its `impl`
+/// block, where `Self` names nothing — an error on it, with the fix.
+fn names_self(attr: &LimitAttr, errors: &mut Errors) {
+    let mut paths: Vec<&syn::Path> = Vec::new();
+    if let Some(Spanned {
+        value: Key::Function(path),
+        ..
+    }) = &attr.key
+    {
+        paths.push(path);
+    }
+    if let Some(Spanned {
+        value: Cost::Const(path) | Cost::Function(path),
+        ..
+    }) = &attr.cost
+    {
+        paths.push(path);
+    }
+    paths.extend(attr.exempt.as_ref().map(|e| &e.value));
+    paths.extend(attr.policy.as_ref().map(|p| &p.value));
+    let mut spans: Vec<proc_macro2::Span> = paths
+        .iter()
+        .filter_map(|path| path.segments.first())
+        .filter(|segment| segment.ident == "Self")
+        .map(|segment| segment.ident.span())
+        .collect();
+    if let Some(Spanned {
+        value: Max::Expr(expr),
+        ..
+    }) = &attr.max
+    {
+        spans.extend(self_in(quote::ToTokens::to_token_stream(&**expr)));
+    }
+    for span in spans {
+        errors.at(
+            span,
+            "`Self` cannot be named in #[rate_limit]: its limits are built beside the handler, \
+             outside the `impl` block, where `Self` names nothing; write the type's name \
+             instead (`Admin::client` for `Self::client`)",
+        );
+    }
+}
+
+/// Where `Self` appears in `tokens`.
+fn self_in(tokens: proc_macro2::TokenStream) -> Vec<proc_macro2::Span> {
+    let mut spans = Vec::new();
+    for tree in tokens {
+        match tree {
+            proc_macro2::TokenTree::Ident(ident) if ident == "Self" => spans.push(ident.span()),
+            proc_macro2::TokenTree::Group(group) => spans.extend(self_in(group.stream())),
+            _ => {}
+        }
+    }
+    spans
 }
 
 /// Checks the limits stacked on one handler together: each scope once.

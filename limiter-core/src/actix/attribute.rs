@@ -78,23 +78,35 @@ impl LimitSpec {
     /// mistake was a compile error.
     ///
     /// `scope` is the one the attribute names; without one, the budget belongs to the
-    /// handler alone and is named after its path ([`handler_path`] of `handler`, the
-    /// `type_name` of a type declared in the generated handler), with `#2`, `#3`... for the
-    /// stacked limits below the first. `name` is what the header fields call the limit;
-    /// characters a header cannot carry are percent-encoded.
+    /// handler alone and is named after `path` — `module_path!()` and the fn's name, as the
+    /// attribute writes them: the same with every compiler and on every platform (Redis key
+    /// names carry it) — with `#2`, `#3`... for the stacked limits below the first. `marker`
+    /// is the `type_name` of a type declared in the generated handler: it names the handler
+    /// in the route table ([`handler_path`]), and the default scope of two handlers that
+    /// share a `path` (two `impl` blocks, or two functions, of one module, each with a
+    /// handler of that name), so that they never share a budget by accident — a name the
+    /// standard library does not promise to keep, so give such handlers a `scope`. `name`
+    /// is what the header fields call the limit; characters a header cannot carry are
+    /// percent-encoded.
     pub fn new(
         scope: Option<&'static str>,
-        handler: &'static str,
+        path: &'static str,
+        marker: &'static str,
         position: usize,
         name: &'static str,
         policy: Policy,
         key: KeySpec,
     ) -> LimitSpec {
-        let handler = handler_path(handler);
+        let handler = handler_path(marker);
+        let own: Cow<'static, str> = if crate::registry::path_is_shared(path) {
+            Cow::Owned(handler.clone())
+        } else {
+            Cow::Borrowed(path)
+        };
         let scope: Cow<'static, str> = match scope {
             Some(scope) => Cow::Borrowed(scope),
-            None if position == 0 => Cow::Owned(handler.clone()),
-            None => Cow::Owned(format!("{handler}#{}", position + 1)),
+            None if position == 0 => own,
+            None => Cow::Owned(format!("{own}#{}", position + 1)),
         };
         LimitSpec {
             limit: Limit::new(scope, policy),

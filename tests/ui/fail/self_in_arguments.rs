@@ -1,0 +1,19 @@
+use actix_web::HttpRequest;
+use limiter::rate_limit;
+
+struct Admin;
+
+impl Admin {
+    const COST: u32 = 2;
+
+    fn client(req: &HttpRequest) -> Option<String> {
+        req.headers().get("x-admin").and_then(|v| v.to_str().ok()).map(str::to_owned)
+    }
+
+    #[rate_limit(5, per = "1m", key = Self::client, cost = Self::COST)]
+    async fn purge() -> &'static str {
+        "ok"
+    }
+}
+
+fn main() {}
