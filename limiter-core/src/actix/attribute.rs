@@ -263,6 +263,9 @@ fn split_path(path: &str) -> Vec<&str> {
     segments
 }
 
+/// The limits chosen per request kept per handler, at most.
+const MOST_TIERS: usize = 256;
+
 /// The limits of one handler, in the order they are checked, and their fixed
 /// `RateLimit-Policy` value.
 #[derive(Debug)]
@@ -300,7 +303,9 @@ impl HandlerLimits {
     }
 
     /// The limit of `declared`'s scope under `policy`, chosen for one request: made once,
-    /// and remembered by the limiter so that a reset of the scope finds its budget.
+    /// and remembered by the limiter so that a reset of the scope finds its budget. At most
+    /// [`MOST_TIERS`] are kept per handler: a `policy` function that chooses from more
+    /// (a number read from the request, say) gets its limits made per request instead.
     pub(crate) fn tier(&self, limiter: &Limiter, declared: &Limit, policy: Policy) -> Arc<Limit> {
         let mut tiers = self.tiers.lock();
         if let Some(tier) = tiers
@@ -311,7 +316,9 @@ impl HandlerLimits {
         }
         let tier = Arc::new(Limit::new(declared.scope().to_string(), policy));
         limiter.remember(&tier);
-        tiers.push(Arc::clone(&tier));
+        if tiers.len() < MOST_TIERS {
+            tiers.push(Arc::clone(&tier));
+        }
         tier
     }
 

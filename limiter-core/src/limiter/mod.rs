@@ -75,12 +75,18 @@ struct Settings {
     /// Limits seen for each scope besides the declared ones (overrides, per-request
     /// policies), so that [`reset`](Limiter::reset) finds every budget of a scope.
     seen: parking_lot::RwLock<Vec<Limit>>,
+    /// Whether more limits came than are remembered (reported once).
+    forgetful: AtomicBool,
     /// Rejections a networked store decided, answered here until they end.
     rejections: rejections::Rejections,
 }
 
 /// Scope → the limit configuration gives it.
 type Overrides = HashMap<Box<str>, Arc<Limit>>;
+
+/// The limits a limiter remembers besides the declared ones, at most (see
+/// [`Limiter::remember`]).
+pub(crate) const MOST_REMEMBERED: usize = 4_096;
 
 /// The in-memory store is called directly, without a virtual call or a future: it is the
 /// hot path of most services.
@@ -385,15 +391,27 @@ impl Limiter {
     }
 
     /// Notes a limit of a scope that is not declared in the code (an override, a policy
-    /// chosen per request), so that [`reset`](Self::reset) finds its budget too.
+    /// chosen per request), so that [`reset`](Self::reset) finds its budget too. At most
+    /// 4,096 are noted (a `policy` function choosing from more gets a `warn`,
+    /// once): memory a program's requests choose stays bounded.
     pub fn remember(&self, limit: &Limit) {
         // Read first: once a limit is known, remembering it again costs no exclusive lock.
         if self.inner.seen.read().iter().any(|l| l == limit) {
             return;
         }
         let mut seen = self.inner.seen.write();
-        if !seen.iter().any(|l| l == limit) {
+        if seen.iter().any(|l| l == limit) {
+            return;
+        }
+        if seen.len() < MOST_REMEMBERED {
             seen.push(limit.clone());
+        } else if !self.inner.forgetful.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                scope = limit.scope(),
+                "rate limit: more than {MOST_REMEMBERED} limits chosen per request \
+                 (`policy = fn`, `check`) or set while serving; the ones beyond are counted \
+                 but not remembered, so `reset` does not find their budgets"
+            );
         }
     }
 
@@ -671,6 +689,7 @@ impl LimiterBuilder {
                 overrides: ArcSwap::from_pointee(self.overrides),
                 overridden,
                 seen: parking_lot::RwLock::new(seen),
+                forgetful: AtomicBool::new(false),
                 rejections: rejections::Rejections::new(self.rejection_cache),
             }),
         }

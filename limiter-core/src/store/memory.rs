@@ -110,21 +110,37 @@ struct Shard {
 }
 
 impl Shard {
-    /// The table of `limit`, made on its first use in this shard.
+    /// The table of `limit`, made on its first use in this shard — in the place of a table
+    /// that holds nothing, if there is one: limits chosen per request (`policy = fn`) come
+    /// and go, and their tables must not pile up.
     #[inline]
     fn table_index(&mut self, limit: &Limit, now_ms: u64) -> usize {
         let id = limit.id();
         match self.tables.iter().position(|t| t.limit_id() == id) {
             Some(position) => position,
+            None => self.new_table(limit, now_ms),
+        }
+    }
+
+    #[cold]
+    fn new_table(&mut self, limit: &Limit, now_ms: u64) -> usize {
+        let table = Table::new(limit, now_ms);
+        match self.tables.iter().position(|t| t.len() == 0) {
+            Some(empty) => {
+                self.tables[empty] = table;
+                empty
+            }
             None => {
-                self.tables.push(Table::new(limit, now_ms));
+                self.tables.push(table);
                 self.tables.len() - 1
             }
         }
     }
 
+    /// The bytes its tables hold, the tables themselves included.
     fn bytes(&self) -> usize {
-        self.tables.iter().map(Table::bytes).sum()
+        self.tables.iter().map(Table::bytes).sum::<usize>()
+            + self.tables.capacity() * std::mem::size_of::<Table>()
     }
 
     /// Counts a request of `fp` against `limit` alone: [`check`](Self::check) without what
@@ -254,11 +270,15 @@ impl Shard {
                 return false;
             }
             let before = self.tables[victim].bytes();
-            let forgotten = self.tables[victim].shrink(now_ms);
+            let mut forgotten = self.tables[victim].shrink(now_ms);
+            if self.tables[victim].bytes() >= before {
+                // Too small to halve: many limits, each with a few keys (policies chosen
+                // per request). The largest of them goes whole.
+                forgotten += self.tables[victim].clear();
+            }
             self.keys -= forgotten;
             self.evicted += forgotten as u64;
             if self.tables[victim].bytes() >= before {
-                // Nothing left to halve: a limit this small is not the flood.
                 return false;
             }
         }
@@ -284,6 +304,11 @@ impl Shard {
     fn maintain(&mut self, now_ms: u64) {
         let removed: usize = self.tables.iter_mut().map(|t| t.maintain(now_ms)).sum();
         self.keys -= removed;
+        // Tables left empty go, and their room with them.
+        self.tables.retain(|t| t.len() > 0);
+        if self.tables.capacity() > 2 * self.tables.len().max(4) {
+            self.tables.shrink_to_fit();
+        }
     }
 }
 

@@ -336,6 +336,16 @@ impl Table {
         }
     }
 
+    /// Forgets every key. Returns how many it held.
+    pub(super) fn clear(&mut self) -> usize {
+        match &mut self.counts {
+            Counts::Fixed(t) => t.clear(),
+            Counts::Counter(t) => t.clear(),
+            Counts::Bucket(t) => t.clear(),
+            Counts::Log(t) => t.clear(),
+        }
+    }
+
     /// Gives about half its bytes back — its slots halved, and its logs' rings with the
     /// forgotten keys — forgetting the states closest to expiring: room for another limit
     /// when this one holds more than it. Returns how many keys it forgot.

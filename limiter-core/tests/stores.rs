@@ -1,0 +1,101 @@
+//! Stores behind the limiter outside any runtime: an `Arc<MemoryStore>` is the memory store
+//! still, and a store of your own is awaited without a Tokio timer where there is none.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
+
+use std::future::Future;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
+
+use limiter_core::{Charge, Check, Checked, Limit, Limiter, MemoryStore, Policy, Receipt, Store};
+
+fn limit() -> Limit {
+    Limit::new("stores", Policy::new(2, Duration::from_secs(60)).unwrap())
+}
+
+/// An `Arc<MemoryStore>` is called as the memory store is: answered at once, no runtime.
+/// (It took the networked path, whose timer panicked outside a runtime.)
+#[test]
+fn an_arc_memory_store_answers_at_once_without_a_runtime() {
+    let limiter = Limiter::builder()
+        .store(Arc::new(MemoryStore::new()))
+        .build();
+    let limit = limit();
+    let first = limiter.check(&limit, b"k").now_or_never().expect("at once");
+    assert!(first.unwrap().allowed());
+}
+
+/// A store of one's own whose check does not answer at once.
+struct Later(MemoryStore);
+
+/// Pending once, then ready.
+struct YieldOnce(bool);
+
+impl Future for YieldOnce {
+    type Output = ();
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            Poll::Ready(())
+        } else {
+            self.0 = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+}
+
+impl Store for Later {
+    fn check<'a>(&'a self, limit: &'a Limit, key: &'a [u8], now: Duration) -> Check<'a> {
+        Check::pending(async move {
+            YieldOnce(false).await;
+            Ok(self.0.check_at(limit, key, now))
+        })
+    }
+    fn check_all<'a>(&'a self, charges: &'a [Charge<'a>], now: Duration) -> Check<'a, Checked> {
+        Check::pending(async move {
+            YieldOnce(false).await;
+            Ok(self.0.check_all_at(charges, now))
+        })
+    }
+    fn refund<'a>(
+        &'a self,
+        charges: &'a [Charge<'a>],
+        receipt: &'a Receipt,
+        now: Duration,
+    ) -> Check<'a, ()> {
+        self.0.refund_at(charges, receipt, now);
+        Check::ready(Ok(()))
+    }
+    fn forget<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> Check<'a, ()> {
+        self.0.forget(limit, key);
+        Check::ready(Ok(()))
+    }
+}
+
+fn block_on<F: Future>(future: F) -> F::Output {
+    struct Noop;
+    impl Wake for Noop {
+        fn wake(self: Arc<Self>) {}
+    }
+    let waker = Waker::from(Arc::new(Noop));
+    let mut cx = Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return output;
+        }
+    }
+}
+
+/// A store of one's own, outside any Tokio runtime: its checks are awaited as they come
+/// (there is no timer to bound them), never a panic.
+#[test]
+fn a_store_of_ones_own_is_awaited_outside_a_runtime() {
+    let limiter = Limiter::builder().store(Later(MemoryStore::new())).build();
+    let limit = limit();
+    let decisions: Vec<bool> = (0..3)
+        .map(|_| block_on(limiter.check(&limit, b"k")).unwrap().allowed())
+        .collect();
+    assert_eq!(decisions, [true, true, false]);
+}
