@@ -12,5 +12,6 @@ mod bodies;
 mod common;
 mod faults;
 mod harness;
+mod isolation;
 mod load;
 mod refunds;
