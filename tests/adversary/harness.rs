@@ -220,10 +220,7 @@ impl Connection {
             let mut at = 0;
             while statuses.len() < requests.len() {
                 // Whole responses in what was read: head, then `content-length` bytes.
-                loop {
-                    let Some(end) = find(&bytes[at..], b"\r\n\r\n") else {
-                        break;
-                    };
+                while let Some(end) = find(&bytes[at..], b"\r\n\r\n") {
                     let head = String::from_utf8_lossy(&bytes[at..at + end]).to_ascii_lowercase();
                     let length: usize = head
                         .lines()

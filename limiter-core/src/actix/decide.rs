@@ -44,8 +44,11 @@ impl Decided {
 /// What to take back once the response is known, check by check: the charges (which
 /// outlive the decision) and the receipt of what their check counted.
 pub(crate) struct Refund {
-    checks: Vec<(Vec<(Arc<Limit>, ClientKey, u32)>, Receipt)>,
+    checks: Vec<(Vec<Owned>, Receipt)>,
 }
+
+/// A charge that outlives its request's decision: the limit, the key and the cost.
+type Owned = (Arc<Limit>, ClientKey, u32);
 
 impl Refund {
     /// One unit of `limit` for `key`, counted as `receipt` says.
@@ -102,7 +105,7 @@ impl Planned<'_> {
     }
 
     /// Its charge, owned, to take back once the response is known.
-    fn owned(&self) -> (Arc<Limit>, ClientKey, u32) {
+    fn owned(&self) -> Owned {
         let limit = match &self.limit {
             LimitRef::Declared(limit) => Arc::new(Limit::clone(limit)),
             LimitRef::Shared(limit) => Arc::clone(limit),

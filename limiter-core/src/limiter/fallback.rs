@@ -64,7 +64,7 @@ impl Fallback {
             Some(scaled) => self.memory.check_all_at(&recharged(charges, &scaled), now),
             None => self.memory.check_all_at(charges, now),
         };
-        checked.map_receipt(Receipt::from_fallback)
+        checked.map_receipt(Receipt::counted_by_fallback)
     }
 
     pub(super) fn refund_at(&self, charges: &[Charge<'_>], receipt: &Receipt, now: Duration) {

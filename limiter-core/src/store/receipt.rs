@@ -73,7 +73,7 @@ impl Receipt {
     }
 
     /// The same receipt, as counted by the limiter's fallback memory.
-    pub(crate) fn from_fallback(mut self) -> Receipt {
+    pub(crate) fn counted_by_fallback(mut self) -> Receipt {
         self.fallback = true;
         self
     }
