@@ -1,7 +1,7 @@
 //! Real servers on loopback and a raw HTTP client: what the attacks run against.
 #![allow(dead_code)]
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use actix_web::dev::ServerHandle;
@@ -25,8 +25,6 @@ impl Server {
         workers: usize,
         configure: impl Fn(&mut web::ServiceConfig) + Send + Sync + Clone + 'static,
     ) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
-        let addr = listener.local_addr().expect("its address");
         let (sender, receiver) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
             actix_web::rt::System::new().block_on(async move {
@@ -36,17 +34,20 @@ impl Server {
                         .configure(configure.clone())
                 })
                 .workers(workers)
+                // A thousand connections at once must not overflow the queue of the
+                // listening socket (std's default holds 128: the rest retry after 1 s).
                 .backlog(4_096)
                 .disable_signals()
                 .shutdown_timeout(1)
-                .listen(listener)
-                .expect("listens")
-                .run();
-                let _ = sender.send(server.handle());
+                .bind(("127.0.0.1", 0))
+                .expect("a loopback port");
+                let addr = server.addrs()[0];
+                let server = server.run();
+                let _ = sender.send((server.handle(), addr));
                 let _ = server.await;
             });
         });
-        let handle = receiver.recv().expect("the server started");
+        let (handle, addr) = receiver.recv().expect("the server started");
         Server {
             addr,
             handle,
