@@ -1042,6 +1042,82 @@ fn on_the_servers_clock_decisions_equal_the_memory_stores() {
     }
 }
 
+/// On Redis's own clock, random schedules of costs and late refunds — a success refunded
+/// after later requests — decide as the memory store does, for every algorithm: the
+/// receipts Redis writes from its own `TIME` give back exactly what each check counted.
+/// Windows of seven days, so that the schedule's real time cannot change an answer (a
+/// counter's window edge or a bucket's token is days away); what is compared is what time
+/// does not touch: admitted or not, and what remains.
+#[::std::prelude::v1::test]
+fn on_the_servers_clock_refunds_give_back_what_the_memory_store_does() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let redis = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+    let week = Duration::from_secs(7 * 86_400);
+    let case = std::cell::Cell::new(0u32);
+    for algorithm in Algorithm::ALL {
+        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(24));
+        let policies = (1..=6u32, 1..=6u32).prop_map(move |(max, burst)| {
+            let policy = Policy::for_algorithm(algorithm, max, week).unwrap();
+            if algorithm == Algorithm::TokenBucket {
+                policy.with_burst(burst).unwrap()
+            } else {
+                policy
+            }
+        });
+        let steps = prop::collection::vec((0..3u8, 1..=3u32, prop::option::of(0..6usize)), 1..40);
+        runner
+            .run(&(policies, steps), |(policy, steps)| {
+                case.set(case.get() + 1);
+                let limit = Limit::new(format!("server-refund-{}", case.get()), policy);
+                let memory = MemoryStore::new();
+                // A day into a week: no window edge in reach.
+                let mut now = Duration::from_secs(2_800 * 7 * 86_400 + 86_400);
+                // Refunds due after a later step: (step, key, cost, Redis's, memory's).
+                type Due = (usize, [u8; 1], u32, limiter::Receipt, limiter::Receipt);
+                let mut pending: Vec<Due> = Vec::new();
+                for (i, &(key, cost, refund_after)) in steps.iter().enumerate() {
+                    now += Duration::from_millis(1);
+                    for (_, key, cost, in_redis, in_memory) in
+                        pending.extract_if(.., |due| due.0 <= i)
+                    {
+                        let charge = [Charge::new(&limit, &key).cost(cost)];
+                        memory.refund_at(&charge, &in_memory, now);
+                        rt.block_on(redis.refund(&charge, &in_redis, now)).unwrap();
+                    }
+                    let key = [key];
+                    let charge = [Charge::new(&limit, &key).cost(cost)];
+                    let expected = memory.check_all_at(&charge, now);
+                    let got = rt.block_on(redis.check_all(&charge, now)).unwrap();
+                    prop_assert_eq!(
+                        got[0].allowed(),
+                        expected[0].allowed(),
+                        "{} step {}",
+                        algorithm,
+                        i
+                    );
+                    prop_assert_eq!(
+                        got[0].remaining(),
+                        expected[0].remaining(),
+                        "{} step {}",
+                        algorithm,
+                        i
+                    );
+                    prop_assert_eq!(
+                        got.receipt().counted_anything(),
+                        expected.receipt().counted_anything()
+                    );
+                    if let (Some(after), true) = (refund_after, got[0].allowed()) {
+                        let receipts = (got.receipt().clone(), expected.receipt().clone());
+                        pending.push((i + after, key, cost, receipts.0, receipts.1));
+                    }
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+}
+
 /// A key lives in Redis as long as its state can still change a decision: right after a
 /// write its TTL covers the time until its state no longer counts.
 #[::std::prelude::v1::test]
