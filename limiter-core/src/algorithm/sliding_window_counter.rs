@@ -95,11 +95,11 @@ impl SlidingWindowCounter {
 
     /// Counts a request worth `cost` units at `now_ms`, all or none: admitted iff `cost`
     /// requests one after the other would each be (the estimate plus `cost − 1` is below
-    /// `N`). A cost above `N` is never admitted.
+    /// `N`). A cost above `N` is never admitted; a cost of 0 counts as 1.
     pub fn check_cost(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision {
         let t = policy.window_ms();
         let max = u64::from(policy.max().get());
-        let cost = u64::from(cost);
+        let cost = u64::from(cost.max(1));
         let (index, elapsed) = self.catch_up(now_ms, t);
         let (previous, current) = self.counts_in(index);
         // Everything is scaled by T to stay in integers: estimate × T.
@@ -212,5 +212,25 @@ fn time_until_below(previous: u64, current: u64, elapsed: u64, t: u64, target: u
         to_edge
     } else {
         to_edge + t - y_max
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_cost_of_zero_counts_as_one() {
+        let policy = Policy::for_algorithm(
+            crate::Algorithm::SlidingWindowCounter,
+            2,
+            Duration::from_secs(60),
+        )
+        .unwrap();
+        let mut state = SlidingWindowCounter::default();
+        assert_eq!(state.check_cost(0, &policy, 0).remaining(), 1);
+        assert_eq!(state.check_cost(0, &policy, 0).remaining(), 0);
+        assert!(!state.check_cost(0, &policy, 0).allowed());
     }
 }

@@ -86,7 +86,7 @@ fn recharged<'a>(charges: &[Charge<'a>], scaled: &'a [Arc<Limit>]) -> Vec<Charge
     charges
         .iter()
         .zip(scaled)
-        .map(|(charge, limit)| Charge::new(limit, charge.key).cost(charge.cost))
+        .map(|(charge, limit)| Charge::new(limit, charge.key).cost(charge.units()))
         .collect()
 }
 

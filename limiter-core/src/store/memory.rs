@@ -473,7 +473,7 @@ impl MemoryStore {
         for (i, charge) in requests.iter().enumerate() {
             let fp = located[i].1;
             let bounds = self.inner.bounds;
-            let cost = charge.cost.max(1);
+            let cost = charge.units();
             let (decision, prior, mark) =
                 guards[positions[i]].check(charge.limit, fp, now_ms, bounds, cost);
             decisions.push(decision);
@@ -520,7 +520,7 @@ impl MemoryStore {
             let shard = &self.inner.shards[self.shard_of(fp)].0;
             shard
                 .lock()
-                .refund(charge.limit, fp, mark, now_ms, charge.cost.max(1));
+                .refund(charge.limit, fp, mark, now_ms, charge.units());
         }
     }
 

@@ -141,8 +141,9 @@ pub struct Charge<'a> {
     pub limit: &'a Limit,
     /// The client's key under it.
     pub key: &'a [u8],
-    /// The units the request takes, at least 1.
-    pub cost: u32,
+    /// The units the request takes, at least 1 (set through [`Charge::cost`], which keeps
+    /// it so).
+    units: u32,
 }
 
 impl<'a> Charge<'a> {
@@ -151,16 +152,21 @@ impl<'a> Charge<'a> {
         Charge {
             limit,
             key,
-            cost: 1,
+            units: 1,
         }
     }
 
     /// The same charge, for `cost` units (0 counts as 1).
     pub const fn cost(self, cost: u32) -> Charge<'a> {
         Charge {
-            cost: if cost == 0 { 1 } else { cost },
+            units: if cost == 0 { 1 } else { cost },
             ..self
         }
+    }
+
+    /// The units the request takes: at least 1.
+    pub const fn units(&self) -> u32 {
+        self.units
     }
 }
 

@@ -277,11 +277,12 @@ impl RedisStore {
                 .position(|u| u.limit == charge.limit && u.key == charge.key);
             slot_of.push(match same {
                 Some(slot) => {
-                    unique[slot] = unique[slot].cost(unique[slot].cost.saturating_add(charge.cost));
+                    unique[slot] =
+                        unique[slot].cost(unique[slot].units().saturating_add(charge.units()));
                     slot
                 }
                 None => {
-                    unique.push(charge.cost(charge.cost));
+                    unique.push(*charge);
                     unique.len() - 1
                 }
             });
@@ -347,7 +348,7 @@ impl RedisStore {
                         u64::from(policy.max().get()),
                         policy.emission_interval_ns(),
                         u64::from(policy.burst().get()) * policy.emission_interval_ns(),
-                        u64::from(charge.cost),
+                        u64::from(charge.units()),
                     ]
                 })
                 .collect(),
@@ -492,7 +493,7 @@ fn marks_of_duplicates(
             }
             let later: u64 = (i + 1..charges.len())
                 .filter(|&j| slot_of[j] == slot_of[i])
-                .map(|j| u64::from(charges[j].cost.max(1)))
+                .map(|j| u64::from(charges[j].units()))
                 .sum();
             let back = Duration::from_nanos(later.saturating_mul(policy.emission_interval_ns()));
             Some(mark.saturating_sub(back))

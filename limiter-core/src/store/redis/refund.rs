@@ -57,7 +57,7 @@ impl RedisStore {
                 .arg(scripts::code(policy.algorithm()))
                 .arg(policy.window_ms())
                 .arg(policy.emission_interval_ns())
-                .arg(charge.cost.max(1))
+                .arg(charge.units())
                 .arg(mark.as_millis().to_string())
                 .arg(mark.subsec_nanos() % 1_000_000);
         }
