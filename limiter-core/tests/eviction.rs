@@ -277,3 +277,40 @@ fn a_flood_on_one_limit_makes_room_from_its_own_states() {
     assert_eq!(still_blocked, 50);
     assert!(store.bytes() <= 1 << 20, "{}", store.bytes());
 }
+
+/// A limit within its share is not halved for another's flood, even when its table holds
+/// more room than the flooded one: 20,000 clients blocked on login (a table of 32,768 slots)
+/// and a flood of chosen keys on another limit whose table (16,384 slots, as many keys as
+/// login's would keep once halved) must grow. The flood makes room from its own states;
+/// every login client stays blocked. (Judged by the room tables hold rather than the keys
+/// they hold, login was halved and 13,856 clients reset.)
+#[test]
+fn a_limit_within_its_share_is_not_halved_for_a_flood() {
+    let clock = ManualClock::starting_at(Duration::from_secs(1_000));
+    let store = MemoryStore::with_max_bytes(1 << 20);
+    let limiter = Limiter::builder()
+        .store(store.clone())
+        .clock(clock.clone())
+        .build();
+    let login = Limit::new("login", Policy::new(1, Duration::from_secs(900)).unwrap());
+    let flooded = Limit::new("search", Policy::new(30, MINUTE).unwrap());
+    for client in 0..20_000u32 {
+        assert!(check(&limiter, &login, &client.to_be_bytes()));
+    }
+    for i in 0..200_000u32 {
+        if i % 1_000 == 0 {
+            clock.advance(Duration::from_millis(1));
+        }
+        check(&limiter, &flooded, &i.to_le_bytes());
+    }
+    let reset = (0..20_000u32)
+        .filter(|client| check(&limiter, &login, &client.to_be_bytes()))
+        .count();
+    println!(
+        "20,000 blocked login clients, 200,000 chosen keys on another limit: {reset} reset; {} \
+         bytes",
+        store.bytes()
+    );
+    assert_eq!(reset, 0);
+    assert!(store.bytes() <= 1 << 20);
+}

@@ -195,3 +195,39 @@ fn falling_back_through_a_stall_stays_within_the_documented_bound() {
         assert!(admitted <= bound, "share {share}: {admitted}");
     }
 }
+
+/// One slow call fails every check it carries, and those waiting behind it: each such
+/// failure counts once (a unit test of the breaker pins that). Redis slow for one burst of
+/// 200 concurrent requests (answered by the fault policy within about the timeout), then
+/// fast again: once the answers held on the connection have drained, requests are answered
+/// by Redis, without a restart.
+#[test]
+fn one_slow_call_is_one_failure_not_an_outage() {
+    let redis = RedisServer::start();
+    let proxy = Proxy::start(redis.port());
+    let rt = client();
+    let store = rt.block_on(RedisStore::connect(&proxy.url())).unwrap();
+    let limiter = Limiter::builder()
+        .store(store)
+        .on_store_error(OnStoreError::FailClosed)
+        .build();
+    let server = Server::start(limiter, 2, routes);
+    rt.block_on(async {
+        let (warm, _) = sequence(&server, "/open", 5).await;
+        assert_eq!(count(&warm, 200), 5);
+        proxy.delay(Duration::from_millis(200));
+        let (statuses, slowest) = crate::load::burst(&[&server], "/open", 200).await;
+        proxy.delay(Duration::ZERO);
+        // The answers the proxy held (200 ms each, in line) drain.
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let (after, _) = sequence(&server, "/open", 20).await;
+        println!(
+            "a slow burst: {} of 200 answered by the policy, slowest {slowest:?}; the 20 \
+             requests after it: {} from Redis",
+            count(&statuses, 503),
+            count(&after, 200)
+        );
+        assert!(slowest < Duration::from_millis(400), "{slowest:?}");
+        assert_eq!(count(&after, 200), 20, "{after:?}");
+    });
+}

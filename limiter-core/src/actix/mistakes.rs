@@ -195,7 +195,10 @@ pub(crate) fn passed_through_header(
             ?believed,
             ?counted,
             ?other,
-            "rate limit: a request through a trusted proxy carried both forwarding headers,              naming different clients; it is counted by the one believed ({believed:?}) and              the other is ignored as passed through from the client. If your proxy writes              the other one, name it with `Limiter::builder().forwarding_headers(...)`"
+            "rate limit: a request through a trusted proxy carried both forwarding headers, \
+             naming different clients; it is counted by the one believed ({believed:?}) and \
+             the other is ignored as passed through from the client. If your proxy writes \
+             the other one, name it with `Limiter::builder().forwarding_headers(...)`"
         );
     }
 }

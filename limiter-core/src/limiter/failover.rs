@@ -92,6 +92,8 @@ struct Part {
     next_try: u64,
     /// When it last failed.
     last_failure: u64,
+    /// The failure last counted, when one failure failed many checks.
+    last_incident: Option<u64>,
 }
 
 impl Part {
@@ -149,11 +151,13 @@ impl StoreHealth {
             .all(|part| failing.get(part).is_none_or(|p| !p.is_down()))
     }
 
+    /// A check of `parts` failed with `error`. A failure that failed many checks at once
+    /// (one call of a batch) counts once.
     pub(crate) fn failed(
         &self,
         parts: &[u16],
         store: &'static str,
-        error: &dyn std::fmt::Display,
+        error: &crate::StoreError,
         policy: OnStoreError,
     ) {
         let (lost, down) = {
@@ -165,10 +169,15 @@ impl StoreHealth {
                     failures: 0,
                     next_try: 0,
                     last_failure: now,
+                    last_incident: None,
                 });
-                p.failures = p.failures.saturating_add(1);
+                let again = error.incident().is_some() && error.incident() == p.last_incident;
+                if !again {
+                    p.failures = p.failures.saturating_add(1);
+                    p.next_try = now + retry_ms();
+                }
+                p.last_incident = error.incident();
                 p.last_failure = now;
-                p.next_try = now + retry_ms();
             }
             self.failing.store(failing.len(), Ordering::Relaxed);
             let down = failing.values().any(Part::is_down);
@@ -225,4 +234,40 @@ fn retry_ms() -> u64 {
 fn elapsed_ms() -> u64 {
     static ORIGIN: OnceLock<Instant> = OnceLock::new();
     ORIGIN.get_or_init(Instant::now).elapsed().as_millis() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::StoreError;
+
+    /// One failure that failed many checks at once (a batch's call) counts once: the
+    /// checks of two failed calls leave the store up, a third call's puts it down, and one
+    /// answer brings it back.
+    #[test]
+    fn the_checks_one_failure_failed_count_once() {
+        let health = StoreHealth::new();
+        let policy = OnStoreError::FailClosed;
+        for incident in [1, 2] {
+            for _ in 0..200 {
+                let error = StoreError::msg("slow").of_incident(incident);
+                health.failed(&[0], "test", &error, policy);
+            }
+            assert!(health.is_up(&[0]), "after incident {incident}");
+        }
+        health.failed(
+            &[0],
+            "test",
+            &StoreError::msg("slow").of_incident(3),
+            policy,
+        );
+        assert!(!health.is_up(&[0]));
+        health.answered(&[0], "test");
+        assert!(health.is_up(&[0]));
+        // Failures of single checks (no incident) count one each.
+        for _ in 0..FAILURES_TO_DOWN {
+            health.failed(&[7], "test", &StoreError::msg("refused"), policy);
+        }
+        assert!(!health.is_up(&[7]));
+    }
 }

@@ -61,7 +61,9 @@ impl Fallback {
 
     pub(super) fn check_all_at(&self, charges: &[Charge<'_>], now: Duration) -> Checked {
         let checked = match self.scaled(charges) {
-            Some(scaled) => self.memory.check_all_at(&recharged(charges, &scaled), now),
+            Some(scaled) => self
+                .memory
+                .check_all_at(&recharged(charges, &scaled, self.share), now),
             None => self.memory.check_all_at(charges, now),
         };
         checked.map_receipt(Receipt::counted_by_fallback)
@@ -69,9 +71,10 @@ impl Fallback {
 
     pub(super) fn refund_at(&self, charges: &[Charge<'_>], receipt: &Receipt, now: Duration) {
         match self.scaled(charges) {
-            Some(scaled) => self
-                .memory
-                .refund_at(&recharged(charges, &scaled), receipt, now),
+            Some(scaled) => {
+                let charges = recharged(charges, &scaled, self.share);
+                self.memory.refund_at(&charges, receipt, now)
+            }
             None => self.memory.refund_at(charges, receipt, now),
         }
     }
@@ -81,12 +84,19 @@ impl Fallback {
     }
 }
 
-/// The charges, against the scaled limits.
-fn recharged<'a>(charges: &[Charge<'a>], scaled: &'a [Arc<Limit>]) -> Vec<Charge<'a>> {
+/// The charges, against the scaled limits, each costing its share too (rounded up): a
+/// request that fits the whole budget fits its share.
+fn recharged<'a>(charges: &[Charge<'a>], scaled: &'a [Arc<Limit>], share: u32) -> Vec<Charge<'a>> {
     charges
         .iter()
         .zip(scaled)
-        .map(|(charge, limit)| Charge::new(limit, charge.key).cost(charge.units()))
+        .map(|(charge, limit)| {
+            let units = charge
+                .units()
+                .div_ceil(share)
+                .min(limit.policy().capacity());
+            Charge::new(limit, charge.key).cost(units)
+        })
         .collect()
 }
 
@@ -128,5 +138,13 @@ mod tests {
             .filter(|_| fallback.check_at(&limit, b"k", Duration::ZERO).allowed())
             .count();
         assert_eq!(admitted, 5);
+        // A cost takes its share too: 5 of 10 is 2 of 4 with a share of 3, so a request
+        // that fits the budget fits the share (two of them, as two fit the budget).
+        let fallback = Fallback::new(3);
+        let charge = [Charge::new(&limit, b"costly").cost(5)];
+        let admitted = (0..4)
+            .filter(|_| fallback.check_all_at(&charge, Duration::ZERO)[0].allowed())
+            .count();
+        assert_eq!(admitted, 2);
     }
 }

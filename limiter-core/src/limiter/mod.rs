@@ -574,7 +574,8 @@ impl LimiterBuilder {
     /// While the networked store is away and requests are counted in this instance's memory
     /// ([`OnStoreError::FallBackToMemory`]), count each budget as one of `instances` equal
     /// shares: `N / instances` per window (rounded up, at least 1; for the token bucket the
-    /// burst too). Without it (the default, 1), each of `k` instances falling back at once
+    /// burst too; a request's cost too, so that what fits the budget fits a share). Without
+    /// it (the default, 1), each of `k` instances falling back at once
     /// admits up to `N`: `k × N` in all behind a balancer. With it, at most about `N`
     /// in all — and a client that one instance serves alone gets its share only.
     ///

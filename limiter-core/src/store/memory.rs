@@ -15,6 +15,7 @@ use parking_lot::Mutex;
 
 use super::{Charge, Check, Checked, Limit, Receipt, Store};
 use crate::Decision;
+use fingerprint_table::SLOT_BYTES;
 use table::{Counted, Table};
 
 /// The most shards a store splits its keys over.
@@ -205,10 +206,15 @@ impl Shard {
         let growth = self.tables[t].growth_for(slot, cost);
         let slot = if growth > 0 && !self.room_for(t, growth, now_ms, bounds) {
             // The log needs a ring the shard has no bytes for, and its own limit holds the
-            // most: take the ring of its log closest to expiring (its key goes with it).
+            // most: take the ring of its log closest to expiring (its key goes with it) —
+            // or, if none near holds one, halve its own table for the bytes.
             if self.tables[t].evict(eviction_start(fp), fp, now_ms, true) {
                 self.keys -= 1;
                 self.evicted += 1;
+            } else {
+                let forgotten = self.tables[t].shrink(now_ms);
+                self.keys -= forgotten;
+                self.evicted += forgotten as u64;
             }
             self.tables[t]
                 .find(fp)
@@ -258,17 +264,34 @@ impl Shard {
     }
 
     /// Whether table `t` may grow by `growth` bytes: at once if the shard has them, else
-    /// by halving the tables that hold more bytes than `t`, largest first. `false` when `t`
-    /// holds the most itself and must make room from its own states.
+    /// by halving a table whose keys use more than `t`'s will (its entries and rings, not
+    /// the room it has) and will still once halved, largest first. `false` when there is
+    /// none: `t` must make room from its own states. A limit within its share is never
+    /// halved for another's flood; two limits using about alike (within a factor of two)
+    /// each make room from their own.
     fn room_for(&mut self, t: usize, growth: usize, now_ms: u64, bounds: Bounds) -> bool {
+        let needs = SLOT_BYTES;
         loop {
             if self.bytes() + growth <= bounds.bytes {
                 return true;
             }
-            let victim = self.largest(t, Table::bytes);
-            if victim == t {
+            // A victim uses more than `t` will, and still as much once halved (else `t`,
+            // within a factor of two of it, makes room from its own states).
+            let own = self.tables[t].live_bytes() + needs;
+            let victim = (0..self.tables.len())
+                .filter(|&i| i != t)
+                .max_by_key(|&i| self.tables[i].live_bytes())
+                .filter(|&i| {
+                    let victim = &self.tables[i];
+                    // A table of a few keys cannot be halved and goes whole: among many
+                    // small limits (policies chosen per request), a newcomer's own is one.
+                    let small = victim.len() <= 16;
+                    (small && victim.live_bytes() >= own)
+                        || (victim.live_bytes() > own && victim.live_after_halving() >= own)
+                });
+            let Some(victim) = victim else {
                 return false;
-            }
+            };
             let before = self.tables[victim].bytes();
             let mut forgotten = self.tables[victim].shrink(now_ms);
             if self.tables[victim].bytes() >= before {

@@ -373,6 +373,9 @@ pub struct StoreError(Box<StoreErrorInner>);
 struct StoreErrorInner {
     message: String,
     source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    /// The failure it is one of, when one failure fails many checks (a batch's call): the
+    /// limiter counts it once.
+    incident: Option<u64>,
 }
 
 impl StoreError {
@@ -384,6 +387,7 @@ impl StoreError {
         StoreError(Box::new(StoreErrorInner {
             message: message.into(),
             source: Some(source.into()),
+            incident: None,
         }))
     }
 
@@ -392,7 +396,19 @@ impl StoreError {
         StoreError(Box::new(StoreErrorInner {
             message: message.into(),
             source: None,
+            incident: None,
         }))
+    }
+
+    /// The same error, as one of the checks a single failure failed (numbered `incident`).
+    pub(crate) fn of_incident(mut self, incident: u64) -> StoreError {
+        self.0.incident = Some(incident);
+        self
+    }
+
+    /// The failure this error is one of, if it failed many checks at once.
+    pub(crate) fn incident(&self) -> Option<u64> {
+        self.0.incident
     }
 }
 

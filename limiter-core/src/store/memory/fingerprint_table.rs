@@ -15,6 +15,9 @@ const MIN_CAPACITY: usize = 16;
 /// among the quarter closest to expiring, few enough to stay within a cache line or four.
 const EVICTION_SAMPLE: usize = 8;
 
+/// How many slots an eviction looks at, at most.
+const MOST_SCANNED: usize = 256;
+
 /// Bytes per slot: the fingerprint and an 8-byte state.
 pub(super) const SLOT_BYTES: usize = 16;
 
@@ -113,6 +116,28 @@ impl<V: Copy + Default> FingerprintTable<V> {
         keep: u64,
         life: impl Fn(&V) -> Option<u64>,
     ) -> Option<V> {
+        self.evict_scanning(start, keep, life, false)
+    }
+
+    /// [`evict`](Self::evict) among the first [`MOST_SCANNED`] slots only, found or not:
+    /// for candidates that may be rare, where looking further would cost every request a
+    /// scan of the table.
+    pub(super) fn evict_nearby(
+        &mut self,
+        start: u64,
+        keep: u64,
+        life: impl Fn(&V) -> Option<u64>,
+    ) -> Option<V> {
+        self.evict_scanning(start, keep, life, true)
+    }
+
+    fn evict_scanning(
+        &mut self,
+        start: u64,
+        keep: u64,
+        life: impl Fn(&V) -> Option<u64>,
+        nearby: bool,
+    ) -> Option<V> {
         if self.len == 0 {
             return None;
         }
@@ -121,7 +146,12 @@ impl<V: Copy + Default> FingerprintTable<V> {
         let mut best: Option<(u64, usize)> = None;
         let mut seen = 0;
         let mut i = start as usize & mask;
-        for _ in 0..self.slots.len() {
+        // A few cache lines' worth, not the table, once a candidate is found: candidates
+        // may be rare (the logs that hold a ring), and this runs under the shard's lock.
+        for scanned in 0..self.slots.len() {
+            if scanned >= MOST_SCANNED && (nearby || best.is_some()) {
+                break;
+            }
             let (fp, value) = &self.slots[i];
             if *fp != 0 && *fp != keep {
                 if let Some(left) = life(value) {
@@ -143,15 +173,15 @@ impl<V: Copy + Default> FingerprintTable<V> {
     }
 
     /// Halves the slots to give their bytes back: keeps the entries that `life` says live
-    /// longest, as many as fill the halved table half-way (so that it takes newcomers before
-    /// it must grow again), and returns the others' states. Nothing when the table is at its
-    /// smallest already.
+    /// longest, as many as the halved table holds (less one, so that it takes a newcomer),
+    /// and returns the others' states — none when its entries fit in half already. Nothing
+    /// when the table is at its smallest.
     pub(super) fn shrink_half(&mut self, life: impl Fn(&V) -> u64) -> Vec<V> {
         let capacity = self.slots.len() / 2;
         if capacity < MIN_CAPACITY {
             return Vec::new();
         }
-        let keep = (capacity * MAX_LOAD_QUARTERS / 8).min(self.len);
+        let keep = (capacity * MAX_LOAD_QUARTERS / 4 - 1).min(self.len);
         let mut lives: Vec<(u64, usize)> = self
             .slots
             .iter()
@@ -181,6 +211,15 @@ impl<V: Copy + Default> FingerprintTable<V> {
             }
         }
         dropped
+    }
+
+    /// How many entries [`shrink_half`](Self::shrink_half) would keep.
+    pub(super) fn kept_by_halving(&self) -> usize {
+        let capacity = self.slots.len() / 2;
+        if capacity < MIN_CAPACITY {
+            return self.len;
+        }
+        (capacity * MAX_LOAD_QUARTERS / 4 - 1).min(self.len)
     }
 
     /// Removes `fp`, returning its state if it was held.

@@ -281,6 +281,12 @@ impl LogTable {
         self.map.bytes() + self.slab.bytes()
     }
 
+    /// The bytes its keys use: their entries and the rings in use.
+    pub(super) fn live_bytes(&self) -> usize {
+        let rings = self.slab.rings() - self.slab.free.len();
+        self.map.len() * super::fingerprint_table::SLOT_BYTES + rings * self.slab.capacity * 4
+    }
+
     /// The bytes the slab would add if the key in slot `slot` needed a ring now: zero when
     /// its log needs none (empty, or in a ring already) or a free ring is waiting.
     pub(super) fn ring_growth(&self, slot: Option<usize>, cost: u32) -> usize {
@@ -310,8 +316,8 @@ impl LogTable {
         self.map.peek(slot)
     }
 
-    /// Forgets the log closest to expiring among a few that hold a ring (sparing `keep`),
-    /// so that its ring can be reused. Whether one was found.
+    /// Forgets the log closest to expiring among a few near `start` that hold a ring
+    /// (sparing `keep`), so that its ring can be reused. Whether one was found.
     pub(super) fn evict_ring(
         &mut self,
         start: u64,
@@ -320,7 +326,7 @@ impl LogTable {
         policy: &Policy,
     ) -> bool {
         let slab = &self.slab;
-        let evicted = self.map.evict(start, keep, |entry| {
+        let evicted = self.map.evict_nearby(start, keep, |entry| {
             entry.in_ring().then(|| life(entry, slab, now_ms, policy))
         });
         match evicted {

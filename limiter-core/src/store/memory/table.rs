@@ -291,6 +291,26 @@ impl Table {
         }
     }
 
+    /// The bytes its keys use (what its share is judged by): their entries, and the rings
+    /// of their logs. Less than [`bytes`](Self::bytes), which counts the room they have.
+    pub(super) fn live_bytes(&self) -> usize {
+        match &self.counts {
+            Counts::Log(l) => l.live_bytes(),
+            other => map_of!(other, m => m.len()) * super::fingerprint_table::SLOT_BYTES,
+        }
+    }
+
+    /// About what [`live_bytes`](Self::live_bytes) would be after [`shrink`](Self::shrink):
+    /// the share of its keys the halved table keeps.
+    pub(super) fn live_after_halving(&self) -> usize {
+        let len = self.len();
+        if len == 0 {
+            return 0;
+        }
+        let kept = map_of!(&self.counts, m => m.kept_by_halving());
+        self.live_bytes() / len * kept
+    }
+
     /// What [`bytes`](Self::bytes) would become if one more key were added.
     pub(super) fn bytes_after_insert(&self) -> usize {
         self.bytes() - map_of!(&self.counts, m => m.bytes())

@@ -19,7 +19,6 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
 use parking_lot::Mutex;
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
@@ -32,6 +31,9 @@ const DRIVERS: usize = 2;
 const MOST: usize = 128;
 /// Checks waiting for a call at most, over all slots: 32 calls' worth.
 pub(super) const MOST_WAITING: usize = 32 * MOST;
+
+/// Numbers the failed calls, so that the checks one failure failed count as one.
+static INCIDENTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// One check's part of a script call: its keys (on one node) and arguments.
 pub(super) struct CheckArgs {
@@ -129,8 +131,11 @@ impl RedisStore {
                 }
                 Err(error) => {
                     let message = error.to_string();
+                    // One failure, however many checks it fails: the limiter counts it once.
+                    let incident = INCIDENTS.fetch_add(1, Ordering::Relaxed);
+                    let failed = || StoreError::msg(message.clone()).of_incident(incident);
                     for answer in answers {
-                        let _ = answer.send(Err(StoreError::msg(message.clone())));
+                        let _ = answer.send(Err(failed()));
                     }
                     // Redis did not answer: what waits behind this call would wait as long
                     // for as little. Each gets the failure now, and the fault policy.
@@ -142,7 +147,7 @@ impl RedisStore {
                             .unwrap_or_default()
                     };
                     for (_, answer, _) in waiting {
-                        let _ = answer.send(Err(StoreError::msg(message.clone())));
+                        let _ = answer.send(Err(failed()));
                     }
                 }
             }
@@ -180,7 +185,7 @@ impl RedisStore {
     /// One script call within the store's timeout; sent once more at once if the
     /// connection dropped under it (the connection reconnects): a blip is not an outage.
     async fn call_within_timeout(&self, checks: &[CheckArgs]) -> Result<Vec<Vec<i64>>, StoreError> {
-        let timeout = Duration::from_nanos(self.inner.timeout_ns.load(Ordering::Relaxed));
+        let timeout = self.timeout();
         let mut retried = false;
         loop {
             let error = match tokio::time::timeout(timeout, self.call(checks)).await {
@@ -210,14 +215,28 @@ struct Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
-        if self.running {
+        if !self.running {
+            return;
+        }
+        let orphans = {
             let mut queues = self.store.batcher.queues.lock();
-            if let Some(queue) = queues.get_mut(&self.slot) {
-                queue.drivers -= 1;
-                if queue.drivers == 0 && queue.waiting.is_empty() {
-                    queues.remove(&self.slot);
-                }
+            let Some(queue) = queues.get_mut(&self.slot) else {
+                return;
+            };
+            queue.drivers -= 1;
+            if queue.drivers > 0 {
+                return;
             }
+            // The last driver of the slot: nothing would send what still waits.
+            queues
+                .remove(&self.slot)
+                .map(|q| q.waiting)
+                .unwrap_or_default()
+        };
+        for (_, answer, _) in orphans {
+            let _ = answer.send(Err(StoreError::msg(
+                "the Redis call carrying this check was dropped",
+            )));
         }
     }
 }

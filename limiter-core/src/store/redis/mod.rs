@@ -465,11 +465,21 @@ impl RedisStore {
         command: redis::Cmd,
     ) -> Result<T, StoreError> {
         let inner = Arc::clone(&self.inner);
+        let timeout = self.timeout();
         self.inner
             .runtime
-            .run(async move { inner.connection.eval(script(&inner), &command).await })
+            .run(async move {
+                let call = inner.connection.eval(script(&inner), &command);
+                tokio::time::timeout(timeout, call).await
+            })
             .await?
+            .map_err(|_| StoreError::msg(format!("Redis did not answer within {timeout:?}")))?
             .map_err(|e| error("Redis check failed", e))
+    }
+
+    /// How long Redis may take to answer a call.
+    fn timeout(&self) -> Duration {
+        Duration::from_nanos(self.inner.timeout_ns.load(Ordering::Relaxed))
     }
 }
 
@@ -509,9 +519,12 @@ pub(super) enum CallError {
 }
 
 impl CallError {
-    /// Whether the call may succeed if sent again at once: its connection dropped under it.
+    /// Whether the call may succeed if sent again at once: its connection dropped under it
+    /// (or was refused, while it reconnects). Not a timeout: the call may be running in
+    /// Redis still. A connection that drops after Redis ran the call, before its reply, has
+    /// its checks counted twice — erring on the side of the limit.
     pub(super) fn is_transient(&self) -> bool {
-        matches!(self, CallError::Redis(e) if e.is_connection_dropped() || e.is_io_error())
+        matches!(self, CallError::Redis(e) if (e.is_connection_dropped() || e.is_connection_refusal()) && !e.is_timeout())
     }
 
     pub(super) fn into_store_error(self) -> StoreError {
@@ -578,10 +591,14 @@ impl Store for RedisStore {
             let mut command = redis::cmd("DEL");
             command.arg(self.key_name(limit, key));
             let connection = self.inner.connection.clone();
+            let timeout = self.timeout();
             self.inner
                 .runtime
-                .run(async move { connection.query::<i64>(&command).await })
+                .run(async move {
+                    tokio::time::timeout(timeout, connection.query::<i64>(&command)).await
+                })
                 .await?
+                .map_err(|_| StoreError::msg(format!("Redis did not answer within {timeout:?}")))?
                 .map(drop)
                 .map_err(|e| error("Redis reset failed", e))
         })

@@ -38,6 +38,9 @@ impl RedisStore {
             let part: Vec<String> = members.iter().map(|&m| names[m].clone()).collect();
             let replies = match self.check_on_one_node(&charges, &part, now, rejected).await {
                 Ok(replies) => replies,
+                // Once a node rejected the request, the others are only read: one that
+                // cannot say where it stands changes nothing, the request is rejected.
+                Err(_) if rejected => charges.iter().map(|c| (unread(c), None)).collect(),
                 Err(error) => {
                     // A node that fails fails the request (the fault policy answers it): the
                     // parts counted before it give their units back, if their nodes answer.
@@ -78,11 +81,18 @@ impl RedisStore {
                 for (i, &m) in part.members.iter().enumerate() {
                     answers[m] = match &statuses {
                         Ok(statuses) => (statuses[i].0, None),
-                        Err(_) => (answers[m].0, None),
+                        Err(_) => (unread(&part.charges[i]), None),
                     };
                 }
             }
         }
         Ok(answers)
     }
+}
+
+/// The answer of a limit whose node could not say where it stands, in a request another
+/// limit rejected: it would admit it, with nothing known used.
+fn unread(charge: &Charge<'_>) -> Decision {
+    let max = charge.limit.policy().max().get();
+    Decision::allow(max, max, Duration::ZERO)
 }
