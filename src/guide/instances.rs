@@ -19,8 +19,8 @@
 //! ```
 //!
 //! **When Redis fails** (an error, or no answer within the timeout), the
-//! [`OnStoreError`](crate::OnStoreError) policy decides for that check; three failures in a
-//! row mark Redis down, and it is then retried every 100 ms until it answers. Load is not a
+//! [`OnStoreError`](crate::OnStoreError) policy decides for that check; three failed calls
+//! in a row mark Redis down, and it is then retried every 100 ms until it answers. Load is not a
 //! failure: the timeout judges Redis's answer to each call, not the time a check waits for
 //! its turn, and a dropped connection is reconnected and the call sent again at once.
 //!
