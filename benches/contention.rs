@@ -4,7 +4,7 @@
 //! preempted holder starve shows.
 //!
 //! ```sh
-//! cargo bench --bench contention            # one run
+//! cargo bench --manifest-path benches/Cargo.toml --bench contention            # one run
 //! benches/contention.sh BASELINE_DIR         # this tree against another, alternating
 //! ```
 

@@ -6,7 +6,7 @@ set -euo pipefail
 baseline="${1:?usage: benches/contention.sh BASELINE_DIR [ROUNDS]}"
 rounds="${2:-3}"
 here="$(cd "$(dirname "$0")/.." && pwd)"
-build() { (cd "$1" && CARGO_TARGET_DIR="$2" cargo bench --bench contention --no-run 2>&1 | grep -o '/[^ ]*contention-[0-9a-f]*' | tail -1); }
+build() { (cd "$1" && CARGO_TARGET_DIR="$2" cargo bench --manifest-path benches/Cargo.toml --bench contention --no-run 2>&1 | grep -o '/[^ ]*contention-[0-9a-f]*' | tail -1); }
 ours="$(build "$here" "${CARGO_TARGET_DIR:-$here/target}")"
 theirs="$(build "$baseline" "$baseline/target")"
 for round in $(seq "$rounds"); do

@@ -6,7 +6,7 @@
 //! the servers' CPU time per request, read from `/proc/PID/task/*/schedstat` (more stable
 //! than requests per second on a shared machine).
 //!
-//! `cargo bench --bench http` (about 40 s; `ROUNDS` and `ROUND_MS` change the plan)
+//! `cargo bench --manifest-path benches/Cargo.toml --bench http` (about 40 s; `ROUNDS` and `ROUND_MS` change the plan)
 
 #![allow(missing_docs)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark: a panic is a failure

@@ -1,7 +1,7 @@
 //! Bytes per key after 1,000,000 distinct IPv4 keys, ours and governor's keyed limiter, from
 //! a counting allocator (bytes requested, as the store asks for them).
 //!
-//! `cargo bench --bench memory`
+//! `cargo bench --manifest-path benches/Cargo.toml --bench memory`
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::num::NonZeroU32;

@@ -3,7 +3,7 @@
 //! same while another thread calls `set_policy` without pause. Checks read a snapshot, so
 //! a writer never blocks them.
 //!
-//! `cargo bench --bench overrides`
+//! `cargo bench --manifest-path benches/Cargo.toml --bench overrides`
 
 #![allow(missing_docs)] // criterion generates undocumented functions
 #![allow(clippy::unwrap_used)] // a benchmark: a panic is a failure

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prints ours/governor per workload from criterion's results of `cargo bench --bench store`.
+"""Prints ours/governor per workload from criterion's results of `cargo bench --manifest-path benches/Cargo.toml --bench store`.
 
 Every ratio compares two benchmarks of the same run, so machine noise mostly cancels out.
 """
@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-root = os.path.join(os.environ.get("CARGO_TARGET_DIR", "target"), "criterion")
+root = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join("benches", "target")), "criterion")
 workloads = ["hot_key_1_thread", "hot_key_2_threads", "100k_keys_1_thread",
              "100k_keys_2_threads", "rejecting_1_thread"]
 algorithms = ["sliding_window", "fixed_window", "sliding_window_counter", "token_bucket"]
@@ -27,7 +27,7 @@ for w in workloads:
     try:
         base = ns(w, "governor")
     except FileNotFoundError:
-        sys.exit(f"no results for {w} under {root}: run `cargo bench --bench store` first")
+        sys.exit(f"no results for {w} under {root}: run `cargo bench --manifest-path benches/Cargo.toml --bench store` first")
     cells = []
     for a in algorithms:
         t = ns(w, a)

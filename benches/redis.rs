@@ -3,7 +3,7 @@
 //! same run, on a `redis-server` of its own (loopback, a free port). Also reads
 //! `INFO commandstats` for the calls per check (fewer than one: concurrent checks are batched).
 //!
-//! `cargo bench --features redis --bench redis` (about 20 s; `ROUNDS`, `CHECKS` change it)
+//! `cargo bench --manifest-path benches/Cargo.toml --features redis --bench redis` (about 20 s; `ROUNDS`, `CHECKS` change it)
 
 #![allow(missing_docs)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark: a panic is a failure

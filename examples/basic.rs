@@ -45,6 +45,9 @@ async fn index(port: web::Data<u16>) -> impl Responder {
 
 #[actix_web::main]
 async fn main() -> std::io::Result<()> {
+    // The limiter reports a setup that cannot do what it means once, as a `warn` event:
+    // print them.
+    tracing_subscriber::fmt().with_target(false).init();
     let port: u16 = match std::env::var("PORT") {
         Ok(text) => text.parse().map_err(|_| {
             std::io::Error::new(

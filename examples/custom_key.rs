@@ -24,6 +24,9 @@ async fn reports() -> &'static str {
 
 #[actix_web::main]
 async fn main() -> std::io::Result<()> {
+    // The limiter reports a setup that cannot do what it means once, as a `warn` event:
+    // print them.
+    tracing_subscriber::fmt().with_target(false).init();
     let port = std::env::var("PORT")
         .ok()
         .and_then(|p| p.parse().ok())

@@ -90,6 +90,7 @@ async fn index(port: web::Data<u16>) -> impl Responder {
 }
 #[actix_web::main]
 async fn main() -> std::io::Result<()> {
+    tracing_subscriber::fmt().with_target(false).init();
     let port: u16 = match std::env::var("PORT") {
         Ok(text) => {
             text.parse()

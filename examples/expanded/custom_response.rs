@@ -66,6 +66,7 @@ async fn search(
 }
 #[actix_web::main]
 async fn main() -> std::io::Result<()> {
+    tracing_subscriber::fmt().with_target(false).init();
     let port = std::env::var("PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(8080);
     let limiter = Limiter::builder()
         .legacy_headers(true)

@@ -77,6 +77,7 @@ async fn metrics(handle: web::Data<PrometheusHandle>) -> String {
 }
 #[actix_web::main]
 async fn main() -> std::io::Result<()> {
+    tracing_subscriber::fmt().with_target(false).init();
     let port = std::env::var("PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(8080);
     let handle = PrometheusBuilder::new()
         .install_recorder()

@@ -64,6 +64,7 @@ async fn search(
 }
 #[actix_web::main]
 async fn main() -> std::io::Result<()> {
+    tracing_subscriber::fmt().with_target(false).init();
     let port = std::env::var("PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(8080);
     let limiter = Limiter::builder().build();
     let per_minute = Policy::new(100, Duration::from_secs(60))

@@ -68,6 +68,7 @@ fn signed_in_user(req: &HttpRequest) -> Option<String> {
 }
 #[actix_web::main]
 async fn main() -> std::io::Result<()> {
+    tracing_subscriber::fmt().with_target(false).init();
     let port = std::env::var("PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(8080);
     let limiter = Limiter::builder().user_key(signed_in_user).build();
     print!("{}", limiter.routes());

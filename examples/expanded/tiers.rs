@@ -79,6 +79,7 @@ fn signed_in_user(req: &HttpRequest) -> Option<String> {
 }
 #[actix_web::main]
 async fn main() -> std::io::Result<()> {
+    tracing_subscriber::fmt().with_target(false).init();
     let port = std::env::var("PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(8080);
     let mut builder = Limiter::builder().user_key(signed_in_user);
     if let Some(max) = std::env::var("REPORTS_PER_HOUR")

@@ -14,7 +14,7 @@
 //! | `sliding_window_counter` | the weighted estimate of the last two aligned windows is below `N` | within 1% on random traffic, `2N` at worst | 16 B |
 //! | `token_bucket` | a bucket of `burst` tokens refilled at `N` per `T` holds a token | `burst` at once, then `N` per `T` | 16 B |
 //!
-//! Measured (`cargo bench --bench memory`, 1,000,000 keys): 33.6 bytes per key for the
+//! Measured (`cargo bench --manifest-path benches/Cargo.toml --bench memory`, 1,000,000 keys): 33.6 bytes per key for the
 //! fixed-size states and for sliding logs with one request, 56.9 with five.
 //!
 //! **Choose** the sliding window unless `N` is large and clients are many (its memory grows

@@ -21,7 +21,7 @@
 //! Memory of the exact sliding window, in figures: the in-memory store keeps a 16-byte table
 //! entry per key (key fingerprint and the first instant inline) and, once a key has two
 //! instants in the window, `4 × N` bytes of log. With `N = 5` that is about 34 bytes for a
-//! client seen once and about 57 for one at its limit (measured: `cargo bench --bench memory`);
+//! client seen once and about 57 for one at its limit (measured: `cargo bench --manifest-path benches/Cargo.toml --bench memory`);
 //! with `N = 1000` a client at its limit
 //! costs 4 KB. For large `N` and many clients use [`sliding_window_counter`] or
 //! [`token_bucket`]: 8 bytes of state whatever `N` is.
