@@ -23,20 +23,41 @@
 //! errors), then [the guide](guide): choosing an algorithm and a key, several instances,
 //! testing with the manual clock, production controls, observability.
 //!
-//! This crate is the facade: it re-exports the runtime ([`limiter_core`]) and the
-//! attribute.
+//! This crate is the facade: the attribute, the actix glue (keys and proxies, the
+//! middleware, responses and header fields: `src/actix/`), and the engine's items
+//! ([`limiter_core`], which knows nothing of HTTP) under one name.
 #![deny(missing_docs)]
 
 pub use limiter_core::*;
 
+mod actix;
 pub mod guide;
+mod limiter;
+
+pub use crate::limiter::{Limiter, LimiterBuilder};
+pub use actix::attribute::{handler_path, Guarded, HandlerLimits, LimitSpec};
+pub use actix::inline::{check, check_failures, Rejected};
+pub use actix::keys::{client_ip, KeySpec};
+pub use actix::middleware::{RateLimit, RateLimitService};
+pub use actix::proxy::{
+    client_of, Client, Contradiction, ForwardingHeaders, InvalidProxy, TrustedProxies,
+};
+pub use actix::reset::Subject;
+pub use actix::response::{Failure, Rejection};
+pub use actix::routes_page::routes_service;
 #[doc(inline)]
 #[doc = include_str!("docs/attribute.md")]
 pub use limiter_macros::rate_limit;
 
-/// What `#[rate_limit]` expands to reaches everything through here. Not a public API.
+/// What `#[rate_limit]` expands to reaches everything through here, by absolute paths, so
+/// that a user's own `HttpResponse` or `Result` cannot capture it. Not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use limiter_core::__private::*;
+    pub use crate::actix::attribute::{handle, HandlerLimits, LimitSpec, RequestParts};
+    pub use crate::actix::keys::KeySpec;
+    pub use actix_web::http::header::HeaderName;
+    pub use actix_web::{HttpRequest, Responder};
+    pub use limiter_core::__private::{inventory, Declares, HandlerPath, LazyLock, Registration};
+    pub use limiter_core::{Algorithm, Policy};
     pub use limiter_macros::__rate_limit_stack as rate_limit_stack;
 }

@@ -700,6 +700,18 @@ fn checks_given_up_while_redis_stalls_are_not_sent_later() {
     });
     let failed_within = started.elapsed();
     server.resume();
+    // Until Redis answers again (it first runs what it held), with a key of its own.
+    let probe = Limit::new(
+        "stalled-probe",
+        Policy::new(100, Duration::from_secs(60)).unwrap(),
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while rt
+        .block_on(store.check(&probe, b"probe", Duration::ZERO))
+        .is_err()
+    {
+        assert!(std::time::Instant::now() < deadline, "Redis answers again");
+    }
     let admitted = (0..6)
         .filter(|_| {
             rt.block_on(store.check(&limit, b"client", Duration::ZERO))

@@ -1,8 +1,11 @@
-//! The runtime of [limiter](https://docs.rs/limiter): policies, the four counting
-//! algorithms, clocks and stores.
+//! The engine of [limiter](https://docs.rs/limiter): policies, the four counting
+//! algorithms, clocks, stores (in memory, Redis), the [`Limiter`] with its fault policy, and
+//! the registry of declared limits. It knows nothing of HTTP: no actix-web is in its
+//! dependency tree. The actix glue — the attribute's runtime, the middleware, keys and
+//! proxies, responses — lives in the `limiter` crate on top of it.
 //!
-//! Most users depend on the `limiter` crate and write `#[rate_limit(...)]`; this crate is
-//! what the attribute expands to, and what a custom store or a test talks to directly.
+//! Most users depend on `limiter` and write `#[rate_limit(...)]`; this crate is what a
+//! custom store, another framework's glue, or a test talks to directly.
 //!
 //! ```
 //! use std::time::Duration;
@@ -17,8 +20,7 @@
 //! ```
 #![deny(missing_docs)]
 
-// The engine: policies, algorithms, clocks, decisions, stores, and the limiter with its
-// fault policy. It knows nothing of HTTP.
+// Policies, algorithms, clocks, decisions, stores, and the limiter with its fault policy.
 pub mod algorithm;
 pub mod clock;
 mod decision;
@@ -28,20 +30,6 @@ mod policy;
 mod registry;
 pub mod store;
 
-// The actix glue, built on the engine.
-pub mod actix;
-
-pub use actix::attribute::{handler_path, Guarded, HandlerLimits, LimitSpec};
-pub use actix::inline::{check, check_failures, Rejected};
-pub use actix::keys::{client_ip, KeySpec};
-pub use actix::middleware::{RateLimit, RateLimitService};
-pub use actix::proxy::{
-    self as proxy, client_of, Client, Contradiction, ForwardingHeaders, InvalidProxy,
-    TrustedProxies,
-};
-pub use actix::reset::Subject;
-pub use actix::response::{Failure, Rejection};
-pub use actix::routes_page::routes_service;
 pub use clock::{Clock, ManualClock, PreciseClock, SystemClock};
 pub use decision::Decision;
 pub use limiter::{Limiter, LimiterBuilder, OnStoreError, Verdict, RETRY_INTERVAL};
@@ -51,16 +39,13 @@ pub use registry::{routes, Declaration, Route, RouteLimit, Routes, ScopeConflict
 pub use store::RedisStore;
 pub use store::{Charge, Check, Checked, Limit, MemoryStore, Receipt, Store, StoreError};
 
-/// What `#[rate_limit]` expands to reaches everything through here, by absolute paths, so
-/// that a user's own `HttpResponse` or `Result` cannot capture it. Not a public API.
+/// What the glue on top (the `limiter` crate) reaches of the engine's insides. Not a
+/// public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::actix::attribute::{handle, HandlerLimits, LimitSpec, RequestParts};
-    pub use crate::actix::keys::KeySpec;
-    pub use crate::registry::{Declares, HandlerPath, Registration};
-    pub use crate::{Algorithm, Policy};
-    pub use actix_web::http::header::HeaderName;
-    pub use actix_web::{HttpRequest, Responder};
+    pub use crate::registry::{
+        path_is_shared, register, Declares, HandlerPath, Registration, Shared,
+    };
     pub use inventory;
     pub use std::sync::LazyLock;
 }

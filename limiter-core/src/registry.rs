@@ -75,8 +75,8 @@ impl HandlerPath {
 
 inventory::collect!(HandlerPath);
 
-/// Whether more than one handler of the program has `path`.
-pub(crate) fn path_is_shared(path: &str) -> bool {
+/// Whether more than one handler of the program has `path` (not a public API).
+pub fn path_is_shared(path: &str) -> bool {
     let mut places = inventory::iter::<HandlerPath>
         .into_iter()
         .filter(|h| h.path == path)
@@ -91,14 +91,15 @@ pub(crate) fn path_is_shared(path: &str) -> bool {
 /// each worker builds its `App` (so each once per worker: kept once).
 static AT_RUN_TIME: parking_lot::Mutex<Vec<Shared>> = parking_lot::Mutex::new(Vec::new());
 
-type Shared = Arc<dyn Declares + Send>;
+/// What a run-time registration holds. Not a public API.
+pub type Shared = Arc<dyn Declares + Send>;
 /// A registration, and where in the source it was written (compile-time ones only).
 type Registered = (Shared, Option<(&'static str, u32)>);
 
-/// Registers what a middleware declares. A scope it gives a different limit than a
+/// Registers what a middleware declares (not a public API). A scope it gives a different limit than a
 /// handler or another middleware is reported as an `error` event: the limiters are built by
 /// then.
-pub(crate) fn register(declares: Shared) {
+pub fn register(declares: Shared) {
     let mut registered = AT_RUN_TIME.lock();
     let same = |d: &Shared| {
         d.owner() == declares.owner()
@@ -177,7 +178,7 @@ pub(crate) fn refunds_in(scope: &str) -> bool {
 /// Where a limit was declared: the handler's path and its place in the source.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Declaration {
-    /// The handler's path (see [`handler_path`](crate::handler_path)).
+    /// The handler's path (the glue's `limiter::handler_path`).
     pub handler: String,
     /// The source file and line of its `#[rate_limit]`.
     pub location: String,
@@ -228,7 +229,7 @@ impl std::error::Error for ScopeConflict {}
 /// A rate-limited handler (or middleware) of the program: where it is, and its limits.
 #[derive(Clone, Debug)]
 pub struct Route {
-    /// The handler's path (see [`handler_path`](crate::handler_path)).
+    /// The handler's path (the glue's `limiter::handler_path`).
     pub handler: String,
     /// The source file and line of its `#[rate_limit]`.
     pub location: String,

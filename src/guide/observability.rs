@@ -2,7 +2,7 @@
 //!
 //! **What is protected, by what**: [`routes`](crate::routes) lists every `#[rate_limit]`
 //! handler before any request (each registers itself when compiled), and
-//! [`Limiter::routes`](crate::Limiter::routes) as a limiter applies them. Print it at
+//! [`Limiter::routes`](limiter_core::Limiter::routes) as a limiter applies them. Print it at
 //! start-up; serve it to operators with [`routes_service`](crate::routes_service).
 //!
 //! ```

@@ -1,6 +1,6 @@
 //! The entry point of the engine: a store, a clock and a policy for store faults, asked "may
-//! this key pass this limit now?". It knows nothing of HTTP: the actix glue
-//! ([`crate::actix`]) keeps its settings here without this module naming them.
+//! this key pass this limit now?". It knows nothing of HTTP: the glue on top (the `limiter`
+//! crate) wraps it with who the client is and what responses look like.
 
 mod failover;
 mod fallback;
@@ -24,7 +24,8 @@ use crate::store::{Charge, Check, Checked, Limit, MemoryStore, Receipt, Store, S
 use failover::StoreHealth;
 
 /// Decides requests: reads its clock, asks its store, and applies its policy when the store
-/// fails. The actix glue adds how responses look and who the client is.
+/// fails. The glue on top (the `limiter` crate's `Limiter`) adds how responses look and who
+/// the client is.
 ///
 /// Build it once, outside `HttpServer::new`'s closure, and clone it into each worker's
 /// `App` with `.app_data(limiter.clone())`: clones share the store and the clock. A limiter
@@ -63,10 +64,6 @@ struct Settings {
     health: StoreHealth,
     /// Counts while a networked store is away, under [`OnStoreError::FallBackToMemory`].
     fallback: fallback::Fallback,
-    /// The glue's settings, opaque to the engine.
-    glue: Option<Box<dyn Any + Send + Sync>>,
-    /// The name of the thread that built it, for the glue to judge where that was.
-    built_on: Option<String>,
     /// Policies set for scopes by configuration, overriding the declared ones: read on every
     /// request without a lock, replaced whole when one changes.
     overrides: ArcSwap<Overrides>,
@@ -119,9 +116,6 @@ impl Backend {
     }
 }
 
-/// Whether a limiter other than the global one was built in this process.
-static BUILT: AtomicBool = AtomicBool::new(false);
-
 impl Limiter {
     /// A builder; with no settings it gives a limiter with a fresh in-memory store and the
     /// system clock.
@@ -144,11 +138,6 @@ impl Limiter {
                 .store(MemoryStore::global().clone())
                 .build_unchecked(true)
         })
-    }
-
-    /// Whether any limiter besides [`Limiter::global`] was built in this process.
-    pub(crate) fn any_built() -> bool {
-        BUILT.load(Ordering::Relaxed)
     }
 
     /// Counts a request of `key` against `limit` now, and decides it.
@@ -391,7 +380,7 @@ impl Limiter {
     }
 
     /// Notes a limit of a scope that is not declared in the code (an override, a policy
-    /// chosen per request), so that [`reset`](Self::reset) finds its budget too. At most
+    /// chosen per request), so that [`reset_key`](Self::reset_key) finds its budget too. At most
     /// 4,096 are noted (a `policy` function choosing from more gets a `warn`,
     /// once): memory a program's requests choose stays bounded.
     pub fn remember(&self, limit: &Limit) {
@@ -462,27 +451,11 @@ impl Limiter {
     }
 
     /// The in-memory store, when that is the store.
-    pub(crate) fn memory_store(&self) -> Option<&MemoryStore> {
+    pub fn memory_store(&self) -> Option<&MemoryStore> {
         match &self.inner.store {
             Backend::Memory(memory) => Some(memory),
             Backend::Other(_) => None,
         }
-    }
-
-    /// Which limiter this is: clones are the same one.
-    pub(crate) fn identity(&self) -> usize {
-        Arc::as_ptr(&self.inner) as usize
-    }
-
-    /// The name of the thread it was built on.
-    pub(crate) fn built_on(&self) -> Option<&str> {
-        self.inner.built_on.as_deref()
-    }
-
-    /// The glue's settings of type `G`, if it gave any.
-    #[inline]
-    pub(crate) fn glue<G: 'static>(&self) -> Option<&G> {
-        self.inner.glue.as_deref()?.downcast_ref()
     }
 }
 
@@ -501,7 +474,6 @@ pub struct LimiterBuilder {
     clock: Option<Arc<dyn Clock>>,
     on_store_error: OnStoreError,
     store_timeout: Duration,
-    glue: Option<Box<dyn Any + Send + Sync>>,
     overrides: Overrides,
     rejection_cache: usize,
     fallback_share: u32,
@@ -523,7 +495,6 @@ impl Default for LimiterBuilder {
             clock: None,
             on_store_error: OnStoreError::FallBackToMemory,
             store_timeout: LimiterBuilder::DEFAULT_STORE_TIMEOUT,
-            glue: None,
             rejection_cache: LimiterBuilder::DEFAULT_REJECTION_CACHE,
             overrides: Overrides::new(),
             fallback_share: 1,
@@ -626,17 +597,6 @@ impl LimiterBuilder {
         self
     }
 
-    /// The glue's settings of type `G`, made with their defaults on first use.
-    pub(crate) fn glue_mut<G: Default + Send + Sync + 'static>(&mut self) -> &mut G {
-        if !self.glue.as_ref().is_some_and(|g| g.is::<G>()) {
-            self.glue = Some(Box::new(G::default()));
-        }
-        match self.glue.as_mut().and_then(|g| g.downcast_mut::<G>()) {
-            Some(glue) => glue,
-            None => unreachable!("just made"),
-        }
-    }
-
     /// The limiter.
     ///
     /// # Panics
@@ -663,10 +623,7 @@ impl LimiterBuilder {
         }
     }
 
-    fn build_unchecked(self, global: bool) -> Limiter {
-        if !global {
-            BUILT.store(true, Ordering::Relaxed);
-        }
+    fn build_unchecked(self, _global: bool) -> Limiter {
         let seen = self.overrides.values().map(|l| Limit::clone(l)).collect();
         let overridden = AtomicBool::new(!self.overrides.is_empty());
         let store = self
@@ -685,8 +642,6 @@ impl LimiterBuilder {
                 store_times_itself,
                 health: StoreHealth::new(),
                 fallback: fallback::Fallback::new(self.fallback_share),
-                glue: self.glue,
-                built_on: std::thread::current().name().map(str::to_owned),
                 overrides: ArcSwap::from_pointee(self.overrides),
                 overridden,
                 seen: parking_lot::RwLock::new(seen),

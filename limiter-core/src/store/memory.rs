@@ -627,8 +627,9 @@ impl MemoryStore {
         self.inner.shards.iter().map(|s| s.0.lock().evicted).sum()
     }
 
-    /// Which store this is: clones share it.
-    pub(crate) fn identity(&self) -> usize {
+    /// Which store this is: clones share it. For the glue's setup checks; not a public API.
+    #[doc(hidden)]
+    pub fn identity(&self) -> usize {
         Arc::as_ptr(&self.inner) as usize
     }
 

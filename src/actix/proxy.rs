@@ -23,7 +23,7 @@ use std::str::FromStr;
 use ipnet::IpNet;
 
 /// How many entries of a forwarding header are read, from the right, at most.
-pub const MAX_HOPS: usize = 32;
+pub(crate) const MAX_HOPS: usize = 32;
 
 /// The networks whose forwarding headers are believed.
 ///

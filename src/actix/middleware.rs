@@ -100,7 +100,7 @@ where
     fn new_transform(&self, service: S) -> Self::Future {
         let spec = LimitSpec::for_middleware(self.scope.clone(), self.policy, self.key.clone());
         let limits = Arc::new(HandlerLimits::new(vec![spec]));
-        crate::registry::register(limits.clone());
+        limiter_core::__private::register(limits.clone());
         ready(Ok(RateLimitService {
             service: Rc::new(service),
             limits,

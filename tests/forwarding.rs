@@ -5,7 +5,7 @@
 
 use std::net::IpAddr;
 
-use limiter_core::{client_of, Client, ForwardingHeaders, TrustedProxies};
+use limiter::{client_of, Client, ForwardingHeaders, TrustedProxies};
 use proptest::prelude::*;
 
 fn trusted() -> TrustedProxies {

@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use super::decide::Refund;
 use super::keys::ClientKey;
+use super::observe::Outcome;
 use super::response::{complete_rejection, Failure, InlineChecks, Member, Rejection};
-use crate::observe::Outcome;
 use crate::{Charge, Client, Limit, Limiter, StoreError, Verdict};
 
 /// A request a [`check`] turned away: return it with `?`, and actix answers with the
@@ -119,9 +119,8 @@ async fn check_inline(
     // So that `Limiter::reset` finds this budget: a limit checked inline is declared nowhere.
     limiter.remember(limit);
     let key = ClientKey::inline(key.as_bytes());
-    let at = limiter.now();
     let charge = [Charge::new(limit, key.as_bytes())];
-    let mut check = limiter.check_all_at(&charge, at);
+    let mut check = limiter.check_all(&charge);
     let result = match check.take_ready() {
         Some(result) => result,
         None => check.await,
@@ -137,11 +136,11 @@ async fn check_inline(
     let (decision, receipt) = match limiter.verdict(result) {
         Verdict::Decided(decided) => decided,
         Verdict::Unlimited => {
-            crate::observe::count(limit.scope(), Outcome::StoreError);
+            super::observe::count(limit.scope(), Outcome::StoreError);
             return Ok(());
         }
         Verdict::Unavailable => {
-            crate::observe::count(limit.scope(), Outcome::StoreError);
+            super::observe::count(limit.scope(), Outcome::StoreError);
             let failure = Failure::StoreUnavailable;
             let mut response = match limiter.http().failure_response.as_deref() {
                 Some(build) => build(&failure),
@@ -169,10 +168,10 @@ async fn check_inline(
         }
     }
     if decision.allowed() {
-        crate::observe::count(limit.scope(), Outcome::Allowed);
+        super::observe::count(limit.scope(), Outcome::Allowed);
         return Ok(());
     }
-    crate::observe::count(limit.scope(), Outcome::Rejected);
+    super::observe::count(limit.scope(), Outcome::Rejected);
     limiter.rejection_event(limit.scope(), "checked", &key, Some(decision));
     let rejection = Rejection::new(&name, decision, &limiter.http().rejection_message);
     let response = match limiter.http().rejection_response.as_deref() {

@@ -1,8 +1,8 @@
 //! What the actix glue adds to a [`Limiter`]: who the client is (proxies, IPv6 grouping,
-//! users) and what responses look like. Set on the engine's builder, kept in its glue slot.
+//! users) and what responses look like, set on its builder.
 
 use std::borrow::Cow;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use actix_web::{HttpRequest, HttpResponse};
 
@@ -73,13 +73,6 @@ impl HttpSettings {
 }
 
 impl Limiter {
-    /// The glue's settings: the builder's, or the defaults.
-    #[inline]
-    pub(crate) fn http(&self) -> &HttpSettings {
-        static DEFAULTS: LazyLock<HttpSettings> = LazyLock::new(HttpSettings::default);
-        self.glue::<HttpSettings>().unwrap_or(&DEFAULTS)
-    }
-
     /// The IPv6 prefix length clients are grouped by.
     pub fn ipv6_prefix(&self) -> u8 {
         self.http().ipv6_prefix
@@ -94,10 +87,6 @@ impl Limiter {
 impl LimiterBuilder {
     /// The largest body a refused request has read and dropped, by default: 16 KiB.
     pub const DEFAULT_KEEP_ALIVE_BODY_LIMIT: usize = 16 * 1024;
-
-    fn http(&mut self) -> &mut HttpSettings {
-        self.glue_mut::<HttpSettings>()
-    }
 
     /// How long a refused request's small body may take to arrive, by default: 200 ms.
     pub const DEFAULT_KEEP_ALIVE_BODY_TIME: std::time::Duration =

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use super::attribute::{HandlerLimits, LimitSpec};
 use super::keys::{ClientKey, KeyError};
+use super::observe::Outcome;
 use super::response::{complete_rejection, Failure, Member, RateLimitFields, Rejection, Write};
-use crate::observe::Outcome;
 use crate::{Charge, Decision, Limit, Limiter, Receipt, Verdict};
 
 /// What deciding a request came to, when it may go on.
@@ -201,7 +201,6 @@ impl Limiter {
         if planned.is_empty() {
             return Ok(Decided::none());
         }
-        let at = self.now();
         let mut refunds = Vec::new();
         // Enforced limits first, all or nothing.
         let enforced: Vec<&Planned<'_>> = planned.iter().filter(|p| !p.dry_run).collect();
@@ -213,7 +212,7 @@ impl Limiter {
         }
         if !enforced.is_empty() {
             let charges: Vec<Charge<'_>> = enforced.iter().map(|p| p.charge()).collect();
-            let mut check = self.check_all_at(&charges, at);
+            let mut check = self.check_all(&charges);
             let result = match check.take_ready() {
                 Some(result) => result,
                 None => check.await,
@@ -285,7 +284,7 @@ impl Limiter {
                 ))
             } else {
                 let charges = [p.charge()];
-                let mut check = self.check_all_at(&charges, at);
+                let mut check = self.check_all(&charges);
                 let result = match check.take_ready() {
                     Some(result) => result,
                     None => check.await,

@@ -25,7 +25,7 @@ pub struct LimitSpec {
     handler: String,
     pub(crate) options: Options,
     /// Its decision counters (feature `metrics`; nothing without it).
-    pub(crate) counters: crate::observe::Counters,
+    pub(crate) counters: super::observe::Counters,
 }
 
 /// What a limit does besides counting one unit per request: the attribute's `exempt`,
@@ -98,7 +98,7 @@ impl LimitSpec {
         key: KeySpec,
     ) -> LimitSpec {
         let handler = handler_path(marker);
-        let own: Cow<'static, str> = if crate::registry::path_is_shared(path) {
+        let own: Cow<'static, str> = if limiter_core::__private::path_is_shared(path) {
             Cow::Owned(handler.clone())
         } else {
             Cow::Borrowed(path)
@@ -328,7 +328,7 @@ impl HandlerLimits {
     }
 }
 
-impl crate::registry::Declares for HandlerLimits {
+impl limiter_core::__private::Declares for HandlerLimits {
     fn owner(&self) -> &str {
         self.limits.first().map_or("", |spec| spec.handler())
     }

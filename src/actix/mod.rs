@@ -1,5 +1,6 @@
-//! The actix glue: everything that knows about HTTP, built on the engine (the rest of this
-//! crate), which knows nothing of it.
+//! The actix glue: everything that knows about HTTP, built on the engine (`limiter-core`),
+//! which knows nothing of it — the compiler keeps them apart: the engine's crate has no
+//! actix-web to import.
 //!
 //! | file | holds |
 //! | --- | --- |
@@ -14,6 +15,7 @@
 //! | `response.rs` | the RateLimit header fields, the 429, the failures |
 //! | `settings.rs` | the builder's HTTP settings |
 //! | `mistakes.rs` | setups that cannot do what their author meant, reported once |
+//! | `observe.rs` | the decisions as metrics (feature `metrics`) |
 
 pub(crate) mod attribute;
 pub(crate) mod body;
@@ -22,7 +24,8 @@ pub(crate) mod inline;
 pub(crate) mod keys;
 pub(crate) mod middleware;
 pub(crate) mod mistakes;
-pub mod proxy;
+pub(crate) mod observe;
+pub(crate) mod proxy;
 pub(crate) mod reset;
 pub(crate) mod response;
 pub(crate) mod routes_page;

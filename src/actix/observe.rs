@@ -1,0 +1,88 @@
+//! The decisions, counted through the `metrics` facade (feature `metrics`), and nothing at
+//! all without it: `limiter_decisions_total`, labelled `scope` and `outcome` (`allowed`,
+//! `rejected`, `dry_run`, `exempt`, `store_error`). The engine counts its stores' own
+//! figures (latency, health, the memory store's keys and bytes).
+//!
+//! Labels are scopes: their number is bounded by the program, never by its clients (no key
+//! is ever a label). A handler keeps its counters' handles, so a decision costs an atomic
+//! add, not a registry lookup; the handles are taken at a handler's first request, so
+//! install the recorder (an exporter) before serving.
+
+/// What became of a request, for one limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Allowed,
+    Rejected,
+    DryRun,
+    Exempt,
+    StoreError,
+}
+
+#[cfg(feature = "metrics")]
+mod on {
+    use std::sync::OnceLock;
+
+    use super::Outcome;
+
+    const OUTCOMES: [(&str, Outcome); 5] = [
+        ("allowed", Outcome::Allowed),
+        ("rejected", Outcome::Rejected),
+        ("dry_run", Outcome::DryRun),
+        ("exempt", Outcome::Exempt),
+        ("store_error", Outcome::StoreError),
+    ];
+
+    fn counter(scope: &str, outcome: &'static str) -> metrics::Counter {
+        metrics::counter!(
+            "limiter_decisions_total",
+            "scope" => scope.to_string(),
+            "outcome" => outcome
+        )
+    }
+
+    /// A limit's decision counters, taken from the recorder at first use.
+    #[derive(Debug, Default)]
+    pub(crate) struct Counters(OnceLock<[metrics::Counter; 5]>);
+
+    impl Counters {
+        #[inline]
+        pub(crate) fn add(&self, scope: &str, outcome: Outcome) {
+            let all = self
+                .0
+                .get_or_init(|| OUTCOMES.map(|(name, _)| counter(scope, name)));
+            all[outcome as usize].increment(1);
+        }
+    }
+
+    impl Clone for Counters {
+        fn clone(&self) -> Counters {
+            Counters::default()
+        }
+    }
+
+    /// A decision of a limit that keeps no handles (one checked inside a handler).
+    pub(crate) fn count(scope: &str, outcome: Outcome) {
+        counter(scope, OUTCOMES[outcome as usize].0).increment(1);
+    }
+}
+
+#[cfg(not(feature = "metrics"))]
+mod off {
+    use super::Outcome;
+
+    #[derive(Clone, Debug, Default)]
+    pub(crate) struct Counters;
+
+    impl Counters {
+        #[inline(always)]
+        pub(crate) fn add(&self, _: &str, _: Outcome) {}
+    }
+
+    #[inline(always)]
+    pub(crate) fn count(_: &str, _: Outcome) {}
+}
+
+#[cfg(not(feature = "metrics"))]
+pub(crate) use off::*;
+#[cfg(feature = "metrics")]
+pub(crate) use on::*;
