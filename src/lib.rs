@@ -31,10 +31,12 @@
 pub use limiter_core::*;
 
 mod actix;
+mod builder;
 pub mod guide;
 mod limiter;
 
-pub use crate::limiter::{Limiter, LimiterBuilder};
+pub use crate::builder::LimiterBuilder;
+pub use crate::limiter::Limiter;
 pub use actix::attribute::{handler_path, Guarded, HandlerLimits, LimitSpec};
 pub use actix::inline::{check, check_failures, Rejected};
 pub use actix::keys::{client_ip, KeySpec};

@@ -1,13 +1,16 @@
 //! The [`Limiter`] a service uses: the engine's limiter (store, clock, fault policy, the
-//! limits configuration sets), with who the client is and what responses look like.
+//! limits configuration sets), with who the client is and what responses look like. Its
+//! public methods are all here (and [`reset`](Limiter::reset) beside the `Subject` it
+//! takes); its builder is in `builder.rs`.
 
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+
+use actix_web::HttpRequest;
 
 use crate::actix::settings::HttpSettings;
-use crate::{Clock, OnStoreError, Policy, ScopeConflict, Store};
+use crate::{Client, Failure, LimiterBuilder, TrustedProxies};
 
 /// Decides requests: reads its clock, asks its store, applies its policy when the store
 /// fails — and knows who a request's client is, and how a rejection is answered.
@@ -40,28 +43,25 @@ use crate::{Clock, OnStoreError, Policy, ScopeConflict, Store};
 /// ```
 #[derive(Clone)]
 pub struct Limiter {
-    engine: limiter_core::Limiter,
-    http: Arc<Http>,
+    pub(crate) engine: limiter_core::Limiter,
+    pub(crate) http: Arc<Http>,
 }
 
 /// The HTTP settings, and where the limiter was built.
-struct Http {
-    settings: HttpSettings,
+pub(crate) struct Http {
+    pub(crate) settings: HttpSettings,
     /// The name of the thread that built it, to judge whether that was a worker.
-    built_on: Option<String>,
+    pub(crate) built_on: Option<String>,
 }
 
 /// Whether a limiter other than the global one was built in this process.
-static BUILT: AtomicBool = AtomicBool::new(false);
+pub(crate) static BUILT: AtomicBool = AtomicBool::new(false);
 
 impl Limiter {
     /// A builder; with no settings it gives a limiter with a fresh in-memory store and the
     /// system clock.
     pub fn builder() -> LimiterBuilder {
-        LimiterBuilder {
-            engine: limiter_core::Limiter::builder(),
-            http: HttpSettings::default(),
-        }
+        LimiterBuilder::default()
     }
 
     /// The process-wide default: [`MemoryStore::global`](crate::MemoryStore::global),
@@ -79,6 +79,53 @@ impl Limiter {
                 built_on: None,
             }),
         })
+    }
+
+    /// The limiter a request is counted by: the `Limiter` in its app data (given as
+    /// `.app_data(limiter)` or, as actix habits go, `.app_data(web::Data::new(limiter))`),
+    /// else [`Limiter::global`].
+    ///
+    /// A program that built a `Limiter` and handed it to no `App` gets one `warn` event at
+    /// the first request that falls back to the global one.
+    pub fn of(req: &HttpRequest) -> &Limiter {
+        let found = req
+            .app_data::<Limiter>()
+            .or_else(|| {
+                req.app_data::<actix_web::web::Data<Limiter>>()
+                    .map(|d| d.as_ref())
+            })
+            .or_else(|| req.app_data::<std::sync::Arc<Limiter>>().map(|a| &**a));
+        match found {
+            Some(limiter) => {
+                crate::actix::mistakes::serving(limiter);
+                limiter
+            }
+            None => {
+                crate::actix::mistakes::counted_by_the_global_limiter();
+                Limiter::global()
+            }
+        }
+    }
+
+    /// Who `req` is counted as when its key is its address: the peer, or the client a
+    /// trusted proxy vouched for (an IPv6 address is then grouped by
+    /// [`ipv6_prefix`](Self::ipv6_prefix); see [`client_ip`](crate::client_ip)). For logs,
+    /// and for checking a proxy setup. `Err` says why there is none.
+    pub fn client(&self, req: &HttpRequest) -> Result<Client, Failure> {
+        crate::actix::keys::client(req, self).map_err(|error| match error {
+            crate::actix::keys::KeyError::NoClientAddress => Failure::NoClientAddress,
+            crate::actix::keys::KeyError::Contradiction(_) => Failure::ContradictoryForwarding,
+        })
+    }
+
+    /// The IPv6 prefix length clients are grouped by.
+    pub fn ipv6_prefix(&self) -> u8 {
+        self.http().ipv6_prefix
+    }
+
+    /// The proxies whose forwarding headers are believed.
+    pub fn trusted_proxies(&self) -> &TrustedProxies {
+        &self.http().trusted_proxies
     }
 
     /// The engine's limiter, which this one derefs to.
@@ -120,139 +167,5 @@ impl Deref for Limiter {
 impl std::fmt::Debug for Limiter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.engine.fmt(f)
-    }
-}
-
-/// Settings for a [`Limiter`]: the engine's (store, clock, fault policy, configured
-/// policies) and the HTTP ones (proxies, users, responses, exemptions, header fields).
-pub struct LimiterBuilder {
-    engine: limiter_core::LimiterBuilder,
-    http: HttpSettings,
-}
-
-impl std::fmt::Debug for LimiterBuilder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.engine.fmt(f)
-    }
-}
-
-impl Default for LimiterBuilder {
-    fn default() -> LimiterBuilder {
-        Limiter::builder()
-    }
-}
-
-impl LimiterBuilder {
-    /// How long a networked store may take to answer, by default: 50 ms.
-    pub const DEFAULT_STORE_TIMEOUT: Duration = limiter_core::LimiterBuilder::DEFAULT_STORE_TIMEOUT;
-
-    /// How many rejections of a networked store an instance remembers, by default.
-    pub const DEFAULT_REJECTION_CACHE: usize =
-        limiter_core::LimiterBuilder::DEFAULT_REJECTION_CACHE;
-
-    pub(crate) fn http(&mut self) -> &mut HttpSettings {
-        &mut self.http
-    }
-
-    fn engine(
-        mut self,
-        set: impl FnOnce(limiter_core::LimiterBuilder) -> limiter_core::LimiterBuilder,
-    ) -> Self {
-        self.engine = set(self.engine);
-        self
-    }
-
-    /// Where counts live (default: a fresh [`MemoryStore`](crate::MemoryStore) owned by
-    /// this limiter and its clones). Pass `MemoryStore::global().clone()` to share the
-    /// process-wide one. See [`limiter_core::LimiterBuilder::store`].
-    pub fn store(self, store: impl Store) -> LimiterBuilder {
-        self.engine(|b| b.store(store))
-    }
-
-    /// Where time comes from (default: [`SystemClock`](crate::SystemClock)). Tests pass a
-    /// [`ManualClock`](crate::ManualClock).
-    pub fn clock(self, clock: impl Clock) -> LimiterBuilder {
-        self.engine(|b| b.clock(clock))
-    }
-
-    /// What limited handlers do when a networked store fails (default:
-    /// [`OnStoreError::FallBackToMemory`]). See
-    /// [`limiter_core::LimiterBuilder::on_store_error`].
-    pub fn on_store_error(self, policy: OnStoreError) -> LimiterBuilder {
-        self.engine(|b| b.on_store_error(policy))
-    }
-
-    /// The longest a networked store may take to answer (default 50 ms), judging the
-    /// store, not the load. See [`limiter_core::LimiterBuilder::store_timeout`].
-    pub fn store_timeout(self, timeout: Duration) -> LimiterBuilder {
-        self.engine(|b| b.store_timeout(timeout))
-    }
-
-    /// How many rejections of a networked store this instance remembers and answers itself
-    /// until they end (default 65,536; 0 turns it off). See
-    /// [`limiter_core::LimiterBuilder::rejection_cache`].
-    pub fn rejection_cache(self, capacity: usize) -> LimiterBuilder {
-        self.engine(|b| b.rejection_cache(capacity))
-    }
-
-    /// While falling back to memory, count each budget as one of `instances` shares. See
-    /// [`limiter_core::LimiterBuilder::fallback_share`].
-    ///
-    /// ```
-    /// use limiter::{Limiter, OnStoreError};
-    /// let limiter = Limiter::builder()
-    ///     .on_store_error(OnStoreError::FallBackToMemory)
-    ///     .fallback_share(3) // three instances behind the balancer
-    ///     .build();
-    /// ```
-    pub fn fallback_share(self, instances: u32) -> LimiterBuilder {
-        self.engine(|b| b.fallback_share(instances))
-    }
-
-    /// The policy of every handler and middleware of `scope`, whatever the code declares.
-    /// See [`limiter_core::LimiterBuilder::policy`].
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use limiter::{Limiter, Policy};
-    /// let limiter = Limiter::builder()
-    ///     .policy("login", Policy::new(10, Duration::from_secs(60))?)
-    ///     .build();
-    /// assert_eq!(limiter.policy_of("login").unwrap().max().get(), 10);
-    /// # Ok::<(), limiter::PolicyError>(())
-    /// ```
-    pub fn policy(self, scope: &str, policy: Policy) -> LimiterBuilder {
-        self.engine(|b| b.policy(scope, policy))
-    }
-
-    /// The limiter.
-    ///
-    /// # Panics
-    ///
-    /// When two `#[rate_limit]` handlers of the program name one `scope` with different
-    /// limits: a scope is one budget, so the program does not say which limit it means. The
-    /// message names both handlers and where they are; [`try_build`](Self::try_build)
-    /// returns the conflict instead.
-    pub fn build(self) -> Limiter {
-        match self.try_build() {
-            Ok(limiter) => limiter,
-            Err(conflict) => panic!("{conflict}"),
-        }
-    }
-
-    /// The limiter, or the first conflict between the program's rate-limited handlers (see
-    /// [`build`](Self::build)).
-    // Called once at start-up: the size of its error costs nothing.
-    #[allow(clippy::result_large_err)]
-    pub fn try_build(self) -> Result<Limiter, ScopeConflict> {
-        let engine = self.engine.try_build()?;
-        BUILT.store(true, Ordering::Relaxed);
-        Ok(Limiter {
-            engine,
-            http: Arc::new(Http {
-                settings: self.http,
-                built_on: std::thread::current().name().map(str::to_owned),
-            }),
-        })
     }
 }

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::attribute::{HandlerLimits, LimitSpec};
-use super::keys::{ClientKey, KeyError};
+use super::keys::ClientKey;
 use super::observe::Outcome;
-use super::response::{complete_rejection, Failure, Member, RateLimitFields, Rejection, Write};
+use super::response::{Failure, Member, RateLimitFields};
 use crate::{Charge, Decision, Limit, Limiter, Receipt, Verdict};
 
 /// What deciding a request came to, when it may go on.
@@ -132,34 +132,6 @@ impl Planned<'_> {
 }
 
 impl Limiter {
-    /// The limiter a request is counted by: the `Limiter` in its app data (given as
-    /// `.app_data(limiter)` or, as actix habits go, `.app_data(web::Data::new(limiter))`),
-    /// else [`Limiter::global`].
-    ///
-    /// A program that built a `Limiter` and handed it to no `App` gets one `warn` event at
-    /// the first request that falls back to the global one.
-    pub fn of(req: &HttpRequest) -> &Limiter {
-        let found = req
-            .app_data::<Limiter>()
-            .or_else(|| {
-                req.app_data::<actix_web::web::Data<Limiter>>()
-                    .map(|d| d.as_ref())
-            })
-            .or_else(|| req.app_data::<std::sync::Arc<Limiter>>().map(|a| &**a));
-        match found {
-            Some(limiter) => {
-                super::mistakes::serving(limiter);
-                limiter
-            }
-            None => {
-                super::mistakes::counted_by_the_global_limiter();
-                Limiter::global()
-            }
-        }
-    }
-}
-
-impl Limiter {
     /// Decides `req` against every limit of a set (a handler's, or a middleware's), all or
     /// nothing: the header fields (and what to take back later) for an admitted request,
     /// or the response for one that is not.
@@ -208,7 +180,14 @@ impl Limiter {
         if let Some(never) = enforced.iter().find(|p| p.never_admitted()) {
             never.counted(Outcome::Rejected);
             self.rejected_event(never, None);
-            return Err(Box::new(self.never_admitted(limits, never)));
+            let capacity = never.limit.policy().capacity();
+            let max = never.limit.policy().max().get();
+            return Err(Box::new(self.never_admitted(
+                limits,
+                &never.spec.name,
+                never.member(),
+                (never.cost, capacity, max),
+            )));
         }
         if !enforced.is_empty() {
             let charges: Vec<Charge<'_>> = enforced.iter().map(|p| p.charge()).collect();
@@ -241,7 +220,9 @@ impl Limiter {
                 }
                 Verdict::Unavailable => {
                     enforced.iter().for_each(|p| p.counted(Outcome::StoreError));
-                    return Err(Box::new(self.failure(limits, Failure::StoreUnavailable)));
+                    return Err(Box::new(
+                        self.failure(Some(limits), Failure::StoreUnavailable),
+                    ));
                 }
             }
             let rejected = planned
@@ -263,8 +244,8 @@ impl Limiter {
                     .unzip();
                 let fields = RateLimitFields::of_members(answers, members);
                 return Err(Box::new(self.rejection(
-                    limits,
-                    &fields,
+                    Some(limits),
+                    Some(&fields),
                     &p.spec.name,
                     decision,
                 )));
@@ -355,8 +336,8 @@ impl Limiter {
                 spec.counters.add(scope, Outcome::Rejected);
                 self.rejection_event(scope, &spec.key.kind(), &key, Some(decision));
                 Err(Box::new(self.rejection(
-                    limits,
-                    &RateLimitFields::one(decision),
+                    Some(limits),
+                    Some(&RateLimitFields::one(decision)),
                     &spec.name,
                     decision,
                 )))
@@ -367,7 +348,9 @@ impl Limiter {
             }
             Verdict::Unavailable => {
                 spec.counters.add(scope, Outcome::StoreError);
-                Err(Box::new(self.failure(limits, Failure::StoreUnavailable)))
+                Err(Box::new(
+                    self.failure(Some(limits), Failure::StoreUnavailable),
+                ))
             }
         }
     }
@@ -439,89 +422,5 @@ impl Limiter {
             Some(limit) => LimitRef::Shared(limit),
             None => LimitRef::Declared(&spec.limit),
         }
-    }
-
-    /// The 429 (or the configured rejection response) for a request some limits rejected:
-    /// `decision` says when every one of them admits it again.
-    fn rejection(
-        &self,
-        limits: &HandlerLimits,
-        fields: &RateLimitFields,
-        name: &str,
-        decision: Decision,
-    ) -> HttpResponse {
-        let rejection = Rejection::new(name, decision, &self.http().rejection_message);
-        self.reject_with(limits, fields, &rejection)
-    }
-
-    /// The 429 of a request that costs more than the limit ever allows at once: no
-    /// `Retry-After`, since waiting does not help, and a detail that says so.
-    fn never_admitted(&self, limits: &HandlerLimits, planned: &Planned<'_>) -> HttpResponse {
-        let capacity = planned.limit.policy().capacity();
-        let detail = format!(
-            "This request costs {} units, more than the {capacity} this limit ever allows at \
-             once: it can never be admitted.",
-            planned.cost
-        );
-        let decision = Decision::reject(planned.limit.policy().max().get(), Duration::ZERO);
-        let rejection = Rejection::never(&planned.spec.name, decision, &detail);
-        let fields = RateLimitFields::of_members(vec![decision], vec![planned.member()]);
-        self.reject_with(limits, &fields, &rejection)
-    }
-
-    fn reject_with(
-        &self,
-        limits: &HandlerLimits,
-        fields: &RateLimitFields,
-        rejection: &Rejection<'_>,
-    ) -> HttpResponse {
-        let custom = self.http().rejection_response.is_some();
-        let mut response = match self.http().rejection_response.as_deref() {
-            Some(build) => {
-                let mut response = build(rejection);
-                complete_rejection(&mut response, rejection.retry_after());
-                response
-            }
-            None => rejection.problem_response(),
-        };
-        fields.apply(
-            response.headers_mut(),
-            &limits.policy,
-            &limits.prefixes,
-            self.http().headers,
-            if custom {
-                Write::KeepExisting
-            } else {
-                Write::Replace
-            },
-        );
-        response
-    }
-
-    fn key_failure(&self, limits: &HandlerLimits, error: &KeyError) -> HttpResponse {
-        match error {
-            KeyError::NoClientAddress => {
-                tracing::debug!(
-                    "rate limit: a request without a peer address on a route keyed by address"
-                );
-                self.failure(limits, Failure::NoClientAddress)
-            }
-            KeyError::Contradiction(contradiction) => {
-                tracing::debug!(%contradiction, "rate limit: contradictory forwarding headers");
-                super::mistakes::contradictory_forwarding(contradiction);
-                self.failure(limits, Failure::ContradictoryForwarding)
-            }
-        }
-    }
-
-    /// The response for a request the limiter could not decide: the default problem, or
-    /// the configured one, with what every such response carries.
-    fn failure(&self, limits: &HandlerLimits, failure: Failure) -> HttpResponse {
-        let mut response = match self.http().failure_response.as_deref() {
-            Some(build) => build(&failure),
-            None => failure.problem_response(),
-        };
-        failure.complete(&mut response, &limits.policy, self.http().headers);
-        response
     }
 }

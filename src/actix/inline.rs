@@ -12,8 +12,8 @@ use std::sync::Arc;
 use super::decide::Refund;
 use super::keys::ClientKey;
 use super::observe::Outcome;
-use super::response::{complete_rejection, Failure, InlineChecks, Member, Rejection};
-use crate::{Charge, Client, Limit, Limiter, StoreError, Verdict};
+use super::response::{Failure, InlineChecks, Member};
+use crate::{Charge, Limit, Limiter, StoreError, Verdict};
 
 /// A request a [`check`] turned away: return it with `?`, and actix answers with the
 /// limiter's 429 (or its configured rejection response), or the 503 of a store that
@@ -141,12 +141,7 @@ async fn check_inline(
         }
         Verdict::Unavailable => {
             super::observe::count(limit.scope(), Outcome::StoreError);
-            let failure = Failure::StoreUnavailable;
-            let mut response = match limiter.http().failure_response.as_deref() {
-                Some(build) => build(&failure),
-                None => failure.problem_response(),
-            };
-            complete_rejection(&mut response, failure.retry_after_secs());
+            let response = limiter.failure(None, Failure::StoreUnavailable);
             return Err(Rejected::new(response));
         }
     };
@@ -173,27 +168,7 @@ async fn check_inline(
     }
     super::observe::count(limit.scope(), Outcome::Rejected);
     limiter.rejection_event(limit.scope(), "checked", &key, Some(decision));
-    let rejection = Rejection::new(&name, decision, &limiter.http().rejection_message);
-    let response = match limiter.http().rejection_response.as_deref() {
-        Some(build) => {
-            let mut response = build(&rejection);
-            complete_rejection(&mut response, rejection.retry_after());
-            response
-        }
-        None => rejection.problem_response(),
-    };
-    Err(Rejected::new(response))
-}
-
-impl Limiter {
-    /// Who `req` is counted as when its key is its address: the peer, or the client a
-    /// trusted proxy vouched for (an IPv6 address is then grouped by
-    /// [`ipv6_prefix`](Self::ipv6_prefix); see [`client_ip`](crate::client_ip)). For logs,
-    /// and for checking a proxy setup. `Err` says why there is none.
-    pub fn client(&self, req: &HttpRequest) -> Result<Client, Failure> {
-        super::keys::client(req, self).map_err(|error| match error {
-            super::keys::KeyError::NoClientAddress => Failure::NoClientAddress,
-            super::keys::KeyError::Contradiction(_) => Failure::ContradictoryForwarding,
-        })
-    }
+    Err(Rejected::new(
+        limiter.rejection(None, None, &name, decision),
+    ))
 }

@@ -12,7 +12,8 @@
 //! | `decide.rs` | the one decide path: the limiter of a request, its keys, one check, the fields or the response |
 //! | `body.rs` | the body of a refused request: read only when small and quick, else the connection closes |
 //! | `keys.rs`, `proxy.rs` | who a request is counted as: keys, trusted proxies, forwarding headers |
-//! | `response.rs` | the RateLimit header fields, the 429, the failures |
+//! | `response.rs` | the RateLimit header fields, the 429's and the failures' bodies |
+//! | `respond.rs` | the one place that builds every response: 429, 503, 500, 400 |
 //! | `settings.rs` | the builder's HTTP settings |
 //! | `mistakes.rs` | setups that cannot do what their author meant, reported once |
 //! | `observe.rs` | the decisions as metrics (feature `metrics`) |
@@ -27,6 +28,7 @@ pub(crate) mod mistakes;
 pub(crate) mod observe;
 pub(crate) mod proxy;
 pub(crate) mod reset;
+pub(crate) mod respond;
 pub(crate) mod response;
 pub(crate) mod routes_page;
 pub(crate) mod settings;

@@ -1,0 +1,376 @@
+//! [`LimiterBuilder`]: every setting of a [`Limiter`], in one file — the engine's (store,
+//! clock, fault policy, configured policies) and the HTTP ones (proxies, users, responses,
+//! exemptions, header fields).
+
+use std::borrow::Cow;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::{HttpRequest, HttpResponse};
+
+use crate::actix::proxy::ProxyNet;
+use crate::actix::settings::HttpSettings;
+use crate::limiter::{Http, BUILT};
+use crate::{
+    Clock, Failure, ForwardingHeaders, InvalidProxy, Limiter, OnStoreError, Policy, Rejection,
+    ScopeConflict, Store, TrustedProxies,
+};
+
+/// Settings for a [`Limiter`]: the engine's (store, clock, fault policy, configured
+/// policies) and the HTTP ones (proxies, users, responses, exemptions, header fields).
+pub struct LimiterBuilder {
+    engine: limiter_core::LimiterBuilder,
+    http: HttpSettings,
+}
+
+impl std::fmt::Debug for LimiterBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.engine.fmt(f)
+    }
+}
+
+impl Default for LimiterBuilder {
+    fn default() -> LimiterBuilder {
+        LimiterBuilder {
+            engine: limiter_core::Limiter::builder(),
+            http: HttpSettings::default(),
+        }
+    }
+}
+
+impl LimiterBuilder {
+    /// How long a networked store may take to answer, by default: 50 ms.
+    pub const DEFAULT_STORE_TIMEOUT: Duration = limiter_core::LimiterBuilder::DEFAULT_STORE_TIMEOUT;
+
+    /// How many rejections of a networked store an instance remembers, by default.
+    pub const DEFAULT_REJECTION_CACHE: usize =
+        limiter_core::LimiterBuilder::DEFAULT_REJECTION_CACHE;
+
+    pub(crate) fn http(&mut self) -> &mut HttpSettings {
+        &mut self.http
+    }
+
+    fn engine(
+        mut self,
+        set: impl FnOnce(limiter_core::LimiterBuilder) -> limiter_core::LimiterBuilder,
+    ) -> Self {
+        self.engine = set(self.engine);
+        self
+    }
+
+    /// Where counts live (default: a fresh [`MemoryStore`](crate::MemoryStore) owned by
+    /// this limiter and its clones). Pass `MemoryStore::global().clone()` to share the
+    /// process-wide one. See [`limiter_core::LimiterBuilder::store`].
+    pub fn store(self, store: impl Store) -> LimiterBuilder {
+        self.engine(|b| b.store(store))
+    }
+
+    /// Where time comes from (default: [`SystemClock`](crate::SystemClock)). Tests pass a
+    /// [`ManualClock`](crate::ManualClock).
+    pub fn clock(self, clock: impl Clock) -> LimiterBuilder {
+        self.engine(|b| b.clock(clock))
+    }
+
+    /// What limited handlers do when a networked store fails (default:
+    /// [`OnStoreError::FallBackToMemory`]). See
+    /// [`limiter_core::LimiterBuilder::on_store_error`].
+    pub fn on_store_error(self, policy: OnStoreError) -> LimiterBuilder {
+        self.engine(|b| b.on_store_error(policy))
+    }
+
+    /// The longest a networked store may take to answer (default 50 ms), judging the
+    /// store, not the load. See [`limiter_core::LimiterBuilder::store_timeout`].
+    pub fn store_timeout(self, timeout: Duration) -> LimiterBuilder {
+        self.engine(|b| b.store_timeout(timeout))
+    }
+
+    /// How many rejections of a networked store this instance remembers and answers itself
+    /// until they end (default 65,536; 0 turns it off). See
+    /// [`limiter_core::LimiterBuilder::rejection_cache`].
+    pub fn rejection_cache(self, capacity: usize) -> LimiterBuilder {
+        self.engine(|b| b.rejection_cache(capacity))
+    }
+
+    /// While falling back to memory, count each budget as one of `instances` shares. See
+    /// [`limiter_core::LimiterBuilder::fallback_share`].
+    ///
+    /// ```
+    /// use limiter::{Limiter, OnStoreError};
+    /// let limiter = Limiter::builder()
+    ///     .on_store_error(OnStoreError::FallBackToMemory)
+    ///     .fallback_share(3) // three instances behind the balancer
+    ///     .build();
+    /// ```
+    pub fn fallback_share(self, instances: u32) -> LimiterBuilder {
+        self.engine(|b| b.fallback_share(instances))
+    }
+
+    /// The policy of every handler and middleware of `scope`, whatever the code declares.
+    /// See [`limiter_core::LimiterBuilder::policy`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use limiter::{Limiter, Policy};
+    /// let limiter = Limiter::builder()
+    ///     .policy("login", Policy::new(10, Duration::from_secs(60))?)
+    ///     .build();
+    /// assert_eq!(limiter.policy_of("login").unwrap().max().get(), 10);
+    /// # Ok::<(), limiter::PolicyError>(())
+    /// ```
+    pub fn policy(self, scope: &str, policy: Policy) -> LimiterBuilder {
+        self.engine(|b| b.policy(scope, policy))
+    }
+
+    /// The limiter.
+    ///
+    /// # Panics
+    ///
+    /// When two `#[rate_limit]` handlers of the program name one `scope` with different
+    /// limits: a scope is one budget, so the program does not say which limit it means. The
+    /// message names both handlers and where they are; [`try_build`](Self::try_build)
+    /// returns the conflict instead.
+    pub fn build(self) -> Limiter {
+        match self.try_build() {
+            Ok(limiter) => limiter,
+            Err(conflict) => panic!("{conflict}"),
+        }
+    }
+
+    /// The limiter, or the first conflict between the program's rate-limited handlers (see
+    /// [`build`](Self::build)).
+    // Called once at start-up: the size of its error costs nothing.
+    #[allow(clippy::result_large_err)]
+    pub fn try_build(self) -> Result<Limiter, ScopeConflict> {
+        let engine = self.engine.try_build()?;
+        BUILT.store(true, Ordering::Relaxed);
+        Ok(Limiter {
+            engine,
+            http: Arc::new(Http {
+                settings: self.http,
+                built_on: std::thread::current().name().map(str::to_owned),
+            }),
+        })
+    }
+
+    // ---- who the client is, and what responses look like ----------------------------
+
+    /// The largest body a refused request has read and dropped, by default: 16 KiB.
+    pub const DEFAULT_KEEP_ALIVE_BODY_LIMIT: usize = 16 * 1024;
+
+    /// How long a refused request's small body may take to arrive, by default: 200 ms.
+    pub const DEFAULT_KEEP_ALIVE_BODY_TIME: std::time::Duration =
+        crate::actix::body::DEFAULT_KEEP_ALIVE_BODY_TIME;
+
+    /// Refused requests whose `Content-Length` is at most `bytes` (default
+    /// [`DEFAULT_KEEP_ALIVE_BODY_LIMIT`](Self::DEFAULT_KEEP_ALIVE_BODY_LIMIT)) have their
+    /// body read and dropped — never parsed — if it all arrives within
+    /// [`keep_alive_body_time`](Self::keep_alive_body_time), so that their connection is
+    /// kept alive: a client told to wait would otherwise pay a new connection for its next
+    /// request. Larger bodies, bodies of unknown length (chunked) and bodies that arrive
+    /// slowly are left unread, and the connection closes right after the 429: a rejected
+    /// request never holds a connection. `0` reads none.
+    pub fn keep_alive_body_limit(mut self, bytes: usize) -> LimiterBuilder {
+        self.http().keep_alive_body_limit = bytes;
+        self
+    }
+
+    /// How long a refused request's small body may take to arrive before the limiter stops
+    /// reading it, answers, and closes the connection (default
+    /// [`DEFAULT_KEEP_ALIVE_BODY_TIME`](Self::DEFAULT_KEEP_ALIVE_BODY_TIME)). A body sent a
+    /// few bytes a second never holds the 429 longer than this.
+    pub fn keep_alive_body_time(mut self, time: std::time::Duration) -> LimiterBuilder {
+        self.http().keep_alive_body_time = time;
+        self
+    }
+
+    /// IPv6 clients are counted per network of this prefix length (default 56, capped at
+    /// 128): a home connection usually owns a /56 or more, so a per-address key would be
+    /// rotated at will.
+    pub fn ipv6_prefix(mut self, bits: u8) -> LimiterBuilder {
+        self.http().ipv6_prefix = bits.min(128);
+        self
+    }
+
+    /// The proxies in front of this service, whose `Forwarded` and `X-Forwarded-For` headers
+    /// are believed: addresses or CIDRs (`"10.0.0.0/8"`, `"fd00::/8"`, `"192.0.2.7"`) or parsed
+    /// [`IpNet`](ipnet::IpNet)s. The client is then the right-most address in those headers
+    /// that is not itself a trusted proxy. Default: none — no header is believed.
+    ///
+    /// # Panics
+    ///
+    /// On an entry that is not an address or a CIDR, naming it: a list written in the code
+    /// is a programmer error, found at start-up (as `HeaderValue::from_static` does). Lists
+    /// read from configuration go through [`try_trusted_proxies`](Self::try_trusted_proxies).
+    pub fn trusted_proxies<I>(self, proxies: I) -> LimiterBuilder
+    where
+        I: IntoIterator,
+        I::Item: ProxyNet,
+    {
+        match self.try_trusted_proxies(proxies) {
+            Ok(builder) => builder,
+            Err(error) => panic!("{error}"),
+        }
+    }
+
+    /// [`trusted_proxies`](Self::trusted_proxies) for lists read at run time: says which
+    /// entry is wrong instead of panicking.
+    ///
+    /// ```
+    /// use limiter::Limiter;
+    /// let error = Limiter::builder().try_trusted_proxies(["10.0.0.0/8", "10.0.0.300"]).unwrap_err();
+    /// assert!(error.to_string().contains("`10.0.0.300`"));
+    /// ```
+    pub fn try_trusted_proxies<I>(mut self, proxies: I) -> Result<LimiterBuilder, InvalidProxy>
+    where
+        I: IntoIterator,
+        I::Item: ProxyNet,
+    {
+        self.http().trusted_proxies = TrustedProxies::parse(proxies)?;
+        Ok(self)
+    }
+
+    /// Which forwarding header the trusted proxies write, the one believed (default
+    /// [`ForwardingHeaders::XForwardedFor`], what nginx, HAProxy and the cloud balancers
+    /// write). The other is ignored: a client's own header passed through never makes a
+    /// request an error, and one that names another client is reported once as a `warn`.
+    pub fn forwarding_headers(mut self, headers: ForwardingHeaders) -> LimiterBuilder {
+        self.http().forwarding_headers = headers;
+        self
+    }
+
+    /// Who the user is, for `key = "user"`: the id of the signed-in user, or `None` for an
+    /// anonymous request, which is then counted by address (in a namespace of its own, so a
+    /// user id never shares an address's budget).
+    pub fn user_key(
+        mut self,
+        resolve: impl Fn(&HttpRequest) -> Option<String> + Send + Sync + 'static,
+    ) -> LimiterBuilder {
+        self.http().user_key = Some(Arc::new(resolve));
+        self
+    }
+
+    /// The `detail` of the default 429 problem body.
+    pub fn rejection_message(mut self, message: impl Into<Cow<'static, str>>) -> LimiterBuilder {
+        self.http().rejection_message = message.into();
+        self
+    }
+
+    /// Builds the whole rejection response instead of the default problem body.
+    /// `Retry-After`, `Cache-Control: no-store` and the RateLimit fields are added unless
+    /// the response sets them itself.
+    pub fn rejection_response(
+        mut self,
+        build: impl Fn(&Rejection<'_>) -> HttpResponse + Send + Sync + 'static,
+    ) -> LimiterBuilder {
+        self.http().rejection_response = Some(Arc::new(build));
+        self
+    }
+
+    /// Builds the response for a request the limiter could not decide (a [`Failure`]: the
+    /// store is unavailable and the limiter fails closed, no client address, contradictory
+    /// forwarding headers) instead of the default problem body. `Cache-Control: no-store`,
+    /// `Retry-After` (for a 503) and `RateLimit-Policy` are added unless the response sets
+    /// them itself.
+    ///
+    /// ```
+    /// use actix_web::HttpResponse;
+    /// use limiter::{Failure, Limiter};
+    /// let limiter = Limiter::builder()
+    ///     .failure_response(|failure: &Failure| {
+    ///         HttpResponse::build(failure.status()).body(failure.title())
+    ///     })
+    ///     .build();
+    /// ```
+    pub fn failure_response(
+        mut self,
+        build: impl Fn(&Failure) -> HttpResponse + Send + Sync + 'static,
+    ) -> LimiterBuilder {
+        self.http().failure_response = Some(Arc::new(build));
+        self
+    }
+
+    /// Clients never counted: addresses or CIDRs (`"127.0.0.1/32"`, `"10.0.0.0/8"`), matched
+    /// against the client address as keys resolve it (a trusted proxy's client, not the
+    /// proxy). An exempt request is not counted and carries no RateLimit fields.
+    ///
+    /// # Panics
+    ///
+    /// On an entry that is not an address or a CIDR, naming it;
+    /// [`try_exempt`](Self::try_exempt) returns the error instead.
+    pub fn exempt<I>(self, clients: I) -> LimiterBuilder
+    where
+        I: IntoIterator,
+        I::Item: ProxyNet,
+    {
+        match self.try_exempt(clients) {
+            Ok(builder) => builder,
+            Err(error) => panic!(
+                "{}",
+                error.to_string().replace("trusted proxy", "exempt client")
+            ),
+        }
+    }
+
+    /// [`exempt`](Self::exempt) for lists read at run time: says which entry is wrong.
+    ///
+    /// ```
+    /// use limiter::Limiter;
+    /// assert!(Limiter::builder().try_exempt(["10.0.0.0/8", "10.0.0/8"]).is_err());
+    /// ```
+    pub fn try_exempt<I>(mut self, clients: I) -> Result<LimiterBuilder, InvalidProxy>
+    where
+        I: IntoIterator,
+        I::Item: ProxyNet,
+    {
+        self.http().exempt = TrustedProxies::parse(clients)?;
+        Ok(self)
+    }
+
+    /// Requests for which `exempt` says so are not counted, and carry no RateLimit fields:
+    /// health checks, an internal token, a paying plan.
+    ///
+    /// ```
+    /// use limiter::Limiter;
+    /// let limiter = Limiter::builder()
+    ///     .exempt_when(|req| req.path() == "/health")
+    ///     .build();
+    /// ```
+    pub fn exempt_when(
+        mut self,
+        exempt: impl Fn(&HttpRequest) -> bool + Send + Sync + 'static,
+    ) -> LimiterBuilder {
+        self.http().exempt_when = Some(Arc::new(exempt));
+        self
+    }
+
+    /// Decide and count everything, enforce nothing: a would-be rejection passes with a
+    /// `warn` event naming the limit, its key kind and the Retry-After it would have had,
+    /// and its response carries the RateLimit fields as if enforced. For rolling a new
+    /// limit out safely (default: off; `dry_run = true` does it for one limit).
+    pub fn dry_run(mut self, on: bool) -> LimiterBuilder {
+        self.http().dry_run = on;
+        self
+    }
+
+    /// Whether the `debug` event of each rejection carries the client's key (an address, a
+    /// user id, an API key: personal data, or a secret, in many services). Default: no —
+    /// the event names the scope, the kind of key and the Retry-After.
+    pub fn trace_keys(mut self, on: bool) -> LimiterBuilder {
+        self.http().trace_keys = on;
+        self
+    }
+
+    /// Whether responses carry `RateLimit-Policy` and `RateLimit` (default: yes).
+    pub fn ietf_headers(mut self, on: bool) -> LimiterBuilder {
+        self.http().headers.ietf = on;
+        self
+    }
+
+    /// Whether responses carry `X-RateLimit-Limit`, `X-RateLimit-Remaining` and
+    /// `X-RateLimit-Reset` (default: no), for the most restrictive limit of the handler.
+    pub fn legacy_headers(mut self, on: bool) -> LimiterBuilder {
+        self.http().headers.legacy = on;
+        self
+    }
+}
