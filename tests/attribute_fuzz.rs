@@ -11,6 +11,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
 
+#[path = "../limiter-macros/src/args.rs"]
+mod args;
 #[path = "../limiter-macros/src/ast.rs"]
 mod ast;
 #[path = "../limiter-macros/src/errors.rs"]
@@ -25,6 +27,8 @@ mod period;
 mod stack;
 #[path = "../limiter-macros/src/valid.rs"]
 mod valid;
+#[path = "../limiter-macros/src/values.rs"]
+mod values;
 
 use std::fmt::Write as _;
 use std::time::Duration;

@@ -13,6 +13,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
 
 // The macro's own pipeline, compiled into this test so that it can run outside rustc.
+#[path = "../limiter-macros/src/args.rs"]
+#[allow(dead_code)]
+mod args;
 #[path = "../limiter-macros/src/ast.rs"]
 mod ast;
 #[path = "../limiter-macros/src/errors.rs"]
@@ -27,6 +30,8 @@ mod period;
 mod stack;
 #[path = "../limiter-macros/src/valid.rs"]
 mod valid;
+#[path = "../limiter-macros/src/values.rs"]
+mod values;
 
 use std::path::Path;
 

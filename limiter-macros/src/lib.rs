@@ -6,6 +6,7 @@
 //! and on the other limits of a handler, `input.rs` checks the function, `stack.rs` gathers
 //! the attributes of one handler, and `expand.rs` writes the guarded handler.
 
+mod args;
 mod ast;
 mod errors;
 mod expand;
@@ -13,6 +14,7 @@ mod input;
 mod period;
 mod stack;
 mod valid;
+mod values;
 
 use proc_macro::TokenStream;
 

@@ -14,7 +14,7 @@ use quote::quote;
 use syn::{Attribute, ItemFn, Meta};
 
 use crate::errors::Errors;
-use crate::{ast, expand, input, valid};
+use crate::{expand, input, valid};
 
 /// The marker's name, as `limiter::__private` exports it.
 const MARKER: &str = "rate_limit_stack";
@@ -33,7 +33,7 @@ pub(crate) fn rate_limit(args: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     let mut errors = Errors::default();
-    if let Some(attr) = ast::parse(args.clone(), Span::call_site(), &mut errors) {
+    if let Some(attr) = crate::args::parse(args.clone(), Span::call_site(), &mut errors) {
         valid::limit(attr, &mut errors);
     }
     if let Some(compile_errors) = errors.to_compile_errors() {
@@ -49,7 +49,8 @@ pub(crate) fn rate_limit(args: TokenStream, item: TokenStream) -> TokenStream {
             }
         }
         None => {
-            let krate = ast::crate_path(args).unwrap_or_else(|| syn::parse_quote!(::limiter));
+            let krate =
+                crate::args::crate_path(args).unwrap_or_else(|| syn::parse_quote!(::limiter));
             let marker: Attribute =
                 syn::parse_quote!(#[#krate::__private::rate_limit_stack(#carried)]);
             function.attrs.push(marker);
@@ -92,9 +93,9 @@ pub(crate) fn finish(args: TokenStream, item: TokenStream) -> TokenStream {
             continue;
         };
         if krate.is_none() {
-            krate = ast::crate_path(group.stream());
+            krate = crate::args::crate_path(group.stream());
         }
-        if let Some(limit) = ast::parse(group.stream(), group.span(), &mut errors)
+        if let Some(limit) = crate::args::parse(group.stream(), group.span(), &mut errors)
             .and_then(|attr| valid::limit(attr, &mut errors))
         {
             limits.push(limit);

@@ -73,7 +73,7 @@ impl LimiterBuilder {
     /// What limited handlers do when a networked store fails or exceeds the timeout
     /// (default: [`OnStoreError::FallBackToMemory`]). Transitions (lost, back) are logged
     /// once each as `tracing` events; while the store is away, one request per
-    /// [`RETRY_INTERVAL`] tries it, the others get the policy's answer at once.
+    /// [`RETRY_INTERVAL`](crate::RETRY_INTERVAL) tries it, the others get the policy's answer at once.
     pub fn on_store_error(mut self, policy: OnStoreError) -> LimiterBuilder {
         self.on_store_error = policy;
         self

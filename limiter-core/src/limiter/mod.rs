@@ -126,7 +126,7 @@ impl Limiter {
         LimiterBuilder::default()
     }
 
-    /// The process-wide default: [`MemoryStore::global`], [`SystemClock`], default settings.
+    /// The process-wide default: [`MemoryStore::global`], [`SystemClock`](crate::SystemClock), default settings.
     ///
     /// Conflicting scopes (see [`LimiterBuilder::build`]) cannot stop a program that never
     /// builds a limiter: they are logged as an `error` event when this one is first used,

@@ -1,6 +1,7 @@
 //! The Redis store: one budget shared by every instance of a service.
 
 mod batch;
+mod call;
 mod connection;
 mod keys;
 mod nodes;
@@ -9,7 +10,6 @@ mod reply;
 mod runtime;
 mod scripts;
 
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -369,94 +369,6 @@ impl RedisStore {
             .collect())
     }
 
-    /// One script call deciding `checks` in order; each one's answer (three numbers per
-    /// key, then the clock reading).
-    async fn call(&self, checks: &[CheckArgs]) -> Result<Vec<Vec<i64>>, CallError> {
-        let keys: usize = checks.iter().map(|c| c.names.len()).sum();
-        let mut command = redis::cmd("EVALSHA");
-        command.arg(&self.inner.script.sha).arg(keys);
-        for check in checks {
-            command.arg(&check.names);
-        }
-        let min_ttl = if self.inner.caller_clock {
-            CALLER_CLOCK_MIN_TTL_MS
-        } else {
-            0
-        };
-        // Each distinct policy once, then one short argument per check.
-        let mut policies: Vec<&[u64]> = Vec::new();
-        let mut numbered = Vec::with_capacity(checks.len());
-        for check in checks {
-            let numbers: Vec<usize> = check
-                .limits
-                .iter()
-                .map(|limit| {
-                    let policy = &limit[..5];
-                    match policies.iter().position(|p| *p == policy) {
-                        Some(at) => at + 1,
-                        None => {
-                            policies.push(policy);
-                            policies.len()
-                        }
-                    }
-                })
-                .collect();
-            numbered.push(numbers);
-        }
-        command.arg(min_ttl).arg(policies.len());
-        for policy in &policies {
-            command.arg(*policy);
-        }
-        for (check, numbers) in checks.iter().zip(&numbered) {
-            if let ([number], [limit], None, false) =
-                (&numbers[..], &check.limits[..], check.now, check.peek)
-            {
-                if limit[5] == 1 {
-                    command.arg(*number);
-                    continue;
-                }
-            }
-            let mut arg = String::with_capacity(32);
-            if let Some(now) = check.now {
-                let _ = write!(arg, "{now}");
-            }
-            let _ = write!(arg, ";{}", u8::from(check.peek));
-            for (number, limit) in numbers.iter().zip(&check.limits) {
-                let _ = write!(arg, ";{number}:{}", limit[5]);
-            }
-            command.arg(arg);
-        }
-        let reply: Vec<i64> = self
-            .inner
-            .connection
-            .eval(&self.inner.script, &command)
-            .await
-            .map_err(CallError::Redis)?;
-        if reply.len() != 3 * keys + 1 {
-            return Err(CallError::Reply(StoreError::msg(format!(
-                "the rate limit script answered {} numbers for {} limits",
-                reply.len(),
-                keys
-            ))));
-        }
-        let (answers, server_clock) = reply.split_at(3 * keys);
-        let mut rest = answers;
-        Ok(checks
-            .iter()
-            .map(|check| {
-                let (answer, after) = rest.split_at(3 * check.names.len());
-                rest = after;
-                // Each answer ends with the reading it was decided at.
-                let clock = check.now.map_or(server_clock[0], |now| {
-                    i64::try_from(now).unwrap_or(i64::MAX)
-                });
-                let mut answer = answer.to_vec();
-                answer.push(clock);
-                answer
-            })
-            .collect())
-    }
-
     /// Runs `command` (an `EVALSHA` of `script`) on the store's runtime, with the script's
     /// source if the node does not know it.
     async fn run<T: redis::FromRedisValue + Send + 'static>(
@@ -510,34 +422,6 @@ fn marks_of_duplicates(
         })
         .collect()
 }
-
-/// Why a script call failed: Redis (or the connection to it), or a reply that makes no
-/// sense.
-pub(super) enum CallError {
-    Redis(RedisError),
-    Reply(StoreError),
-}
-
-impl CallError {
-    /// Whether the call may succeed if sent again at once: its connection dropped under it
-    /// (or was refused, while it reconnects). Not a timeout: the call may be running in
-    /// Redis still. A connection that drops after Redis ran the call, before its reply, has
-    /// its checks counted twice — erring on the side of the limit.
-    pub(super) fn is_transient(&self) -> bool {
-        matches!(self, CallError::Redis(e) if (e.is_connection_dropped() || e.is_connection_refusal()) && !e.is_timeout())
-    }
-
-    pub(super) fn into_store_error(self) -> StoreError {
-        match self {
-            CallError::Redis(e) => error("Redis check failed", e),
-            CallError::Reply(e) => e,
-        }
-    }
-}
-
-/// With the caller's clock, keys live at least this long in Redis's own time (a minute): the
-/// caller's time need not run at Redis's pace, and expiry must not cut a window short.
-const CALLER_CLOCK_MIN_TTL_MS: u64 = 60_000;
 
 fn error(what: &str, source: RedisError) -> StoreError {
     StoreError::new(what, source)

@@ -1,0 +1,227 @@
+//! The fixed-size states (fixed window, counter, token bucket: 8 bytes each, so a table
+//! entry is 16), their table, and what a check changed, to undo it.
+
+use std::time::Duration;
+
+use super::fingerprint_table::FingerprintTable;
+use crate::algorithm::fixed_window::FixedWindow;
+use crate::algorithm::sliding_window_counter::SlidingWindowCounter;
+use crate::algorithm::token_bucket::TokenBucket;
+use crate::{Decision, Policy};
+
+/// A mark in whole milliseconds (saturating).
+pub(super) fn millis(mark: Duration) -> u64 {
+    u64::try_from(mark.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The fixed-size states, all 8 bytes, so a table entry is 16.
+pub(super) trait CompactState: Copy + Default {
+    fn check(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision;
+    /// The mark of the check just admitted, in the units [`refund`](Self::refund) takes.
+    fn mark(&self, now_ms: u64, policy: &Policy) -> Duration;
+    fn refund(&mut self, mark: Duration, now_ms: u64, policy: &Policy, cost: u32);
+    fn status(&self, now_ms: u64, policy: &Policy) -> Decision;
+    fn is_expired(&self, now_ms: u64, policy: &Policy) -> bool;
+    fn expires_in(&self, now_ms: u64, policy: &Policy) -> u64;
+}
+
+impl CompactState for FixedWindow {
+    fn check(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision {
+        FixedWindow::check_cost(self, now_ms, policy, cost)
+    }
+    fn mark(&self, now_ms: u64, _: &Policy) -> Duration {
+        Duration::from_millis(FixedWindow::mark(self, now_ms))
+    }
+    fn refund(&mut self, mark: Duration, now_ms: u64, policy: &Policy, cost: u32) {
+        FixedWindow::refund(self, millis(mark), now_ms, policy, cost)
+    }
+    fn status(&self, now_ms: u64, policy: &Policy) -> Decision {
+        FixedWindow::status(self, now_ms, policy)
+    }
+    fn is_expired(&self, now_ms: u64, policy: &Policy) -> bool {
+        FixedWindow::is_expired(self, now_ms, policy)
+    }
+    fn expires_in(&self, now_ms: u64, policy: &Policy) -> u64 {
+        FixedWindow::expires_in(self, now_ms, policy)
+    }
+}
+
+impl CompactState for SlidingWindowCounter {
+    fn check(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision {
+        SlidingWindowCounter::check_cost(self, now_ms, policy, cost)
+    }
+    fn mark(&self, now_ms: u64, policy: &Policy) -> Duration {
+        Duration::from_millis(SlidingWindowCounter::mark(self, now_ms, policy))
+    }
+    fn refund(&mut self, mark: Duration, _: u64, policy: &Policy, cost: u32) {
+        SlidingWindowCounter::refund(self, millis(mark), policy, cost)
+    }
+    fn status(&self, now_ms: u64, policy: &Policy) -> Decision {
+        SlidingWindowCounter::status(self, now_ms, policy)
+    }
+    fn is_expired(&self, now_ms: u64, policy: &Policy) -> bool {
+        SlidingWindowCounter::is_expired(self, now_ms, policy)
+    }
+    fn expires_in(&self, now_ms: u64, policy: &Policy) -> u64 {
+        SlidingWindowCounter::expires_in(self, now_ms, policy)
+    }
+}
+
+impl CompactState for TokenBucket {
+    fn check(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision {
+        TokenBucket::check_cost(self, now_ms, policy, cost)
+    }
+    fn mark(&self, _: u64, _: &Policy) -> Duration {
+        Duration::from_nanos(TokenBucket::mark(self))
+    }
+    fn refund(&mut self, mark: Duration, now_ms: u64, policy: &Policy, cost: u32) {
+        let back_ns = u64::try_from(mark.as_nanos()).unwrap_or(u64::MAX);
+        TokenBucket::refund(self, back_ns, now_ms, policy, cost)
+    }
+    fn status(&self, now_ms: u64, policy: &Policy) -> Decision {
+        TokenBucket::status(self, now_ms, policy)
+    }
+    fn is_expired(&self, now_ms: u64, _: &Policy) -> bool {
+        TokenBucket::is_expired(self, now_ms)
+    }
+    fn expires_in(&self, now_ms: u64, _: &Policy) -> u64 {
+        TokenBucket::expires_in(self, now_ms)
+    }
+}
+
+/// A check's decision, what it changed (to undo it when another limit of the same request
+/// rejects it), and its mark for a receipt (when it counted).
+pub(super) type Counted = (Decision, Prior, Option<Duration>);
+
+/// What a check changed, so that it can be taken back when another limit of the same
+/// request rejects it.
+#[derive(Clone, Copy)]
+pub(super) enum Prior {
+    /// Nothing changed (a rejection).
+    Unchanged,
+    Fixed(FixedWindow),
+    Counter(SlidingWindowCounter),
+    Bucket(TokenBucket),
+    /// The log gained this many instants.
+    Pushed(u32),
+}
+
+pub(super) trait Compact: CompactState {
+    fn prior(self) -> Prior;
+    fn from_prior(prior: Prior) -> Option<Self>;
+}
+
+impl Compact for FixedWindow {
+    fn prior(self) -> Prior {
+        Prior::Fixed(self)
+    }
+    fn from_prior(prior: Prior) -> Option<Self> {
+        match prior {
+            Prior::Fixed(state) => Some(state),
+            _ => None,
+        }
+    }
+}
+
+impl Compact for SlidingWindowCounter {
+    fn prior(self) -> Prior {
+        Prior::Counter(self)
+    }
+    fn from_prior(prior: Prior) -> Option<Self> {
+        match prior {
+            Prior::Counter(state) => Some(state),
+            _ => None,
+        }
+    }
+}
+
+impl Compact for TokenBucket {
+    fn prior(self) -> Prior {
+        Prior::Bucket(self)
+    }
+    fn from_prior(prior: Prior) -> Option<Self> {
+        match prior {
+            Prior::Bucket(state) => Some(state),
+            _ => None,
+        }
+    }
+}
+
+/// States of fixed size.
+pub(super) struct CompactTable<S> {
+    pub(super) map: FingerprintTable<S>,
+}
+
+impl<S: Compact> CompactTable<S> {
+    pub(super) fn new() -> Self {
+        CompactTable {
+            map: FingerprintTable::new(),
+        }
+    }
+
+    #[inline]
+    pub(super) fn check(
+        &mut self,
+        slot: usize,
+        now_ms: u64,
+        policy: &Policy,
+        cost: u32,
+    ) -> Counted {
+        let state = self.map.at(slot);
+        let before = *state;
+        let decision = CompactState::check(state, now_ms, policy, cost);
+        if decision.allowed() {
+            let mark = state.mark(now_ms, policy);
+            (decision, before.prior(), Some(mark))
+        } else {
+            (decision, Prior::Unchanged, None)
+        }
+    }
+
+    pub(super) fn undo(&mut self, fp: u64, prior: Prior) {
+        if let (Some(slot), Some(state)) = (self.map.find(fp), S::from_prior(prior)) {
+            *self.map.at(slot) = state;
+        }
+    }
+
+    pub(super) fn status(&self, fp: u64, now_ms: u64, policy: &Policy) -> Decision {
+        self.map.get(fp).unwrap_or_default().status(now_ms, policy)
+    }
+
+    pub(super) fn refund(
+        &mut self,
+        fp: u64,
+        mark: Duration,
+        now_ms: u64,
+        policy: &Policy,
+        cost: u32,
+    ) {
+        if let Some(slot) = self.map.find(fp) {
+            CompactState::refund(self.map.at(slot), mark, now_ms, policy, cost);
+        }
+    }
+
+    pub(super) fn evict(&mut self, start: u64, keep: u64, now_ms: u64, policy: &Policy) -> bool {
+        self.map
+            .evict(start, keep, |state| Some(state.expires_in(now_ms, policy)))
+            .is_some()
+    }
+
+    pub(super) fn shrink(&mut self, now_ms: u64, policy: &Policy) -> usize {
+        self.map
+            .shrink_half(|state| state.expires_in(now_ms, policy))
+            .len()
+    }
+
+    pub(super) fn sweep(&mut self, now_ms: u64, policy: &Policy) -> usize {
+        let before = self.map.len();
+        self.map.retain(|state| !state.is_expired(now_ms, policy));
+        before - self.map.len()
+    }
+
+    pub(super) fn clear(&mut self) -> usize {
+        let removed = self.map.len();
+        *self = CompactTable::new();
+        removed
+    }
+}

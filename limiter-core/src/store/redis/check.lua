@@ -1,0 +1,391 @@
+-- The check of every algorithm, for a batch of checks: see scripts.rs for its arguments
+-- and its answer.
+-- Redis 3.2 and 4 replicate scripts verbatim unless told otherwise, and then refuse writes
+-- after TIME; from Redis 5 on (and in Valkey) this is the default and the call a no-op.
+if redis.replicate_commands then redis.replicate_commands() end
+local min_ttl = tonumber(ARGV[1]) or 0
+-- The reading the check being decided counts at: its caller's, or the server's TIME, read
+-- once for a whole batch.
+local clock, server_clock = 0, nil
+local function expire(key, ms)
+  if ms < min_ttl then ms = min_ttl end
+  if ms < 1 then ms = 1 end
+  redis.call('PEXPIRE', key, ms)
+end
+-- Every key written must live as long as its state can change a decision (`need` ms). Its
+-- expiry is read and, when short of that (a new key, or one another writer gave less),
+-- set to `give` ms, a little more than needed, so that the next writes find it long
+-- enough. A caller with a clock of its own always sets it (to at least `min_ttl`).
+local function keep(key, need, give)
+  if min_ttl > 0 or redis.call('PTTL', key) < need then expire(key, give) end
+end
+local function idiv(a, b)
+  local q = math.floor(a / b)
+  while q * b > a do q = q - 1 end
+  while (q + 1) * b <= a do q = q + 1 end
+  return q
+end
+
+-- State read once per call and written once at its end: a batch's checks of one key (a
+-- busy client) share one read and one write. `hashes[key]` holds a hash's fields in order
+-- (`names[key]` their names), `logs[key]` a view of a sliding log with the changes still to
+-- write; `need` and `give` are for its expiry (see `keep`).
+local hashes, names, logs, order = {}, {}, {}, {}
+local function hash_of(key, fields)
+  local state = hashes[key]
+  if not state then
+    local stored = redis.call('HMGET', key, unpack(fields))
+    state = {}
+    for j = 1, #fields do state[j] = tonumber(stored[j]) end
+    hashes[key], names[key] = state, fields
+    order[#order + 1] = key
+  end
+  return state
+end
+local FIXED, COUNTER, BUCKET = {'s', 'c'}, {'w', 'p', 'c'}, {'t', 'n'}
+
+-- A sliding log as read (`loaded` instants, those asked for kept in `seen` by index), less
+-- the `off` oldest instants dropped since, plus the instants pushed since (`tail`). Single
+-- instants are read with LINDEX, which costs Redis far less than a range.
+local function log_of(key)
+  local log = logs[key]
+  if not log then
+    local len = redis.call('LLEN', key)
+    local newest = nil
+    local seen = {}
+    if len > 0 then
+      newest = tonumber(redis.call('LINDEX', key, -1))
+      seen[len - 1] = newest
+    end
+    log = {loaded = len, off = 0, seen = seen, tail = {}, newest = newest}
+    logs[key] = log
+    order[#order + 1] = key
+  end
+  return log
+end
+-- The log's i-th instant (from 0).
+local function instant(key, log, i)
+  local p = log.off + i
+  if p >= log.loaded then return log.tail[p - log.loaded + 1] end
+  local at = log.seen[p]
+  if not at then
+    at = tonumber(redis.call('LINDEX', key, p))
+    log.seen[p] = at
+  end
+  return at
+end
+
+-- Each algorithm reads its key and returns five values: whether it admits `cost`; if it
+-- does, {remaining, wait_ns} with it counted, else its rejection; and where it stands with
+-- nothing counted {remaining, wait_ns}. With `commit` it writes the counted state when it
+-- admits. (No closures or tables per check: Redis runs this for every request.)
+
+local function sliding_window(key, window, max, cost, commit)
+  local now = clock
+  local log = log_of(key)
+  local len = log.loaded - log.off + #log.tail
+  local newest = nil
+  if len > 0 then
+    newest = log.newest
+    if newest > now then now = newest end
+  end
+  -- The instants are in order. The first one still in the window is found by galloping
+  -- from the oldest (1, 2, 4, ... on) and then bisecting: a few reads when a few instants
+  -- left the window, a few dozen for a log of 65,535 (a scan would block Redis).
+  local expired, oldest = 0, nil
+  if len > 0 then
+    local first = instant(key, log, 0)
+    if now - first < window then
+      oldest = first
+    else
+      local lo, hi, step = 0, len, 1
+      while lo + step < len do
+        if now - instant(key, log, lo + step) < window then hi = lo + step break end
+        lo, step = lo + step, step * 2
+      end
+      while hi - lo > 1 do
+        local mid = math.floor((lo + hi) / 2)
+        if now - instant(key, log, mid) < window then hi = mid else lo = mid end
+      end
+      expired = hi
+      if expired < len then oldest = instant(key, log, expired) end
+    end
+  end
+  local count = len - expired
+  local status_wait = 0
+  if oldest then status_wait = (oldest + window - now) * 1000000 end
+  if count + cost > max then
+    -- Admitted once the oldest count + cost - max instants have left the window; more than
+    -- max at once never is (the wait is until the log is empty).
+    local leaving = count + cost - max
+    local last = now
+    if leaving <= count then
+      last = instant(key, log, expired + leaving - 1)
+    elseif count > 0 then
+      last = newest
+    end
+    return false, max - count, (last + window - now) * 1000000, max - count, status_wait, now
+  end
+  if commit then
+    log.off = log.off + expired
+    for _ = 1, cost do log.tail[#log.tail + 1] = now end
+    log.newest = now
+    -- The log matters until its newest instant leaves the window; when its expiry falls
+    -- short of that, it is set to two windows, so that it stands for a window of pushes.
+    log.need, log.give = window, 2 * window
+  end
+  return true, max - count - cost, ((oldest or now) + window - now) * 1000000, max - count, status_wait, now
+end
+
+local function fixed_window(key, window, max, cost, commit)
+  local now = clock
+  local state = hash_of(key, FIXED)
+  local start = state[1]
+  local count = state[2] or 0
+  if start and count > 0 and now < start then now = start end
+  if not start or count == 0 or now - start >= window then
+    start = now
+    count = 0
+  end
+  local ends = (start + window - now) * 1000000
+  local status_wait = 0
+  if count > 0 then status_wait = ends end
+  if cost > max - count then
+    return false, max - count, ends, max - count, status_wait, now
+  end
+  if commit then
+    state[1], state[2], state.w = start, count + cost, true
+    -- The expiry is the window's end: set when the window opens, it stands for the rest.
+    state.need = start + window - now
+    state.give = state.need
+  end
+  return true, max - count - cost, ends, max - count, status_wait, now
+end
+
+local function until_below(prev, cur, elapsed, t, target)
+  local to_edge = t - elapsed
+  if cur < target and prev > 0 then
+    local x_max = idiv((target - cur) * t + prev - 1, prev) - 1
+    if x_max >= to_edge then return 0 end
+    if x_max >= 1 then return to_edge - x_max end
+  end
+  if cur == 0 then return to_edge end
+  local y_max = idiv(target * t + cur - 1, cur) - 1
+  if y_max >= t then return to_edge end
+  return to_edge + t - y_max
+end
+
+local function sliding_window_counter(key, window, max, cost, commit)
+  local now = clock
+  local state = hash_of(key, COUNTER)
+  local stored = state[1]
+  local stored_prev = state[2] or 0
+  local stored_cur = state[3] or 0
+  if stored and (stored_prev > 0 or stored_cur > 0) and idiv(now, window) < stored then
+    now = stored * window
+  end
+  local index = idiv(now, window)
+  local elapsed = now - index * window
+  local prev, cur = 0, 0
+  if stored == index then
+    prev, cur = stored_prev, stored_cur
+  elseif stored == index - 1 then
+    prev = stored_cur
+  end
+  local weighted = prev * (window - elapsed) + cur * window
+  if cost > max or weighted + (cost - 1) * window >= max * window then
+    local target = max + 1 - cost
+    if target < 1 then target = 1 end
+    local wait = until_below(prev, cur, elapsed, window, target) * 1000000
+    local left = 0
+    if weighted < max * window then left = idiv(max * window - weighted + window - 1, window) end
+    return false, left, wait, left, wait, now
+  end
+  local left = idiv(max * window - weighted + window - 1, window)
+  local status_wait = 0
+  if left < max then status_wait = until_below(prev, cur, elapsed, window, max - left) * 1000000 end
+  local room = max * window - (weighted + cost * window)
+  if room < 0 then room = 0 end
+  local remaining = idiv(room + window - 1, window)
+  local wait = until_below(prev, cur + cost, elapsed, window, max - remaining) * 1000000
+  if commit then
+    state[1], state[2], state[3], state.w = index, prev, cur + cost, true
+    -- The end of the next window: set once per window, it stands for the rest of it.
+    state.need = 2 * window - elapsed
+    state.give = state.need
+  end
+  return true, remaining, wait, left, status_wait, now
+end
+
+local function token_bucket(key, interval, capacity, cost, commit)
+  local now = clock
+  local state = hash_of(key, BUCKET)
+  local used = 0
+  if state[1] then
+    used = (state[1] - now) * 1000000 + state[2]
+    if used < 0 then used = 0 end
+  end
+  local taken = cost * interval
+  if used + taken > capacity then
+    local wait = used + taken - capacity
+    if wait > 4611686018427387904 then wait = 4611686018427387904 end
+    local left = 0
+    if used < capacity then left = idiv(capacity - used, interval) end
+    return false, left, wait, left, wait, now
+  end
+  local left = capacity - used
+  local status_remaining = idiv(left, interval)
+  local status_wait = 0
+  if used ~= 0 then
+    status_wait = interval
+    local partial = left - status_remaining * interval
+    if partial ~= 0 then status_wait = interval - partial end
+  end
+  local after = used + taken
+  left = capacity - after
+  local remaining = idiv(left, interval)
+  local next_back = interval
+  local partial = left - remaining * interval
+  if partial ~= 0 then next_back = interval - partial end
+  if commit then
+    local whole = idiv(after, 1000000)
+    -- The bucket matters until it is full again (at most its capacity from now); when its
+    -- expiry falls short of that, it gets a capacity more, to stand for a while of writes.
+    local span = math.ceil(capacity / 1000000)
+    state.need, state.give = whole + 1, whole + 1 + span
+    state[1], state[2], state.w = now + whole, after - whole * 1000000, true
+  end
+  return true, remaining, next_back, status_remaining, status_wait, now
+end
+
+-- The policies this call's checks use, each once: algorithm, window_ms, max, interval_ns,
+-- capacity_ns.
+local policies = {}
+local npolicies = tonumber(ARGV[2])
+for p = 1, npolicies do
+  local base = 2 + (p - 1) * 5
+  policies[p] = {tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3]),
+    tonumber(ARGV[base + 4]), tonumber(ARGV[base + 5])}
+end
+
+local function decide(p, key, cost, commit)
+  local policy = policies[p]
+  local algorithm = policy[1]
+  if algorithm == 1 then
+    return sliding_window(key, policy[2], policy[3], cost, commit)
+  elseif algorithm == 2 then
+    return fixed_window(key, policy[2], policy[3], cost, commit)
+  elseif algorithm == 3 then
+    return sliding_window_counter(key, policy[2], policy[3], cost, commit)
+  end
+  return token_bucket(key, policy[4], policy[5], cost, commit)
+end
+
+-- An answer's first number: 0 if the key's limit did not count the check, else 1 plus how
+-- far after the call's clock the instant it counted at lies (a reading earlier than the
+-- state is counted at the state's newest instant), for the check's receipt.
+local function counted(admits, used)
+  if not admits then return 0 end
+  return 1 + used - clock
+end
+
+local function server_now()
+  if not server_clock then
+    local t = redis.call('TIME')
+    server_clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return server_clock
+end
+
+-- Then one ARGV per check, decided in order, each all or nothing, each seeing those before
+-- it; its keys are the next ones in KEYS. The usual check is one number, its policy: one
+-- limit, one unit, the server's clock. Any other is `now;peek;policy:cost;policy:cost...`
+-- (`now` empty for the server's clock, `peek` 1 to count nothing).
+local reply, r = {}, 0
+local first = 1
+for c = 3 + 5 * npolicies, #ARGV do
+  local arg = ARGV[c]
+  local single = tonumber(arg)
+  if single then
+    clock = server_now()
+    local admits, remaining, wait, _, _, used = decide(single, KEYS[first], 1, true)
+    reply[r + 1], reply[r + 2], reply[r + 3], r = counted(admits, used), remaining, wait, r + 3
+    first = first + 1
+  else
+    local now, peek, rest = string.match(arg, '^(%d*);([01]);(.*)$')
+    clock = tonumber(now) or server_now()
+    peek = peek == '1'
+    local limits = {}
+    for p, cost in string.gmatch(rest, '(%d+):(%d+)') do
+      limits[#limits + 1] = {tonumber(p), tonumber(cost)}
+    end
+    local n = #limits
+    if n == 1 then
+      -- One limit: decided and counted in one pass.
+      local admits, remaining, wait, status_remaining, status_wait, used =
+        decide(limits[1][1], KEYS[first], limits[1][2], not peek)
+      local flag = counted(admits, used)
+      if admits and peek then remaining, wait, flag = status_remaining, status_wait, -1 end
+      reply[r + 1], reply[r + 2], reply[r + 3], r = flag, remaining, wait, r + 3
+    else
+      -- Several: every limit is read first; only if all admit (and not peeking) are they
+      -- counted, in a second pass over the same, unchanged state.
+      local answers = {}
+      local admitted = not peek
+      for i = 1, n do
+        local admits, remaining, wait, status_remaining, status_wait, used =
+          decide(limits[i][1], KEYS[first + i - 1], limits[i][2], false)
+        if not admits then admitted = false end
+        answers[i] = {admits, remaining, wait, status_remaining, status_wait, used}
+      end
+      for i = 1, n do
+        local answer = answers[i]
+        if admitted then
+          decide(limits[i][1], KEYS[first + i - 1], limits[i][2], true)
+          reply[r + 1], reply[r + 2], reply[r + 3], r = counted(true, answer[6]), answer[2], answer[3], r + 3
+        elseif answer[1] then
+          -- Another limit rejects the request: this one counts nothing and says where it
+          -- stands (-1: it would admit it, and counted nothing).
+          reply[r + 1], reply[r + 2], reply[r + 3], r = -1, answer[4], answer[5], r + 3
+        else
+          reply[r + 1], reply[r + 2], reply[r + 3], r = 0, answer[2], answer[3], r + 3
+        end
+      end
+    end
+    first = first + n
+  end
+end
+-- The server's reading, if one was taken: the reading every check without a `now` was
+-- decided at, so that a check can be given back exactly.
+reply[r + 1] = server_clock or 0
+-- Every state the checks changed, written once.
+for _, key in ipairs(order) do
+  local state, log = hashes[key], logs[key]
+  if state then
+    if state.w then
+      local fields, values = names[key], {}
+      for j = 1, #fields do
+        values[2 * j - 1] = fields[j]
+        values[2 * j] = state[j]
+      end
+      redis.call('HSET', key, unpack(values))
+    end
+    if state.need then keep(key, state.need, state.give) end
+  elseif log.off > 0 or #log.tail > 0 then
+    local from = 1
+    if log.off >= log.loaded then
+      -- Every instant read is gone, and perhaps some pushed since.
+      if log.loaded > 0 then redis.call('DEL', key) end
+      from = log.off - log.loaded + 1
+    elseif log.off > 0 then
+      redis.call('LTRIM', key, log.off, -1)
+    end
+    while from <= #log.tail do
+      local last = math.min(from + 999, #log.tail)
+      redis.call('RPUSH', key, unpack(log.tail, from, last))
+      from = last + 1
+    end
+    if log.need then keep(key, log.need, log.give) end
+  end
+end
+return reply
