@@ -13,7 +13,7 @@ use crate::actix::proxy::ProxyNet;
 use crate::actix::settings::HttpSettings;
 use crate::limiter::{Http, BUILT};
 use crate::{
-    Clock, Failure, ForwardingHeaders, InvalidProxy, Limiter, OnStoreError, Policy, Rejection,
+    Clock, Failure, ForwardingHeaders, InvalidNetwork, Limiter, OnStoreError, Policy, Rejection,
     ScopeConflict, Store, TrustedProxies,
 };
 
@@ -115,7 +115,7 @@ impl LimiterBuilder {
     /// let limiter = Limiter::builder()
     ///     .policy("login", Policy::new(10, Duration::from_secs(60))?)
     ///     .build();
-    /// assert_eq!(limiter.policy_of("login").unwrap().max().get(), 10);
+    /// assert_eq!(limiter.policy("login").unwrap().max().get(), 10);
     /// # Ok::<(), limiter::PolicyError>(())
     /// ```
     pub fn policy(self, scope: &str, policy: Policy) -> LimiterBuilder {
@@ -209,7 +209,7 @@ impl LimiterBuilder {
     {
         match self.try_trusted_proxies(proxies) {
             Ok(builder) => builder,
-            Err(error) => panic!("{error}"),
+            Err(error) => panic!("invalid trusted proxy: {error}"),
         }
     }
 
@@ -221,7 +221,7 @@ impl LimiterBuilder {
     /// let error = Limiter::builder().try_trusted_proxies(["10.0.0.0/8", "10.0.0.300"]).unwrap_err();
     /// assert!(error.to_string().contains("`10.0.0.300`"));
     /// ```
-    pub fn try_trusted_proxies<I>(mut self, proxies: I) -> Result<LimiterBuilder, InvalidProxy>
+    pub fn try_trusted_proxies<I>(mut self, proxies: I) -> Result<LimiterBuilder, InvalidNetwork>
     where
         I: IntoIterator,
         I::Item: ProxyNet,
@@ -305,10 +305,7 @@ impl LimiterBuilder {
     {
         match self.try_exempt(clients) {
             Ok(builder) => builder,
-            Err(error) => panic!(
-                "{}",
-                error.to_string().replace("trusted proxy", "exempt client")
-            ),
+            Err(error) => panic!("invalid exempt client: {error}"),
         }
     }
 
@@ -318,7 +315,7 @@ impl LimiterBuilder {
     /// use limiter::Limiter;
     /// assert!(Limiter::builder().try_exempt(["10.0.0.0/8", "10.0.0/8"]).is_err());
     /// ```
-    pub fn try_exempt<I>(mut self, clients: I) -> Result<LimiterBuilder, InvalidProxy>
+    pub fn try_exempt<I>(mut self, clients: I) -> Result<LimiterBuilder, InvalidNetwork>
     where
         I: IntoIterator,
         I::Item: ProxyNet,

@@ -29,6 +29,9 @@
 #![deny(missing_docs)]
 
 pub use limiter_core::*;
+// Plumbing of the glue: kept out of the documented surface.
+#[doc(hidden)]
+pub use limiter_core::Verdict;
 
 mod actix;
 mod builder;
@@ -37,12 +40,11 @@ mod limiter;
 
 pub use crate::builder::LimiterBuilder;
 pub use crate::limiter::Limiter;
-pub use actix::attribute::{handler_path, Guarded, HandlerLimits, LimitSpec};
 pub use actix::inline::{check, check_failures, Rejected};
 pub use actix::keys::{client_ip, KeySpec};
 pub use actix::middleware::{RateLimit, RateLimitService};
 pub use actix::proxy::{
-    client_of, Client, Contradiction, ForwardingHeaders, InvalidProxy, TrustedProxies,
+    client_of, Client, Contradiction, ForwardingHeaders, InvalidNetwork, TrustedProxies,
 };
 pub use actix::reset::Subject;
 pub use actix::response::{Failure, Rejection};
@@ -55,7 +57,9 @@ pub use limiter_macros::rate_limit;
 /// that a user's own `HttpResponse` or `Result` cannot capture it. Not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::actix::attribute::{handle, HandlerLimits, LimitSpec, RequestParts};
+    pub use crate::actix::attribute::{
+        handle, handler_path, Guarded, HandlerLimits, LimitSpec, RequestParts,
+    };
     pub use crate::actix::keys::KeySpec;
     pub use actix_web::http::header::HeaderName;
     pub use actix_web::{HttpRequest, Responder};

@@ -431,7 +431,7 @@ async fn configuration_overrides_the_attribute_and_changes_while_serving() {
     assert_eq!(get(&app, "/c", CLIENT).await.status(), 429);
     // Raised while serving: the next request sees it, under a budget of its own.
     limiter.set_policy("configured", per_minute(3));
-    assert_eq!(limiter.policy_of("configured"), Some(per_minute(3)));
+    assert_eq!(limiter.policy("configured"), Some(per_minute(3)));
     for r in [2, 1, 0] {
         let res = get(&app, "/c", CLIENT).await;
         assert_eq!(summary(&res).2, Some(format!("\"configured\";r={r};t=60")));

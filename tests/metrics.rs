@@ -178,8 +178,8 @@ impl Store for Flaky {
         self.0.refund(charges, receipt, now)
     }
 
-    fn forget<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> limiter::Check<'a, ()> {
-        Store::forget(&self.0, limit, key)
+    fn reset<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> limiter::Check<'a, ()> {
+        Store::reset(&self.0, limit, key)
     }
 
     fn name(&self) -> &'static str {

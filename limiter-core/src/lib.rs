@@ -22,17 +22,19 @@
 
 // Policies, algorithms, clocks, decisions, stores, and the limiter with its fault policy.
 pub mod algorithm;
-pub mod clock;
+mod clock;
 mod decision;
 mod limiter;
 mod observe;
 mod policy;
 mod registry;
-pub mod store;
+mod store;
 
 pub use clock::{Clock, ManualClock, PreciseClock, SystemClock};
 pub use decision::Decision;
-pub use limiter::{Limiter, LimiterBuilder, OnStoreError, Verdict, RETRY_INTERVAL};
+#[doc(hidden)]
+pub use limiter::Verdict;
+pub use limiter::{Limiter, LimiterBuilder, OnStoreError, RETRY_INTERVAL};
 pub use policy::{Algorithm, Policy, PolicyError};
 pub use registry::{routes, Declaration, Route, RouteLimit, Routes, ScopeConflict};
 #[cfg(feature = "redis")]

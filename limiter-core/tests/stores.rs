@@ -67,8 +67,8 @@ impl Store for Later {
         self.0.refund_at(charges, receipt, now);
         Check::ready(Ok(()))
     }
-    fn forget<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> Check<'a, ()> {
-        self.0.forget(limit, key);
+    fn reset<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> Check<'a, ()> {
+        self.0.reset(limit, key);
         Check::ready(Ok(()))
     }
 }

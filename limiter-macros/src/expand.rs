@@ -123,7 +123,7 @@ pub(crate) fn handler(function: ItemFn, limits: &[Limit], krate: &syn::Path) -> 
             quote_spanned! {span=> .#method(#argument) }
         };
         if let Some(exempt) = &limit.exempt {
-            options.extend(call("exempt", first_span(exempt), quote!(#exempt)));
+            options.extend(call("exempt_when", first_span(exempt), quote!(#exempt)));
         }
         match &limit.cost {
             Some(Spanned {
@@ -173,10 +173,10 @@ pub(crate) fn handler(function: ItemFn, limits: &[Limit], krate: &syn::Path) -> 
             options.extend(quote!(.failures_only()));
         }
         if limit.dry_run {
-            options.extend(quote!(.dry_run(true)));
+            options.extend(quote!(.dry_run()));
         }
         if let Some(policy) = &limit.policy {
-            options.extend(call("policy_of", first_span(policy), quote!(#policy)));
+            options.extend(call("choose_policy", first_span(policy), quote!(#policy)));
         }
         specs.push(quote! {
             #private::LimitSpec::new(

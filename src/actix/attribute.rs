@@ -120,7 +120,7 @@ impl LimitSpec {
 
     /// Requests for which `exempt` says so are not counted, and carry no RateLimit fields
     /// (`exempt = path`).
-    pub fn exempt(mut self, exempt: fn(&HttpRequest) -> bool) -> LimitSpec {
+    pub fn exempt_when(mut self, exempt: fn(&HttpRequest) -> bool) -> LimitSpec {
         self.options.exempt = Some(exempt);
         self
     }
@@ -147,14 +147,14 @@ impl LimitSpec {
 
     /// Decided and counted, but never enforced: a would-be rejection passes, with a `warn`
     /// event (`dry_run = true`).
-    pub fn dry_run(mut self, on: bool) -> LimitSpec {
-        self.options.dry_run = on;
+    pub fn dry_run(mut self) -> LimitSpec {
+        self.options.dry_run = true;
         self
     }
 
     /// The policy for each request: `choose` says, or `None` for the declared one
     /// (`policy = path`).
-    pub fn policy_of(mut self, choose: fn(&HttpRequest) -> Option<Policy>) -> LimitSpec {
+    pub fn choose_policy(mut self, choose: fn(&HttpRequest) -> Option<Policy>) -> LimitSpec {
         self.options.policy = Some(choose);
         self
     }
@@ -202,7 +202,7 @@ impl LimitSpec {
 /// changes across a rolling deploy.
 ///
 /// ```
-/// use limiter::handler_path;
+/// use limiter::__private::handler_path;
 /// assert_eq!(handler_path("app::auth::login::{{closure}}::__LimiterHandler"), "app::auth::login");
 /// assert_eq!(
 ///     handler_path("<app::login as actix_web::service::HttpServiceFactory>::register::login::{{closure}}::__LimiterHandler"),

@@ -118,7 +118,7 @@ async fn check_inline(
     let limit = overridden.as_deref().unwrap_or(limit);
     // So that `Limiter::reset` finds this budget: a limit checked inline is declared nowhere.
     limiter.remember(limit);
-    let key = ClientKey::inline(key.as_bytes());
+    let key = ClientKey::checked(key.as_bytes());
     let charge = [Charge::new(limit, key.as_bytes())];
     let mut check = limiter.check_all(&charge);
     let result = match check.take_ready() {

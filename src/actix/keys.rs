@@ -29,14 +29,19 @@ pub enum KeySpec {
 /// A key's bytes: short ones (addresses, `global`) on the stack.
 #[derive(Clone, Debug)]
 pub(crate) enum ClientKey {
-    Inline { bytes: [u8; 18], len: u8 },
+    Stack { bytes: [u8; 18], len: u8 },
     Owned(Vec<u8>),
 }
 
 impl ClientKey {
     /// The key of a value a handler checks itself (`limiter::check`).
-    pub(crate) fn inline(value: &[u8]) -> ClientKey {
+    pub(crate) fn checked(value: &[u8]) -> ClientKey {
         ClientKey::tagged(tag::INLINE, value)
+    }
+
+    /// A store key as it is.
+    pub(crate) fn raw(key: &[u8]) -> ClientKey {
+        ClientKey::Owned(key.to_vec())
     }
 
     /// The key of `value` under a kind of key, as a request would make it.
@@ -45,7 +50,7 @@ impl ClientKey {
             Kind::Global => {
                 let mut bytes = [0; 18];
                 bytes[0] = tag::GLOBAL;
-                ClientKey::Inline { bytes, len: 1 }
+                ClientKey::Stack { bytes, len: 1 }
             }
             Kind::User => ClientKey::tagged(tag::USER, value),
             Kind::Header => ClientKey::tagged(tag::HEADER, value),
@@ -94,7 +99,7 @@ impl ClientKey {
 
     pub(crate) fn as_bytes(&self) -> &[u8] {
         match self {
-            ClientKey::Inline { bytes, len } => &bytes[..usize::from(*len)],
+            ClientKey::Stack { bytes, len } => &bytes[..usize::from(*len)],
             ClientKey::Owned(bytes) => bytes,
         }
     }
@@ -298,13 +303,13 @@ pub(crate) fn ip_key_of(ip: IpAddr, ipv6_prefix: u8) -> ClientKey {
         IpAddr::V4(v4) => {
             bytes[0] = tag::IPV4;
             bytes[1..5].copy_from_slice(&v4.octets());
-            ClientKey::Inline { bytes, len: 5 }
+            ClientKey::Stack { bytes, len: 5 }
         }
         IpAddr::V6(v6) => {
             bytes[0] = tag::IPV6;
             bytes[1] = ipv6_prefix;
             bytes[2..18].copy_from_slice(&v6.octets());
-            ClientKey::Inline { bytes, len: 18 }
+            ClientKey::Stack { bytes, len: 18 }
         }
     }
 }

@@ -53,7 +53,7 @@ impl TrustedProxies {
     /// Addresses are compared as clients are counted: IPv4-mapped IPv6 as IPv4. So a network
     /// written in the mapped form (`"::ffff:10.0.0.0/104"`) trusts those IPv4 addresses, and
     /// an IPv6 network spanning the mapped range (`"::/0"`) trusts all of IPv4 too.
-    pub fn parse<I>(list: I) -> Result<TrustedProxies, InvalidProxy>
+    pub fn parse<I>(list: I) -> Result<TrustedProxies, InvalidNetwork>
     where
         I: IntoIterator,
         I::Item: ProxyNet,
@@ -85,60 +85,72 @@ impl TrustedProxies {
 /// [`IpAddr`].
 pub trait ProxyNet {
     /// The network, or the reason it is not one.
-    fn to_net(self) -> Result<IpNet, InvalidProxy>;
+    fn to_net(self) -> Result<IpNet, InvalidNetwork>;
 }
 
 impl ProxyNet for &str {
-    fn to_net(self) -> Result<IpNet, InvalidProxy> {
+    fn to_net(self) -> Result<IpNet, InvalidNetwork> {
         let text = self.trim();
         if let Ok(net) = IpNet::from_str(text) {
             return Ok(net.trunc());
         }
         IpAddr::from_str(text)
             .map(|ip| IpNet::from(unmap(ip)))
-            .map_err(|_| InvalidProxy(self.to_string()))
+            .map_err(|_| InvalidNetwork {
+                entry: self.to_string(),
+            })
     }
 }
 
 impl ProxyNet for String {
-    fn to_net(self) -> Result<IpNet, InvalidProxy> {
+    fn to_net(self) -> Result<IpNet, InvalidNetwork> {
         self.as_str().to_net()
     }
 }
 
 impl ProxyNet for &String {
-    fn to_net(self) -> Result<IpNet, InvalidProxy> {
+    fn to_net(self) -> Result<IpNet, InvalidNetwork> {
         self.as_str().to_net()
     }
 }
 
 impl ProxyNet for IpNet {
-    fn to_net(self) -> Result<IpNet, InvalidProxy> {
+    fn to_net(self) -> Result<IpNet, InvalidNetwork> {
         Ok(self.trunc())
     }
 }
 
 impl ProxyNet for IpAddr {
-    fn to_net(self) -> Result<IpNet, InvalidProxy> {
+    fn to_net(self) -> Result<IpNet, InvalidNetwork> {
         Ok(IpNet::from(unmap(self)))
     }
 }
 
-/// A trusted proxy entry that is neither an address nor a CIDR.
+/// An entry of a list of addresses (trusted proxies, exempt clients) that is neither an
+/// address nor a CIDR.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InvalidProxy(pub String);
+pub struct InvalidNetwork {
+    entry: String,
+}
 
-impl fmt::Display for InvalidProxy {
+impl InvalidNetwork {
+    /// The entry, as written.
+    pub fn entry(&self) -> &str {
+        &self.entry
+    }
+}
+
+impl fmt::Display for InvalidNetwork {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "invalid trusted proxy `{}`: expected an address or a CIDR such as \"10.0.0.0/8\" or \"fd00::/8\"",
-            self.0
+            "`{}` is not an address or a CIDR (such as \"10.0.0.0/8\" or \"fd00::/8\")",
+            self.entry
         )
     }
 }
 
-impl std::error::Error for InvalidProxy {}
+impl std::error::Error for InvalidNetwork {}
 
 /// Which forwarding header the trusted proxies write: the one believed.
 ///
@@ -664,7 +676,7 @@ mod tests {
     #[test]
     fn bad_proxy_entries_are_named() {
         let err = TrustedProxies::parse(["10.0.0.0/8", "10.0.0.0/40"]).unwrap_err();
-        assert_eq!(err, InvalidProxy("10.0.0.0/40".into()));
+        assert_eq!(err.entry(), "10.0.0.0/40");
         assert!(err.to_string().contains("`10.0.0.0/40`"));
     }
 }

@@ -22,6 +22,9 @@ pub enum Subject<'a> {
     Checked(&'a str),
     /// `key = "global"`: the one budget everybody shares.
     Global,
+    /// A store key as it is (what [`Store`](crate::Store)s are given): for a budget counted
+    /// by the engine directly.
+    Key(&'a [u8]),
 }
 
 impl From<IpAddr> for Subject<'_> {
@@ -48,7 +51,7 @@ impl Limiter {
     /// ```
     pub fn reset<'a>(&'a self, scope: &'a str, subject: Subject<'_>) -> Check<'a, ()> {
         let key = subject.key(self);
-        Check::pending(async move { self.reset_key(scope, key.as_bytes()).await })
+        Check::pending(async move { self.engine().reset(scope, key.as_bytes()).await })
     }
 }
 
@@ -59,8 +62,9 @@ impl Subject<'_> {
             Subject::User(id) => ClientKey::of(Kind::User, id.as_bytes()),
             Subject::Header(value) => ClientKey::of(Kind::Header, value),
             Subject::Function(value) => ClientKey::of(Kind::Function, value.as_bytes()),
-            Subject::Checked(value) => ClientKey::inline(value.as_bytes()),
+            Subject::Checked(value) => ClientKey::checked(value.as_bytes()),
             Subject::Global => ClientKey::of(Kind::Global, b""),
+            Subject::Key(key) => ClientKey::raw(key),
         }
     }
 }

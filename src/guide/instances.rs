@@ -47,7 +47,7 @@
 //!     fn refund<'a>(&'a self, _: &'a [Charge<'a>], _: &'a Receipt, _: Duration) -> Check<'a, ()> {
 //!         Check::ready(Ok(()))
 //!     }
-//!     fn forget<'a>(&'a self, _: &'a Limit, _: &'a [u8]) -> Check<'a, ()> {
+//!     fn reset<'a>(&'a self, _: &'a Limit, _: &'a [u8]) -> Check<'a, ()> {
 //!         Check::ready(Ok(()))
 //!     }
 //! }

@@ -83,7 +83,7 @@ impl limiter::Store for Failing {
         limiter::Check::ready(Err(limiter::StoreError::msg(self.0)))
     }
 
-    fn forget<'a>(&'a self, _: &'a limiter::Limit, _: &'a [u8]) -> limiter::Check<'a, ()> {
+    fn reset<'a>(&'a self, _: &'a limiter::Limit, _: &'a [u8]) -> limiter::Check<'a, ()> {
         limiter::Check::ready(Err(limiter::StoreError::msg(self.0)))
     }
 }

@@ -88,12 +88,12 @@ impl Stamp {
     }
 
     /// The raw 32 bits, for stores that pack stamps themselves.
-    pub const fn to_bits(self) -> u32 {
+    pub(crate) const fn to_bits(self) -> u32 {
         self.0
     }
 
     /// A stamp from raw bits written by [`Stamp::to_bits`].
-    pub const fn from_bits(bits: u32) -> Stamp {
+    pub(crate) const fn from_bits(bits: u32) -> Stamp {
         Stamp(bits)
     }
 }

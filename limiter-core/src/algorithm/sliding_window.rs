@@ -76,7 +76,7 @@ pub fn check_cost<L: InstantLog + ?Sized>(
 /// [`check`] for a reading known not to be earlier than any instant the log holds (a store
 /// that tracks the latest reading it has seen knows): it saves reading the newest instant,
 /// a second cache line for a long log.
-pub fn check_in_order<L: InstantLog + ?Sized>(
+pub(crate) fn check_in_order<L: InstantLog + ?Sized>(
     log: &mut L,
     now_ms: u64,
     policy: &Policy,

@@ -63,7 +63,7 @@ impl LimiterBuilder {
     /// store would give, `Retry-After` counted down: under a flood from one client, each
     /// instance asks the store about once per retry window. Only checks of one unit are
     /// remembered, from limits that refund nothing (no `count = "failures"`, no cost);
-    /// [`reset_key`](Limiter::reset_key) forgets this instance's entries at once, while
+    /// [`reset`](Limiter::reset) forgets this instance's entries at once, while
     /// other instances keep answering theirs until they end.
     pub fn rejection_cache(mut self, capacity: usize) -> LimiterBuilder {
         self.rejection_cache = capacity;
@@ -133,7 +133,7 @@ impl LimiterBuilder {
     /// let limiter = Limiter::builder()
     ///     .policy("login", Policy::new(10, Duration::from_secs(60))?)
     ///     .build();
-    /// assert_eq!(limiter.policy_of("login").unwrap().max().get(), 10);
+    /// assert_eq!(limiter.policy("login").unwrap().max().get(), 10);
     /// # Ok::<(), limiter::PolicyError>(())
     /// ```
     pub fn policy(mut self, scope: &str, policy: Policy) -> LimiterBuilder {

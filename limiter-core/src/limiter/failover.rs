@@ -46,6 +46,7 @@ impl super::Limiter {
     /// let failed: Result<u32, StoreError> = Err(StoreError::msg("down"));
     /// assert_eq!(limiter.verdict(failed), Verdict::Unlimited);
     /// ```
+    #[doc(hidden)]
     pub fn verdict<T>(&self, result: Result<T, crate::StoreError>) -> Verdict<T> {
         match (result, self.on_store_error()) {
             (Ok(decided), _) => Verdict::Decided(decided),

@@ -333,6 +333,7 @@ impl Limiter {
     /// The limit configuration gives `declared`'s scope, if it overrides the declared one.
     /// Lock-free: a relaxed load when no override exists.
     #[inline]
+    #[doc(hidden)]
     pub fn overridden(&self, declared: &Limit) -> Option<Arc<Limit>> {
         if !self.inner.overridden.load(Ordering::Relaxed) {
             return None;
@@ -374,7 +375,7 @@ impl Limiter {
     }
 
     /// The policy configuration gives `scope`, if any.
-    pub fn policy_of(&self, scope: &str) -> Option<Policy> {
+    pub fn policy(&self, scope: &str) -> Option<Policy> {
         self.inner
             .overrides
             .load()
@@ -383,9 +384,10 @@ impl Limiter {
     }
 
     /// Notes a limit of a scope that is not declared in the code (an override, a policy
-    /// chosen per request), so that [`reset_key`](Self::reset_key) finds its budget too. At most
+    /// chosen per request), so that [`reset`](Self::reset) finds its budget too. At most
     /// 4,096 are noted (a `policy` function choosing from more gets a `warn`,
     /// once): memory a program's requests choose stays bounded.
+    #[doc(hidden)]
     pub fn remember(&self, limit: &Limit) {
         // Read first: once a limit is known, remembering it again costs no exclusive lock.
         if self.inner.seen.read().iter().any(|l| l == limit) {
@@ -411,7 +413,7 @@ impl Limiter {
     /// declared ones, overrides, and policies seen per request): a client starts afresh. In
     /// memory and in Redis alike. `key` is the store's key; to name a client as requests
     /// are counted (an address, a user id), use `Limiter::reset` with a `Subject`.
-    pub fn reset_key<'a>(&'a self, scope: &'a str, key: &'a [u8]) -> Check<'a, ()> {
+    pub fn reset<'a>(&'a self, scope: &'a str, key: &'a [u8]) -> Check<'a, ()> {
         let mut limits: Vec<Limit> = registry::limits_of(scope);
         for limit in self.inner.seen.read().iter() {
             if limit.scope() == scope && !limits.contains(limit) {
@@ -421,14 +423,14 @@ impl Limiter {
         match &self.inner.store {
             Backend::Memory(memory) => {
                 for limit in &limits {
-                    memory.forget(limit, key);
+                    memory.reset(limit, key);
                 }
                 Check::ready(Ok(()))
             }
             Backend::Other(store) => Check::pending(async move {
                 for limit in &limits {
                     self.inner.rejections.forget(limit, key);
-                    store.forget(limit, key).await?;
+                    store.reset(limit, key).await?;
                 }
                 Ok(())
             }),

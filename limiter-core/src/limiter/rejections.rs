@@ -9,7 +9,7 @@
 //! no rejection is cached for a scope whose budgets may be given back — one that a
 //! declaration counts with `count = "failures"` (the same on every instance: declarations
 //! are the program's), or that this instance has refunded — a policy changed at run time is
-//! another limit (another id), and a [`reset`](crate::Limiter::reset_key) drops this
+//! another limit (another id), and a [`reset`](crate::Limiter::reset) drops this
 //! instance's entries (another instance's run out at their T — at most the wait they
 //! announced).
 

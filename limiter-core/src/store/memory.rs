@@ -299,7 +299,7 @@ impl MemoryStore {
     }
 
     /// Forgets `key`'s state under `limit`.
-    pub fn forget(&self, limit: &Limit, key: &[u8]) {
+    pub fn reset(&self, limit: &Limit, key: &[u8]) {
         let fp = self.fingerprint(key);
         self.inner.shards[self.shard_of(fp)]
             .0
@@ -425,8 +425,8 @@ impl Store for MemoryStore {
         Check::ready(Ok(()))
     }
 
-    fn forget<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> Check<'a, ()> {
-        MemoryStore::forget(self, limit, key);
+    fn reset<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> Check<'a, ()> {
+        MemoryStore::reset(self, limit, key);
         Check::ready(Ok(()))
     }
 

@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use crate::{Decision, Policy};
 
-pub mod memory;
+mod memory;
 mod receipt;
 #[cfg(feature = "redis")]
-pub mod redis;
+mod redis;
 
 pub use receipt::{Checked, Receipt};
 
@@ -210,8 +210,8 @@ pub trait Store: Send + Sync + 'static {
     ) -> Check<'a, ()>;
 
     /// Forgets `key`'s state under `limit`: the client starts afresh
-    /// ([`Limiter::reset_key`](crate::Limiter::reset_key)).
-    fn forget<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> Check<'a, ()>;
+    /// ([`Limiter::reset`](crate::Limiter::reset)).
+    fn reset<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> Check<'a, ()>;
 
     /// Its name in the metrics' `store` label (`redis`, `memory`).
     fn name(&self) -> &'static str {
@@ -257,8 +257,8 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
         (**self).refund(charges, receipt, now)
     }
 
-    fn forget<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> Check<'a, ()> {
-        (**self).forget(limit, key)
+    fn reset<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> Check<'a, ()> {
+        (**self).reset(limit, key)
     }
 
     fn name(&self) -> &'static str {

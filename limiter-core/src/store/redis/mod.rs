@@ -470,7 +470,7 @@ impl Store for RedisStore {
         }
     }
 
-    fn forget<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> Check<'a, ()> {
+    fn reset<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> Check<'a, ()> {
         Check::pending(async move {
             let mut command = redis::cmd("DEL");
             command.arg(self.key_name(limit, key));
