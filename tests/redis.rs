@@ -843,6 +843,47 @@ fn key_names_are_stable_bounded_and_tagged() {
     assert_eq!(name.matches('{').count(), 1, "one hash tag: {name}");
 }
 
+/// What the store writes is the documented layout, `PREFIX:SCOPE:LIMIT:{CLIENT}`, computed
+/// here from its definition: the key's bytes in hex below 20 bytes, their SHA-1 from 20.
+#[::std::prelude::v1::test]
+fn the_keys_written_follow_the_documented_layout() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+    let limit = Limit::new("layout", Policy::new(5, Duration::from_secs(60)).unwrap());
+    let short = [7u8; 19];
+    let long = [7u8; 20];
+    for key in [&short[..], &long[..]] {
+        rt.block_on(store.check(&limit, key, Duration::ZERO))
+            .unwrap();
+    }
+    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let mut expected = vec![
+        format!("limiter:layout:{:016x}:{{{}}}", limit.id(), hex(&short)),
+        format!(
+            "limiter:layout:{:016x}:{{{}}}",
+            limit.id(),
+            sha1_smol::Sha1::from(&long[..]).digest()
+        ),
+    ];
+    expected.sort();
+    let written = match server.command(&["KEYS", "limiter:*"]) {
+        redis::Value::Array(keys) => {
+            let mut names: Vec<String> = keys
+                .iter()
+                .map(|k| match k {
+                    redis::Value::BulkString(b) => String::from_utf8(b.clone()).unwrap(),
+                    other => panic!("{other:?}"),
+                })
+                .collect();
+            names.sort();
+            names
+        }
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(written, expected);
+}
+
 // ---- one event per transition -------------------------------------------------------------
 
 /// Counts `tracing` events by level.

@@ -5,6 +5,27 @@
 //! count. The sliding window admits 5 — it keeps the instants of recent requests and has no
 //! edge. The picture is drawn from the code by `cargo run --example boundary`:
 //!
+//! # In depth
+//!
+//! `T` is the window, `N` the limit. Each is a pure state machine (`limiter_core::algorithm`);
+//! the in-memory store is checked against small reference models of these definitions on random
+//! schedules, at window edges, across 32-bit stamp wrap-around (`limiter-core/tests/reference.rs`).
+//!
+//! | algorithm | admits a request at `now` iff | `Retry-After` | memory per key | error |
+//! | --- | --- | --- | --- | --- |
+//! | `sliding_window` (default) | fewer than `N` admitted instants `t` with `now − t < T` | `oldest counted t + T − now` | a 16 B entry; `4 × N` B more once a key has 2 instants | none |
+//! | `fixed_window` | the window `[s, s + T)` opened by the key's first request holds fewer than `N` | `s + T − now` | 16 B | `2N − 1` within an instant across an edge |
+//! | `sliding_window_counter` | `previous × (T − elapsed)/T + current < N` (windows aligned to multiples of `T`) | exact time until the estimate drops below `N` | 16 B | within 1% of the exact total on random traffic; `2N` in the worst case |
+//! | `token_bucket` | a bucket of `burst` tokens refilled at `N` per `T` (GCRA) holds a token | time until one token is back | 16 B | none (bursts of `burst` by design) |
+//!
+//! Each algorithm counts exactly up to a bound, checked when the policy is built (at compile
+//! time for the attribute): the sliding window at most 65,535 per window; the counter at most
+//! 16,777,215, and `N × T` (in ms) below 2⁵² (7,446,427 for a week); windows of 1 ms to 7
+//! days; a token bucket refilling completely within 49 days.
+//!
+//! The sliding window's price is memory: one 32-bit instant per admitted request still in the
+//! window, `O(N)` per active client. For large `N` and many clients prefer
+//! `sliding_window_counter` or `token_bucket` (8 bytes of state whatever `N`).
 #![doc = include_str!("../../docs/boundary.svg")]
 //!
 //! | algorithm | admits at `now` iff | in any window | memory per key |

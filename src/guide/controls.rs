@@ -53,3 +53,164 @@
 //! assert_eq!(test::call_service(&app, attempt("correct horse")).await.status(), 200);
 //! # });
 //! ```
+//!
+//! # In depth
+//!
+//! ## A limit over a whole `App` or `Scope`
+//!
+//! ```rust,ignore
+//! use limiter::{KeySpec, Policy, RateLimit};
+//! let api = RateLimit::new(Policy::new(100, Duration::from_secs(60))?) // sliding window
+//!     .key(KeySpec::Ip)     // the default
+//!     .scope("api");        // its name in the header fields and its budget (default "app")
+//! App::new().app_data(limiter.clone()).service(web::scope("/api").wrap(api).service(search))
+//! ```
+//!
+//! `RateLimit` is an actix middleware on the same engine: the `Limiter` in the app data (else
+//! the global one), the same keys, algorithms, responses, header fields, store and fault
+//! policy. A request is decided before any handler or extractor runs: a rejected request's
+//! body is never read. A request under a wrapped scope and a `#[rate_limit]` handler is
+//! checked by both, the middleware first, and its fields list both limits
+//! (`RateLimit: "api";r=98;t=60, "search";r=4;t=60`); the middleware's budget counts the
+//! request even when the handler's then rejects it, since they are two budgets
+//! (`examples/middleware.rs`, `tests/middleware.rs`).
+//!
+//! ## Exemptions
+//!
+//! ```rust,ignore
+//! Limiter::builder()
+//!     .exempt(["127.0.0.1/32", "10.0.0.0/8"])            // your health checks, your own network
+//!     .exempt_when(|req| req.headers().contains_key("x-internal-job"))
+//! #[rate_limit(100, per = "1m", exempt = is_admin)]       // per handler: fn(&HttpRequest) -> bool
+//! ```
+//!
+//! An exempt request is not counted and carries no RateLimit fields. `exempt` matches the
+//! client address as keys resolve it — behind a trusted proxy, the client the proxy names, not
+//! the proxy — and takes addresses or CIDRs (IPv4-mapped IPv6 too); a malformed entry panics at
+//! start-up naming it, and `try_exempt` returns the error for lists read from configuration.
+//! The builder's exemptions cover every handler and middleware of the limiter; `exempt =` one
+//! limit.
+//!
+//! ## Cost
+//!
+//! ```rust,ignore
+//! #[rate_limit(100, per = "1m", cost = 10)]               // an export costs ten
+//! #[rate_limit(1000, per = "1h", cost = batch_size)]       // fn(&HttpRequest) -> u32: the batch it asks for
+//! ```
+//!
+//! A request takes its cost at once, all or nothing, under every algorithm and in both stores
+//! (a token bucket's tokens, a window's requests). `RateLimit`'s `r` counts units; a rejected
+//! request's `r` says how many are left, so a client can send a smaller batch now, and its
+//! `Retry-After` is when its whole cost fits. A computed cost of 0 counts as 1. A cost above
+//! what the limit ever admits at once (`MAX`; a bucket's burst) can never be admitted: it gets a
+//! `429` **without** `Retry-After` (waiting would not help), whose `detail` says so ("This
+//! request costs 150 units, more than the 100 this limit ever allows at once: it can never be
+//! admitted."), and nothing is counted. A literal or constant cost above it is a compile error.
+//!
+//! ## Counting only failures
+//!
+//! ```rust,ignore
+//! #[post("/login")]
+//! #[rate_limit(5, per = "15m", count = "failures")]       // five failed logins per quarter hour
+//! async fn login(form: web::Form<Login>) -> HttpResponse { /* 200, or 401 */ }
+//! ```
+//!
+//! Only responses with status ≥ 400 use the budget: a person who logs in is never held back,
+//! someone guessing passwords gets five tries. It is exact under concurrency: a request is
+//! counted when it is admitted, and given back when its response turns out a success (2xx or
+//! 3xx) — before that response leaves, so the client's next request finds the budget back.
+//! Fifty wrong passwords sent at once therefore get exactly five tries (not fifty, as they
+//! would if failures were counted once known); `tests/controls.rs` sends them.
+//!
+//! A refund is a **receipt**: the check says what it counted — on which store (Redis, or this
+//! instance's fallback memory while Redis was away), and the exact instant the store used:
+//! the sliding log's instant, the fixed window that counted it, the counter's window, and for
+//! the token bucket the instant its tokens come back anyway — and the refund gives back
+//! exactly that, there, and only what is still counted. On Redis's own clock as on the
+//! caller's; a success that finishes after its tokens came back by themselves gives nothing
+//! back (the next request's token is not its to give); a unit counted before an outage is
+//! never refunded from the fallback memory, nor the reverse. While the request runs its
+//! units count, so concurrent successes may briefly see the budget lower. A scope that any
+//! handler counts with `count = "failures"` is never answered from the rejection cache (see
+//! [Several instances](super::instances)).
+//!
+//! ## Dry runs
+//!
+//! `#[rate_limit(..., dry_run = true)]` on one limit, or `Limiter::builder().dry_run(true)` for
+//! all: every decision is made and counted as usual, a would-be rejection is let through with a
+//! `warn` event (`rate limit (dry run): this request would have been rejected`, with the
+//! `scope`, the `key` kind and `retry_after_secs`), and the response carries the RateLimit
+//! fields as if enforced. For rolling a new limit out: watch the events, then remove
+//! `dry_run`. In a stack, the enforced limits decide together (all or nothing) and each limit on
+//! trial is counted on its own.
+//!
+//! ## Limits from configuration, changed while running
+//!
+//! ```rust,ignore
+//! let limiter = Limiter::builder()
+//!     .policy("login", Policy::new(10, Duration::from_secs(60))?)  // from your configuration file
+//!     .build();
+//! limiter.set_policy("login", Policy::new(20, Duration::from_secs(60))?);   // while serving
+//! limiter.reset("login", Subject::Address(ip)).await?;                      // unblock a customer
+//! ```
+//!
+//! - `.policy(scope, policy)` replaces the limit of every handler and middleware whose scope is
+//!   `scope` (give the limits you mean to configure a `scope =`): the attribute's limit is the
+//!   default a deployment overrides without recompiling. `limiter.policy_of(scope)` reads it back.
+//! - `set_policy` takes effect on the next request, on every worker; requests read a snapshot
+//!   (an `arc-swap` load — no lock — and nothing at all until some policy is set). A scope under
+//!   a new policy starts a new budget: clients start afresh. Measured through the in-memory
+//!   store (`cargo bench --manifest-path benches/Cargo.toml --bench overrides`, fixed windows, one thread): a check takes 26 ns
+//!   with no policy set, 46 ns once some other scope has one (the snapshot and a map lookup),
+//!   53 ns under its own scope's, and 103 ns while another thread calls `set_policy` without
+//!   pause — slower, never blocked.
+//! - `reset(scope, subject)` forgets one client's state under every limit of the scope (as
+//!   declared, as configured, and under every plan), in memory and in Redis. `Subject` names the
+//!   client as a key of that kind counts it: `Address(ip)`, `User(id)`, `Header(value)`,
+//!   `Function(value)`, `Checked(value)` (a key given to `limiter::check`), `Global`.
+//!
+//! ## Plans: per-request policies
+//!
+//! ```rust,ignore
+//! #[rate_limit(10, per = "1h", key = "user", policy = plan)]   // free: 10 an hour
+//! async fn reports() -> impl Responder { /* ... */ }
+//!
+//! fn plan(req: &HttpRequest) -> Option<Policy> {               // None keeps the attribute's
+//!     match plan_of(req)? { Plan::Pro => Policy::new(1000, HOUR).ok(), Plan::Free => None }
+//! }
+//! ```
+//!
+//! Each policy has its own budget for the same scope and key: they never mix. A user upgraded
+//! mid-window starts the new plan's budget, and finds the old one's state again if downgraded
+//! within the window. The header fields name the plan's policy (`RateLimit-Policy:
+//! "reports";q=1000;w=3600`). `examples/tiers.rs` reads the free plan from configuration too.
+//!
+//! ## Limits decided inside the handler
+//!
+//! A key function sees only the request before its extractors run: the username of a login form
+//! cannot be one. Check it inside the handler, once it is known:
+//!
+//! ```rust,ignore
+//! static PER_USERNAME: Limit = Limit::constant("login-username", FIVE_PER_15_MIN); // a const Policy
+//!
+//! #[post("/login")]
+//! #[rate_limit(30, per = "1m")]                                   // per address, before the body is read
+//! async fn login(req: HttpRequest, form: web::Form<Login>) -> Result<HttpResponse, Rejected> {
+//!     limiter::check_failures(&req, &PER_USERNAME, &form.user).await?;  // failed logins per username
+//!     // ...
+//! }
+//! ```
+//!
+//! `limiter::check(&req, &LIMIT, key)` counts every request, `check_failures` only those whose
+//! response fails (taken back, as `count = "failures"` does, by the `#[rate_limit]` or
+//! `RateLimit` around the handler). `Err(Rejected)` is the limiter's 429 (or your
+//! `rejection_response`), with `Retry-After`, or the `503` of a store that failed closed; `?`
+//! returns it. The limit joins the response's RateLimit fields after the handler's own
+//! (`"login";r=29;t=60, "login-username";r=4;t=900`). Its key lives in a namespace of its own
+//! (the username "10.0.0.1" never shares an address's budget), and configuration overrides its
+//! scope's policy as for any other. `examples/login_failures.rs` puts it together: failed
+//! attempts per address and per username.
+//!
+//! `limiter.client(&req)` says which client a request is counted as when keyed by address — the
+//! peer, or the client a trusted proxy named (`Client::Address`, `Client::Obfuscated`) — for
+//! logs and for checking a proxy setup.

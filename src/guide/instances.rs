@@ -63,3 +63,162 @@
 //! assert!(limiter.check(&limit, b"ann").await.is_err()); // a 503 in a handler
 //! # });
 //! ```
+//!
+//! # The Redis store in depth
+//!
+//! ```rust,ignore
+//! let limiter = Limiter::builder()
+//!     .store(limiter::RedisStore::connect("redis://127.0.0.1:6379").await?) // feature "redis"
+//!     .build();
+//! ```
+//!
+//! - **One exact budget across instances.** Each request is decided by one Lua script,
+//!   whatever the number of its limits: atomic, one round trip, stacked limits all or nothing,
+//!   the same rules and the same decisions as the in-memory store (the tests replay random
+//!   schedules, stacks and policies at their bounds through both). A server that does not know
+//!   the script (after `SCRIPT FLUSH`, a restart, a failover) answers `NOSCRIPT`, and that one
+//!   check runs the source with `EVAL`, which caches it there again. Every policy
+//!   is computed exactly — `Policy` bounds its numbers to what Lua's doubles hold — so a
+//!   configuration is never refused at run time (which would look like an outage).
+//! - **Batched under load, exactly.** The checks that arrive while earlier ones are in Redis
+//!   go out together: one `EVALSHA` for up to 128, at most two calls in flight, nothing held
+//!   back to fill a batch (an idle store sends each check at once). A call reads the server's
+//!   `TIME` once, lists each policy once, reads each key once and writes it once however many
+//!   of its checks count on it, and decides its checks in order, each all or nothing, exactly
+//!   as if each had been sent alone (`tests/redis.rs`: random bursts of 1 to 12 checks decide
+//!   as the memory store one by one; 800 concurrent checks of 8 keys take at most 200 calls
+//!   and leave each key the exact sequence 29, 28, … 0). When a call fails, the checks still
+//!   waiting behind it fail with it and are never sent afterwards, so the fault policy's
+//!   answer is not followed by a second count; nor is a check whose caller went away.
+//! - **No long scripts**: Redis runs one script at a time, so none scans: the sliding log
+//!   finds its first instant still in the window by galloping from the oldest and bisecting,
+//!   one `LINDEX` at a time. A check that drops a full log of 65,535 instants reads it two
+//!   dozen times and costs Redis well under a millisecond, where a scan cost 132 ms
+//!   (`tests/redis.rs`).
+//! - **One clock**: scripts read the Redis server's `TIME`, so instances with skewed clocks
+//!   agree. A reading earlier than a key's state (the server's clock stepping back) is counted
+//!   at the state's newest instant, as in memory.
+//! - **Tidy keys, stable names**: every key written expires, at most two windows after its last
+//!   use. A call reads each key's expiry once and extends it only when it falls short of what
+//!   the state needs (to a little more: two windows for a log, the refill time plus the
+//!   capacity for a bucket), so most writes set none, and a key another writer left too short
+//!   an expiry (an earlier version during a rolling deploy) is mended by the next write.
+//! - **One key layout**: `PREFIX:SCOPE:LIMIT:{CLIENT}`, bounded whatever a client sends.
+//!   `PREFIX` is `limiter` (`RedisStore::with_prefix` changes it); `SCOPE` the scope's
+//!   printable ASCII, braces left out, cut to 40 characters; `LIMIT` 16 hex digits of a
+//!   stable id of (scope, policy) — the first 8 bytes of the SHA-1 of
+//!   `SCOPE\nALGORITHM\nMAX\nWINDOW_MS\nBURST`, the same on every platform and compiler;
+//!   `CLIENT` the store key's bytes in hex, or their SHA-1 (40 hex digits) when the key is
+//!   20 bytes or longer. The braces are a Redis Cluster hash tag: a client's states share a
+//!   slot. `tests/redis.rs` checks the names the store writes against this layout.
+//! - **Name your scopes** when budgets live in Redis: without `scope`, a limit's scope is its
+//!   handler's module path and name (`my_app::auth::login`, as `module_path!()` writes it —
+//!   the same with every compiler), so renaming the crate or moving the handler starts new
+//!   budgets, and during a rolling deploy old and new instances count apart. (Two handlers
+//!   of one name in one module, in two `impl` blocks say, keep apart by their full paths,
+//!   whose form the standard library does not promise: name their scopes.) A named scope
+//!   (`scope = "login"`) keeps the budget whatever the code around it does; changing the limit
+//!   itself also starts a new budget, by design.
+//! - **Load is not an outage.** The timeout (`.store_timeout(...)`, default 50 ms) judges
+//!   Redis: each call's answer, never the time a check waits for its turn in the batch queue.
+//!   At most 4,096 checks wait; a check that finds the queue full waits for room
+//!   (backpressure) instead of failing. The calls run on a thread of the store's own, so a
+//!   busy or blocked handler cannot stall them, and a check works from any thread. A burst of
+//!   1,000 concurrent failed logins of one client over two instances admits exactly 5 of 5,
+//!   under every fault policy, on an idle and on a busy host (it admitted up to 15 of 5,
+//!   505 under `FailOpen`, and hundreds of 503s under `FailClosed`, with Redis healthy;
+//!   `tests/adversary` measured 10 of 5, and 1,000 × 503 on a busy host).
+//! - **A blip is not an outage.** A call whose connection dropped is sent again at once over a
+//!   new one (one `CLIENT KILL`: 50 of 50 requests answered from Redis, none by the fault
+//!   policy). A failed check gets the fault policy alone; three failed calls in a row (a call
+//!   that fails its hundred checks is one failure) mark Redis down, and then one request per
+//!   100 ms tries it while the others get the policy's answer at once; the first answer brings
+//!   it back. A call that times out fails the checks waiting behind it at once, so a stalled
+//!   Redis costs each request about one timeout; refunds and resets are bounded by the same
+//!   timeout.
+//! - **Faults are a policy**: `.on_store_error(OnStoreError::FallBackToMemory)` (the default:
+//!   keep limiting per instance while Redis is away), `FailOpen`, or `FailClosed` (`503` with
+//!   `Retry-After: 1`). Falling back, `k` instances admit up to `k × N` behind a balancer;
+//!   `.fallback_share(k)` counts `N / k` per instance (rounded up) instead. Losing and
+//!   regaining Redis are one `tracing` event each, not one per request.
+//! - **Rejections are answered locally, exactly.** A rejection Redis decides says "not
+//!   before T" for its limit and key, and nothing any instance does admits that key earlier:
+//!   each instance remembers it (bounded: `.rejection_cache(65_536)` by default, `0` turns it
+//!   off) and answers that key's requests itself until T, with `Retry-After` counted down —
+//!   the answer Redis would give. Under a flood from one client, each instance asks Redis
+//!   about once per retry window: 10,000 requests against 5 a minute over two instances make 7
+//!   `EVALSHA` calls (`tests/redis.rs`, which also replays random schedules over 1 to 3
+//!   instances against one memory store: the same decisions). Measured over HTTP, a rejected
+//!   flood on Redis runs at 0.97× the in-memory rejected flood (`cargo bench --manifest-path
+//!   benches/Cargo.toml --features redis --bench http`, rows `redis_rejecting` and `rejecting`). Kept out, so that nothing makes a
+//!   remembered key admissible earlier: costs above 1; any scope that some declaration counts
+//!   with `count = "failures"` (the same on every instance: declarations are the program's),
+//!   or that this instance has refunded — only handlers (and middlewares) with one plain limit
+//!   use it; stacks and handlers with options always ask Redis — and a policy changed at run
+//!   time is another limit. A
+//!   `reset` forgets this instance's entries at once; other instances answer theirs until
+//!   they end (at most the `Retry-After` they announced).
+//! - `RedisStore::connect_lazily(url)` starts even while Redis is down;
+//!   `RedisStore::from_manager(...)`/`from_client(...)` take a connection you configured.
+//!
+//! ## Redis Cluster
+//!
+//! ```rust,ignore
+//! let store = limiter::RedisStore::connect_cluster(&[
+//!     "redis://10.0.0.1:6379", // one node is enough to find the others;
+//!     "redis://10.0.0.2:6379", // more let the service start while some are down
+//! ]).await?;
+//! ```
+//!
+//! - **Each check goes to the node that serves its keys.** A key's slot is its client's hash
+//!   tag (`{CLIENT}`), so every limit of one client — a stack of `key = "ip"` limits, say —
+//!   lives on one node and is checked there in one atomic script, as on one server. Checks
+//!   are batched per slot (a call's keys must share one): a busy key — a `global` limit, a
+//!   client spending its budget — goes out in batches as on one server. `MOVED`
+//!   and `ASK` are followed and the slot map refreshed (the `redis` crate's cluster
+//!   connection); a replica promoted after a failover gets the scripts on first use (`EVAL`
+//!   on `NOSCRIPT`, on that node only: loading them on every node would fail while one is
+//!   down).
+//! - **Limits of one request on different nodes** (a stack of an `ip` limit and a `user`
+//!   limit: two clients, two slots) are one script per node, in turn. A node that rejects
+//!   makes the parts counted before it give their units back — at the very reading they were
+//!   counted at, so exactly — and the parts after it only read; a node that fails mid-way
+//!   fails the request (the store error policy answers it) and the parts counted before it
+//!   are given back too. The answers are the memory
+//!   store's all-or-nothing ones (`stacks_across_nodes_answer_as_the_memory_store_does`);
+//!   between a part's count and its refund a concurrent request may find those units taken:
+//!   an error on the side of the limit, never past it. Such stacks cost one round trip per
+//!   node, and a rejection up to twice that.
+//! - **A node that fails fails its own slots only.** The limiter tracks the store's health
+//!   per slot: requests whose state lives on the failed node get the store error policy
+//!   (within `store_timeout`; once down, one request per slot per 100 ms tries the node again), every
+//!   other client keeps its exact budget on the surviving nodes. For those to keep serving,
+//!   set `cluster-require-full-coverage no` on the servers; with Redis's default the whole
+//!   cluster refuses commands once it marks a node failed, and every request gets the
+//!   policy. With replicas, a failover brings the slots back after `cluster-node-timeout`,
+//!   with the state the replica had.
+//! - **Tested on a real cluster**: `tests/redis_cluster.rs` starts three masters on free
+//!   ports (`redis-cli --cluster create`), replays random schedules and cross-node stacks
+//!   against the memory store, runs two instances over 24 clients spread over every node
+//!   (exactly 5 of 20 admitted each; a flood of 4,800 more makes at most one call per
+//!   client and instance), flushes the scripts on every node, kills a master mid-run (its
+//!   clients get `FailClosed`/`FailOpen` within the timeout; the others' budgets stay exact
+//!   on both instances), and kills a master that has a replica: once the replica takes over
+//!   (a few seconds with `cluster-node-timeout 1000`), the first check it serves runs the
+//!   script's source — Redis does not replicate its script cache — and every client's budget
+//!   carries on exactly. Replication is asynchronous: units counted in the last moments
+//!   before a master fails can be lost with it, and those clients get them back.
+//! - `RedisStore::connect_cluster_lazily(nodes)` starts while the cluster is away;
+//!   `RedisStore::from_cluster(...)` takes a cluster connection you configured (TLS,
+//!   credentials, reading from replicas is not used: every check writes).
+//!
+//! Two instances, one budget (`examples/redis.rs`):
+//!
+//! ```sh
+//! redis-server --port 6390 --save '' --appendonly no &
+//! REDIS_URL=redis://127.0.0.1:6390 PORT=8081 cargo run --features redis --example redis &
+//! REDIS_URL=redis://127.0.0.1:6390 PORT=8082 cargo run --features redis --example redis &
+//! for port in 8081 8082 8081 8082 8081 8082; do
+//!   curl -s -o /dev/null -w "$port %{http_code}\n" -X POST http://127.0.0.1:$port/login
+//! done   # five 200s in total, then 429, whichever instance answers
+//! ```
