@@ -82,6 +82,12 @@ fn parse_exact(text: &str) -> Result<u64, String> {
                 .trim_start_matches(|c: char| c.is_ascii_alphabetic())
                 .len();
         let unit = &rest[..unit_len];
+        if unit.is_empty() && rest.starts_with(char::is_whitespace) {
+            return Err(format!(
+                "\"{text}\" has a space after the number {number}: write the number and its \
+                 unit together, with a unit of ms, s, m, h or d, e.g. \"30s\", \"1m\" or \"1h30m\""
+            ));
+        }
         if unit.is_empty() {
             return Err(format!(
                 "the number {number} in \"{text}\" has no unit: {HINT}"
@@ -138,12 +144,14 @@ mod tests {
         assert!(err("0s").contains("zero"));
         assert!(err("m").contains("expected a number"));
         assert!(err("10").contains("has no unit"));
+        assert!(err("1 minute").contains("has a space after the number 1"));
+        assert!(!err("1 minute").contains("no unit"));
         assert!(err("30m1h").contains("largest to the smallest"));
         assert!(err("1m1m").contains("largest to the smallest"));
         assert!(err("99999999999999999999d").contains("too large"));
         assert!(err("999999999999d").contains("too long"));
         assert!(err("8d").contains("too long"));
-        assert!(err("1 m").contains("unknown unit") || err("1 m").contains("no unit"));
+        assert!(err("1 m").contains("a space after the number"));
     }
 
     #[test]

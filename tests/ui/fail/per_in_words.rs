@@ -1,0 +1,4 @@
+use limiter::rate_limit;
+#[rate_limit(5, per = "1 minute")]
+async fn h() -> &'static str { "ok" }
+fn main() {}
