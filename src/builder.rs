@@ -108,6 +108,9 @@ impl LimiterBuilder {
 
     /// The policy of every handler and middleware of `scope`, whatever the code declares.
     /// See [`limiter_core::LimiterBuilder::policy`].
+    /// A policy made by [`Policy::new`] keeps each declared limit's algorithm (a
+    /// `fixed_window` route stays a fixed window with the new numbers); one made by
+    /// [`Policy::for_algorithm`] replaces it.
     ///
     /// ```
     /// use std::time::Duration;

@@ -13,7 +13,8 @@ use actix_web::dev::{Service, ServiceResponse};
 use actix_web::{test, web, App, HttpRequest, HttpResponse};
 use common::{events, header, peer, summary};
 use limiter::{
-    rate_limit, Client, Limit, Limiter, ManualClock, Policy, RateLimit, Rejected, Subject,
+    rate_limit, Algorithm, Client, Limit, Limiter, ManualClock, Policy, RateLimit, Rejected,
+    Subject,
 };
 
 const CLIENT: &str = "203.0.113.7:40000";
@@ -470,7 +471,86 @@ async fn configuration_reaches_the_middleware_too() {
     assert_eq!(get(&app, "/api/a", CLIENT).await.status(), 429);
 }
 
+#[rate_limit(5, per = "1m", scope = "configured-fixed", algorithm = "fixed_window")]
+async fn configured_fixed() -> &'static str {
+    "ok"
+}
+
+/// How many of two requests pass 61 s after a first at 0 s and a second at 30 s, each
+/// admitted: a fixed window opened at 0 s has ended (both), a sliding window still holds the
+/// one at 30 s (one).
+async fn passed_after_a_window(
+    limiter: Limiter,
+    clock: &ManualClock,
+    route: actix_web::Route,
+) -> usize {
+    let app = test::init_service(App::new().app_data(limiter).route("/f", route)).await;
+    assert_eq!(get(&app, "/f", CLIENT).await.status(), 200);
+    clock.advance(Duration::from_secs(30));
+    assert_eq!(get(&app, "/f", CLIENT).await.status(), 200);
+    assert_eq!(get(&app, "/f", CLIENT).await.status(), 429);
+    clock.advance(Duration::from_secs(31));
+    let mut passed = 0;
+    for _ in 0..2 {
+        passed += usize::from(get(&app, "/f", CLIENT).await.status() == 200);
+    }
+    passed
+}
+
+#[actix_web::test]
+async fn a_configured_policy_keeps_the_declared_algorithm_unless_it_names_one() {
+    // `Policy::new` sets the numbers: the route stays a fixed window.
+    let (clock, builder) = limiter();
+    let fixed = builder.policy("configured-fixed", per_minute(2)).build();
+    let shown = fixed.routes().to_string();
+    assert!(shown.contains("2 per 1m, fixed_window"), "{shown}");
+    assert_eq!(
+        passed_after_a_window(fixed.clone(), &clock, web::get().to(configured_fixed)).await,
+        2
+    );
+    // Changed while serving, the same.
+    fixed.set_policy("configured-fixed", per_minute(3));
+    let configured = fixed.overridden(&Limit::new(
+        "configured-fixed",
+        Policy::for_algorithm(Algorithm::FixedWindow, 5, Duration::from_secs(60)).unwrap(),
+    ));
+    assert_eq!(
+        configured.map(|l| *l.policy()),
+        Some(Policy::for_algorithm(Algorithm::FixedWindow, 3, Duration::from_secs(60)).unwrap())
+    );
+
+    // `Policy::for_algorithm` names one: it replaces the declared algorithm.
+    let (clock, builder) = limiter();
+    let sliding = Policy::for_algorithm(Algorithm::SlidingWindow, 2, Duration::from_secs(60));
+    let replaced = builder.policy("configured-fixed", sliding.unwrap()).build();
+    let shown = replaced.routes().to_string();
+    assert!(shown.contains("2 per 1m, sliding_window"), "{shown}");
+    assert_eq!(
+        passed_after_a_window(replaced, &clock, web::get().to(configured_fixed)).await,
+        1
+    );
+}
+
 // ---- per-request policies -----------------------------------------------------------------
+
+fn two_a_minute(_: &HttpRequest) -> Option<Policy> {
+    Some(per_minute(2))
+}
+
+#[rate_limit(5, per = "1m", algorithm = "fixed_window", policy = two_a_minute, scope = "plan-fixed")]
+async fn planned_fixed() -> &'static str {
+    "ok"
+}
+
+#[actix_web::test]
+async fn a_plan_keeps_the_declared_algorithm_unless_it_names_one() {
+    let (clock, builder) = limiter();
+    let route = web::get().to(planned_fixed);
+    assert_eq!(
+        passed_after_a_window(builder.build(), &clock, route).await,
+        2
+    );
+}
 
 /// The plan of the user a request comes from: `pro` gets ten a minute.
 fn plan(req: &HttpRequest) -> Option<Policy> {

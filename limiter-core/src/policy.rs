@@ -76,11 +76,15 @@ impl fmt::Display for Algorithm {
 /// assert_eq!(api.burst().get(), 20);
 /// # Ok::<(), limiter::PolicyError>(())
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug)]
 pub struct Policy {
     max: NonZeroU32,
     window_ms: u64,
     algorithm: Algorithm,
+    /// Whether the algorithm was named (`for_algorithm`, `with_algorithm`) rather than taken
+    /// by default (`new`): a policy set by configuration over a declared limit keeps the
+    /// declared algorithm unless it names one. Not part of the policy's identity.
+    algorithm_named: bool,
     burst: Option<NonZeroU32>,
 }
 
@@ -114,6 +118,22 @@ pub enum PolicyError {
         /// The burst given.
         burst: u32,
     },
+}
+
+// Two policies that count the same way are the same policy, however the algorithm was chosen.
+impl PartialEq for Policy {
+    fn eq(&self, other: &Policy) -> bool {
+        (self.max, self.window_ms, self.algorithm, self.burst)
+            == (other.max, other.window_ms, other.algorithm, other.burst)
+    }
+}
+
+impl Eq for Policy {}
+
+impl std::hash::Hash for Policy {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (self.max, self.window_ms, self.algorithm, self.burst).hash(state);
+    }
 }
 
 /// `5 per 1m, sliding_window` (`…, burst 20` for a bucket with a burst): the window in the
@@ -245,9 +265,19 @@ impl Policy {
     /// estimate stays exact in every store, Redis's Lua doubles included.
     pub const MAX_COUNTER_PRODUCT: u64 = (1 << 52) - 1;
 
-    /// At most `max` requests per `window`, counted by the default sliding window.
+    /// At most `max` requests per `window`, counted by the default sliding window — or,
+    /// when configuration sets it over a declared limit
+    /// ([`LimiterBuilder::policy`](crate::LimiterBuilder::policy),
+    /// [`Limiter::set_policy`](crate::Limiter::set_policy)), by that limit's algorithm:
+    /// only [`for_algorithm`](Self::for_algorithm) names one.
     pub const fn new(max: u32, window: Duration) -> Result<Policy, PolicyError> {
-        Policy::for_algorithm(Algorithm::SlidingWindow, max, window)
+        match Policy::for_algorithm(Algorithm::SlidingWindow, max, window) {
+            Ok(policy) => Ok(Policy {
+                algorithm_named: false,
+                ..policy
+            }),
+            Err(error) => Err(error),
+        }
     }
 
     /// At most `max` requests per `window`, counted by `algorithm`.
@@ -286,6 +316,7 @@ impl Policy {
             max,
             window_ms: (nanos / 1_000_000) as u64,
             algorithm,
+            algorithm_named: true,
             burst: None,
         };
         policy.validate()
@@ -296,7 +327,17 @@ impl Policy {
     /// Refused when `max` is beyond what that algorithm counts exactly, or when a burst was
     /// set and the algorithm is not `token_bucket`.
     pub const fn with_algorithm(self, algorithm: Algorithm) -> Result<Policy, PolicyError> {
-        Policy { algorithm, ..self }.validate()
+        Policy {
+            algorithm,
+            algorithm_named: true,
+            ..self
+        }
+        .validate()
+    }
+
+    /// Whether the algorithm was named rather than taken by default ([`Policy::new`]).
+    pub const fn names_algorithm(&self) -> bool {
+        self.algorithm_named
     }
 
     const fn validate(self) -> Result<Policy, PolicyError> {

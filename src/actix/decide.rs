@@ -414,7 +414,15 @@ impl Limiter {
         req: &HttpRequest,
     ) -> LimitRef<'s> {
         if let Some(policy) = spec.options.policy.and_then(|choose| choose(req)) {
-            if policy != *spec.limit.policy() {
+            let declared = spec.limit.policy();
+            // As with configuration: a policy that names no algorithm keeps the declared one.
+            let policy = match policy.names_algorithm() {
+                true => policy,
+                false => policy
+                    .with_algorithm(declared.algorithm())
+                    .unwrap_or(policy),
+            };
+            if policy != *declared {
                 return LimitRef::Shared(limits.tier(self, &spec.limit, policy));
             }
         }

@@ -156,7 +156,9 @@
 //!
 //! - `.policy(scope, policy)` replaces the limit of every handler and middleware whose scope is
 //!   `scope` (give the limits you mean to configure a `scope =`): the attribute's limit is the
-//!   default a deployment overrides without recompiling. `limiter.policy_of(scope)` reads it back.
+//!   default a deployment overrides without recompiling. `limiter.policy(scope)` reads it back.
+//!   A policy made by `Policy::new` sets the numbers and keeps each declared limit's algorithm
+//!   (a `fixed_window` route stays a fixed window); `Policy::for_algorithm` replaces it too.
 //! - `set_policy` takes effect on the next request, on every worker; requests read a snapshot
 //!   (an `arc-swap` load — no lock — and nothing at all until some policy is set). A scope under
 //!   a new policy starts a new budget: clients start afresh. Measured through the in-memory
@@ -182,7 +184,8 @@
 //!
 //! Each policy has its own budget for the same scope and key: they never mix. A user upgraded
 //! mid-window starts the new plan's budget, and finds the old one's state again if downgraded
-//! within the window. The header fields name the plan's policy (`RateLimit-Policy:
+//! within the window. As with configuration, a plan made by `Policy::new` is counted by the
+//! attribute's algorithm. The header fields name the plan's policy (`RateLimit-Policy:
 //! "reports";q=1000;w=3600`). `examples/tiers.rs` reads the free plan from configuration too.
 //!
 //! ## Limits decided inside the handler

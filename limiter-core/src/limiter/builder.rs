@@ -8,7 +8,8 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 
 use super::failover::StoreHealth;
-use super::{fallback, rejections, Backend, Limiter, Overrides, Settings};
+use super::overrides::{Override, Overrides};
+use super::{fallback, rejections, Backend, Limiter, Settings};
 use crate::clock::{Clock, SystemClock};
 use crate::policy::Policy;
 use crate::registry::{self, ScopeConflict};
@@ -126,6 +127,9 @@ impl LimiterBuilder {
     /// The policy of every handler and middleware of `scope`, whatever the code declares:
     /// the attribute's limit is the default a deployment overrides from its configuration,
     /// without recompiling. [`Limiter::set_policy`] changes it while serving.
+    /// A policy made by [`Policy::new`] keeps each declared limit's algorithm (a
+    /// `fixed_window` route stays a fixed window with the new numbers); one made by
+    /// [`Policy::for_algorithm`] replaces it.
     ///
     /// ```
     /// use std::time::Duration;
@@ -137,10 +141,8 @@ impl LimiterBuilder {
     /// # Ok::<(), limiter::PolicyError>(())
     /// ```
     pub fn policy(mut self, scope: &str, policy: Policy) -> LimiterBuilder {
-        self.overrides.insert(
-            scope.into(),
-            Arc::new(Limit::new(scope.to_string(), policy)),
-        );
+        self.overrides
+            .insert(scope.into(), Override::new(scope, policy));
         self
     }
 
@@ -171,7 +173,11 @@ impl LimiterBuilder {
     }
 
     pub(super) fn build_unchecked(self, _global: bool) -> Limiter {
-        let seen = self.overrides.values().map(|l| Limit::clone(l)).collect();
+        let seen = self
+            .overrides
+            .values()
+            .map(|o| Limit::clone(o.given()))
+            .collect();
         let overridden = AtomicBool::new(!self.overrides.is_empty());
         let store = self
             .store

@@ -5,14 +5,15 @@
 mod builder;
 mod failover;
 mod fallback;
+mod overrides;
 mod rejections;
 
 pub use builder::LimiterBuilder;
+use overrides::Overrides;
 
 pub use failover::{OnStoreError, Verdict, RETRY_INTERVAL};
 
 use std::any::Any;
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -21,7 +22,6 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 
 use crate::clock::Clock;
-use crate::policy::Policy;
 use crate::registry;
 use crate::store::{Charge, Check, Checked, Limit, MemoryStore, Receipt, Store, StoreError};
 use failover::StoreHealth;
@@ -80,9 +80,6 @@ struct Settings {
     /// Rejections a networked store decided, answered here until they end.
     rejections: rejections::Rejections,
 }
-
-/// Scope → the limit configuration gives it.
-type Overrides = HashMap<Box<str>, Arc<Limit>>;
 
 /// The limits a limiter remembers besides the declared ones, at most (see
 /// [`Limiter::remember`]).
@@ -328,59 +325,6 @@ impl Limiter {
                 settings.store_timeout
             ))),
         }
-    }
-
-    /// The limit configuration gives `declared`'s scope, if it overrides the declared one.
-    /// Lock-free: a relaxed load when no override exists.
-    #[inline]
-    #[doc(hidden)]
-    pub fn overridden(&self, declared: &Limit) -> Option<Arc<Limit>> {
-        if !self.inner.overridden.load(Ordering::Relaxed) {
-            return None;
-        }
-        self.inner
-            .overrides
-            .load()
-            .get(declared.scope())
-            .filter(|o| o.policy() != declared.policy())
-            .cloned()
-    }
-
-    /// Changes the policy of every handler and middleware of `scope`, from the next request
-    /// on: what configuration reloaded at run time does (no lock on the request path:
-    /// checks read a snapshot).
-    ///
-    /// The scope's budget under the new policy is a new one: clients start afresh under
-    /// it (and would find their old state if the old policy came back within a window).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use limiter::{Limit, Limiter, Policy};
-    /// let limiter = Limiter::builder().build();
-    /// let login = Limit::new("login", Policy::new(5, Duration::from_secs(60))?);
-    /// assert!(limiter.overridden(&login).is_none());
-    /// limiter.set_policy("login", Policy::new(10, Duration::from_secs(60))?);
-    /// assert_eq!(limiter.overridden(&login).unwrap().policy().max().get(), 10);
-    /// # Ok::<(), limiter::PolicyError>(())
-    /// ```
-    pub fn set_policy(&self, scope: &str, policy: Policy) {
-        let limit = Arc::new(Limit::new(scope.to_string(), policy));
-        self.remember(&limit);
-        self.inner.overrides.rcu(|current| {
-            let mut next = Overrides::clone(current);
-            next.insert(scope.into(), Arc::clone(&limit));
-            next
-        });
-        self.inner.overridden.store(true, Ordering::Relaxed);
-    }
-
-    /// The policy configuration gives `scope`, if any.
-    pub fn policy(&self, scope: &str) -> Option<Policy> {
-        self.inner
-            .overrides
-            .load()
-            .get(scope)
-            .map(|limit| *limit.policy())
     }
 
     /// Notes a limit of a scope that is not declared in the code (an override, a policy
