@@ -145,14 +145,13 @@ async fn counters_move_exactly_as_decisions_are_made() {
 
 // ---- a store that fails on demand ----------------------------------------------------------
 
-static DOWN: AtomicBool = AtomicBool::new(false);
-
-/// The memory store, failing while `DOWN` is set.
-struct Flaky(MemoryStore);
+/// The memory store, failing while its flag is set; a flag and a name per test, since they
+/// run at once and the store's metrics are labelled by its name.
+struct Flaky(MemoryStore, &'static AtomicBool, &'static str);
 
 impl Store for Flaky {
     fn check<'a>(&'a self, limit: &'a Limit, key: &'a [u8], now: Duration) -> limiter::Check<'a> {
-        if DOWN.load(Ordering::SeqCst) {
+        if self.1.load(Ordering::SeqCst) {
             return limiter::Check::ready(Err(limiter::StoreError::msg("down")));
         }
         self.0.check(limit, key, now)
@@ -163,7 +162,7 @@ impl Store for Flaky {
         charges: &'a [limiter::Charge<'a>],
         now: Duration,
     ) -> limiter::Check<'a, limiter::Checked> {
-        if DOWN.load(Ordering::SeqCst) {
+        if self.1.load(Ordering::SeqCst) {
             return limiter::Check::ready(Err(limiter::StoreError::msg("down")));
         }
         self.0.check_all(charges, now)
@@ -183,7 +182,7 @@ impl Store for Flaky {
     }
 
     fn name(&self) -> &'static str {
-        "flaky"
+        self.2
     }
 }
 
@@ -194,9 +193,10 @@ async fn stored() -> &'static str {
 
 #[actix_web::test]
 async fn the_store_publishes_its_latency_and_health() {
+    static DOWN: AtomicBool = AtomicBool::new(false);
     metrics();
     let limiter = Limiter::builder()
-        .store(Flaky(MemoryStore::new()))
+        .store(Flaky(MemoryStore::new(), &DOWN, "flaky"))
         .on_store_error(OnStoreError::FailOpen)
         .build();
     let app = test::init_service(
@@ -226,6 +226,77 @@ async fn the_store_publishes_its_latency_and_health() {
     std::thread::sleep(limiter::RETRY_INTERVAL + Duration::from_millis(50));
     assert_eq!(get(&app, "/").await, 200);
     assert_eq!(metrics().get("limiter_store_up{store=flaky}"), Some(&1.0));
+}
+
+#[rate_limit(2, per = "1m", scope = "metrics-fallback")]
+async fn fallback_one() -> &'static str {
+    "ok"
+}
+
+#[rate_limit(2, per = "1m", scope = "metrics-fallback-minute")]
+#[rate_limit(10, per = "1h", scope = "metrics-fallback-hour")]
+async fn fallback_two() -> &'static str {
+    "ok"
+}
+
+static FALLBACK_CHECKED: Limit = Limit::constant(
+    "metrics-fallback-checked",
+    match Policy::new(2, Duration::from_secs(60)) {
+        Ok(policy) => policy,
+        Err(_) => panic!("a valid policy"),
+    },
+);
+
+async fn fallback_checked(req: HttpRequest) -> Result<HttpResponse, limiter::Rejected> {
+    limiter::check(&req, &FALLBACK_CHECKED, "ann").await?;
+    Ok(HttpResponse::Ok().finish())
+}
+
+#[actix_web::test]
+async fn every_check_the_fallback_memory_answers_counts_as_a_store_error() {
+    static DOWN: AtomicBool = AtomicBool::new(true);
+    metrics();
+    let limiter = Limiter::builder()
+        .store(Flaky(MemoryStore::new(), &DOWN, "flaky-fallback"))
+        .on_store_error(OnStoreError::FallBackToMemory)
+        .build();
+    let app = test::init_service(
+        App::new()
+            .app_data(limiter)
+            .route("/one", web::get().to(fallback_one))
+            .route("/two", web::get().to(fallback_two))
+            .route("/checked", web::get().to(fallback_checked)),
+    )
+    .await;
+    // The limits hold from memory, and every decision of the outage says so, allowed or
+    // rejected: a single limit, a stack, a check inside the handler.
+    for (path, scopes) in [
+        ("/one", &["metrics-fallback"][..]),
+        (
+            "/two",
+            &["metrics-fallback-minute", "metrics-fallback-hour"],
+        ),
+        ("/checked", &["metrics-fallback-checked"]),
+    ] {
+        let mut statuses = Vec::new();
+        for _ in 0..3 {
+            statuses.push(get(&app, path).await);
+        }
+        assert_eq!(statuses, [200, 200, 429], "{path}");
+        let counted: Vec<[f64; 3]> = scopes
+            .iter()
+            .map(|scope| {
+                ["store_error", "allowed", "rejected"].map(|outcome| decisions(scope, outcome))
+            })
+            .collect();
+        println!("{path}: [store_error, allowed, rejected] per scope: {counted:?}");
+        // Each limit's decisions of the outage; in the stack, the hour's third is not
+        // counted (the minute rejected the request before it was decided).
+        assert_eq!(counted[0], [3.0, 0.0, 0.0], "{path}");
+        if let Some(hour) = counted.get(1) {
+            assert_eq!(*hour, [2.0, 0.0, 0.0], "{path}");
+        }
+    }
 }
 
 #[::std::prelude::v1::test]

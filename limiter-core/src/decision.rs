@@ -12,16 +12,21 @@ use std::time::Duration;
 ///
 /// It is 16 bytes, so it travels in registers: on a rejection the time until one request
 /// would be admitted is also the time until used quota next comes back, so one field holds
-/// both, and the top bit of that field says whether the request was admitted.
-#[derive(Clone, Copy, PartialEq, Eq)]
+/// both, and the top bits of that field say whether the request was admitted and whether
+/// this instance's memory decided it while the store was away
+/// ([`by_fallback`](Decision::by_fallback)).
+#[derive(Clone, Copy)]
 pub struct Decision {
-    /// Nanoseconds to wait (see above); the top bit is set when the request is admitted.
+    /// Nanoseconds to wait (see above), with the flags [`ALLOWED`] and [`FALLBACK`] on top.
     wait: u64,
     limit: u32,
     remaining: u32,
 }
 
 const ALLOWED: u64 = 1 << 63;
+const FALLBACK: u64 = 1 << 62;
+/// The bits of the wait itself: 146 years of nanoseconds, far beyond any wait a policy allows.
+const WAIT: u64 = FALLBACK - 1;
 
 impl Decision {
     /// An admitted request: `remaining` more would be admitted now, and used quota next
@@ -39,7 +44,7 @@ impl Decision {
     #[inline]
     pub(crate) const fn allow_ns(limit: u32, remaining: u32, reset_after_ns: u64) -> Decision {
         Decision {
-            wait: (reset_after_ns & !ALLOWED) | ALLOWED,
+            wait: (reset_after_ns & WAIT) | ALLOWED,
             limit,
             remaining,
         }
@@ -49,7 +54,7 @@ impl Decision {
     #[inline]
     pub(crate) const fn reject_ns(limit: u32, retry_after_ns: u64) -> Decision {
         Decision {
-            wait: retry_after_ns & !ALLOWED,
+            wait: retry_after_ns & WAIT,
             limit,
             remaining: 0,
         }
@@ -77,7 +82,7 @@ impl Decision {
     #[inline]
     pub(crate) const fn reject_leaving_ns(limit: u32, remaining: u32, wait_ns: u64) -> Decision {
         Decision {
-            wait: wait_ns & !ALLOWED,
+            wait: wait_ns & WAIT,
             limit,
             remaining,
         }
@@ -87,6 +92,24 @@ impl Decision {
     #[inline]
     pub fn allowed(&self) -> bool {
         self.wait & ALLOWED != 0
+    }
+
+    /// Whether this instance's memory decided, a networked store being away
+    /// ([`OnStoreError::FallBackToMemory`](crate::OnStoreError::FallBackToMemory)): the
+    /// fault policy's answer, counted `store_error` in the decision metrics. Not part of
+    /// the decision's identity: `==` compares what the response says.
+    #[inline]
+    pub fn by_fallback(&self) -> bool {
+        self.wait & FALLBACK != 0
+    }
+
+    /// The same decision, marked as made by the fallback memory.
+    #[inline]
+    pub(crate) const fn marked_fallback(self) -> Decision {
+        Decision {
+            wait: self.wait | FALLBACK,
+            ..self
+        }
     }
 
     /// The policy's maximum per window (the RateLimit `q`).
@@ -105,14 +128,14 @@ impl Decision {
     /// allowed.
     #[inline]
     pub fn retry_after(&self) -> Option<Duration> {
-        (!self.allowed()).then(|| Duration::from_nanos(self.wait))
+        (!self.allowed()).then(|| Duration::from_nanos(self.wait & WAIT))
     }
 
     /// The time until used quota next comes back (the RateLimit `t`): equal to
     /// [`retry_after`](Decision::retry_after) on a rejection.
     #[inline]
     pub fn reset_after(&self) -> Duration {
-        Duration::from_nanos(self.wait & !ALLOWED)
+        Duration::from_nanos(self.wait & WAIT)
     }
 
     /// `retry_after` in whole seconds as `Retry-After` carries it: rounded up and never 0,
@@ -142,21 +165,34 @@ impl Decision {
     }
 }
 
+impl PartialEq for Decision {
+    fn eq(&self, other: &Decision) -> bool {
+        (self.wait & !FALLBACK, self.limit, self.remaining)
+            == (other.wait & !FALLBACK, other.limit, other.remaining)
+    }
+}
+
+impl Eq for Decision {}
+
 impl fmt::Debug for Decision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Decision")
+        let mut shown = f.debug_struct("Decision");
+        shown
             .field("allowed", &self.allowed())
             .field("limit", &self.limit)
             .field("remaining", &self.remaining)
             .field("retry_after", &self.retry_after())
-            .field("reset_after", &self.reset_after())
-            .finish()
+            .field("reset_after", &self.reset_after());
+        if self.by_fallback() {
+            shown.field("by_fallback", &true);
+        }
+        shown.finish()
     }
 }
 
-/// Nanoseconds below the flag bit: 292 years, far beyond any wait a policy allows.
+/// Nanoseconds below the flag bits, saturating.
 fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX) & !ALLOWED
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).min(WAIT)
 }
 
 fn ceil_secs(d: Duration) -> u64 {
@@ -166,6 +202,32 @@ fn ceil_secs(d: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fallback_flag_changes_no_number() {
+        for decision in [
+            Decision::allow(5, 4, Duration::from_secs(60)),
+            Decision::reject_leaving(5, 2, Duration::from_millis(1_500)),
+            Decision::reject(5, Duration::from_nanos(WAIT + 1)),
+        ] {
+            let fallback = decision.marked_fallback();
+            assert!(fallback.by_fallback() && !decision.by_fallback());
+            assert_eq!(fallback, decision);
+            assert_eq!(
+                (
+                    fallback.allowed(),
+                    fallback.remaining(),
+                    fallback.retry_after()
+                ),
+                (
+                    decision.allowed(),
+                    decision.remaining(),
+                    decision.retry_after()
+                )
+            );
+            assert_eq!(fallback.reset_after(), decision.reset_after());
+        }
+    }
 
     #[test]
     fn seconds_round_up_and_never_reach_zero_on_rejection() {

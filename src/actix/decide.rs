@@ -232,8 +232,8 @@ impl Limiter {
                 .max_by_key(|(_, d)| d.retry_after());
             if let Some((p, decision)) = rejected {
                 for (p, d) in planned.iter().zip(&decisions) {
-                    if d.is_some_and(|d| !d.allowed()) {
-                        p.counted(Outcome::Rejected);
+                    if let Some(d) = d.filter(|d| !d.allowed()) {
+                        p.counted(Outcome::of(&d));
                     }
                 }
                 self.rejected_event(p, Some(decision));
@@ -251,7 +251,9 @@ impl Limiter {
                 )));
             }
         }
-        enforced.iter().for_each(|p| p.counted(Outcome::Allowed));
+        for (p, d) in planned.iter().zip(&decisions).filter(|(p, _)| !p.dry_run) {
+            p.counted(d.as_ref().map_or(Outcome::Allowed, Outcome::of));
+        }
         // Then the limits on trial, each on its own: decided and counted, never enforced.
         for (slot, p) in decisions
             .iter_mut()
@@ -282,6 +284,7 @@ impl Limiter {
                 }
             };
             p.counted(match decision {
+                Some(d) if d.by_fallback() => Outcome::StoreError,
                 Some(d) if d.allowed() => Outcome::Allowed,
                 Some(_) => Outcome::DryRun,
                 None => Outcome::StoreError,
@@ -326,14 +329,14 @@ impl Limiter {
         let scope = spec.limit.scope();
         match self.verdict(result) {
             Verdict::Decided(decision) if decision.allowed() => {
-                spec.counters.add(scope, Outcome::Allowed);
+                spec.counters.add(scope, Outcome::of(&decision));
                 Ok(Decided {
                     fields: RateLimitFields::one(decision),
                     refund: None,
                 })
             }
             Verdict::Decided(decision) => {
-                spec.counters.add(scope, Outcome::Rejected);
+                spec.counters.add(scope, Outcome::of(&decision));
                 self.rejection_event(scope, &spec.key.kind(), &key, Some(decision));
                 Err(Box::new(self.rejection(
                     Some(limits),

@@ -162,11 +162,10 @@ async fn check_inline(
             inline.refunds.extend(refund);
         }
     }
+    super::observe::count(limit.scope(), Outcome::of(&decision));
     if decision.allowed() {
-        super::observe::count(limit.scope(), Outcome::Allowed);
         return Ok(());
     }
-    super::observe::count(limit.scope(), Outcome::Rejected);
     limiter.rejection_event(limit.scope(), "checked", &key, Some(decision));
     Err(Rejected::new(
         limiter.rejection(None, None, &name, decision),

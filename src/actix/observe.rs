@@ -1,6 +1,7 @@
 //! The decisions, counted through the `metrics` facade (feature `metrics`), and nothing at
 //! all without it: `limiter_decisions_total`, labelled `scope` and `outcome` (`allowed`,
-//! `rejected`, `dry_run`, `exempt`, `store_error`). The engine counts its stores' own
+//! `rejected`, `dry_run`, `exempt`, `store_error`: every check the fault policy answered —
+//! failed open, failed closed, or decided by the fallback memory). The engine counts its stores' own
 //! figures (latency, health, the memory store's keys and bytes).
 //!
 //! Labels are scopes: their number is bounded by the program, never by its clients (no key
@@ -16,6 +17,19 @@ pub(crate) enum Outcome {
     DryRun,
     Exempt,
     StoreError,
+}
+
+impl Outcome {
+    /// What a store's answer counts as: `store_error` when the fault policy gave it (the
+    /// fallback memory decided, the store being away), else allowed or rejected.
+    #[inline]
+    pub(crate) fn of(decision: &limiter_core::Decision) -> Outcome {
+        match (decision.by_fallback(), decision.allowed()) {
+            (true, _) => Outcome::StoreError,
+            (false, true) => Outcome::Allowed,
+            (false, false) => Outcome::Rejected,
+        }
+    }
 }
 
 #[cfg(feature = "metrics")]

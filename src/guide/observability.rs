@@ -59,6 +59,13 @@
 //! | `limiter_keys`, `limiter_bytes` | gauges | the in-memory store's keys and bytes, once per housekeeping round |
 //! | `limiter_evictions_total` | counter | keys the in-memory store forgot to make room |
 //!
+//! The outcomes partition the decisions: each limit's check is counted once. `store_error` is
+//! every check the fault policy answered while the store failed — failed open, failed closed,
+//! or decided by the fallback memory (`FallBackToMemory`, the default: those requests were
+//! still limited, and `Decision::by_fallback` says so inside a handler) — so an alert on
+//! `rate(limiter_decisions_total{outcome="store_error"}[1m]) > 0` sees every outage, whatever
+//! the policy.
+//!
 //! Labels are scopes and store names, never a client's key, so their number is bounded by your
 //! program. Each limit keeps its counters' handles, taken at its first request: install the
 //! recorder before serving. Without the feature, none of this is compiled; with it and a

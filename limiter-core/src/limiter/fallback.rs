@@ -53,10 +53,11 @@ impl Fallback {
     }
 
     pub(super) fn check_at(&self, limit: &Limit, key: &[u8], now: Duration) -> Decision {
-        match self.limit(limit) {
+        let decision = match self.limit(limit) {
             Some(scaled) => self.memory.check_at(&scaled, key, now),
             None => self.memory.check_at(limit, key, now),
-        }
+        };
+        decision.marked_fallback()
     }
 
     pub(super) fn check_all_at(&self, charges: &[Charge<'_>], now: Duration) -> Checked {
@@ -66,7 +67,12 @@ impl Fallback {
                 .check_all_at(&recharged(charges, &scaled, self.share), now),
             None => self.memory.check_all_at(charges, now),
         };
-        checked.map_receipt(Receipt::counted_by_fallback)
+        let (decisions, receipt) = checked.into_parts();
+        let decisions = decisions
+            .into_iter()
+            .map(Decision::marked_fallback)
+            .collect();
+        Checked::new(decisions, receipt.counted_by_fallback())
     }
 
     pub(super) fn refund_at(&self, charges: &[Charge<'_>], receipt: &Receipt, now: Duration) {

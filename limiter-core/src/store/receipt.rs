@@ -117,13 +117,6 @@ impl Checked {
     pub fn into_parts(self) -> (Vec<Decision>, Receipt) {
         (self.decisions, self.receipt)
     }
-
-    pub(crate) fn map_receipt(self, change: impl FnOnce(Receipt) -> Receipt) -> Checked {
-        Checked {
-            decisions: self.decisions,
-            receipt: change(self.receipt),
-        }
-    }
 }
 
 impl Deref for Checked {
