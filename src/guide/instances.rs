@@ -123,7 +123,10 @@
 //!   Redis: each call's answer, never the time a check waits for its turn in the batch queue.
 //!   At most 4,096 checks wait; a check that finds the queue full waits for room
 //!   (backpressure) instead of failing. The calls run on a thread of the store's own, so a
-//!   busy or blocked handler cannot stall them, and a check works from any thread. A burst of
+//!   busy or blocked handler cannot stall them, and a check works from any thread. Nor does
+//!   the host's own delay count: when the timer fires, a reply that has arrived is read
+//!   first, and a timer that fired late by half the timeout or more (the store's thread got
+//!   no CPU on an oversubscribed host) is armed again, at most twice. A burst of
 //!   1,000 concurrent failed logins of one client over two instances admits exactly 5 of 5,
 //!   under every fault policy, on an idle and on a busy host (it admitted up to 15 of 5,
 //!   505 under `FailOpen`, and hundreds of 503s under `FailClosed`, with Redis healthy;

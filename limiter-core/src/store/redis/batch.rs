@@ -188,7 +188,7 @@ impl RedisStore {
         let timeout = self.timeout();
         let mut retried = false;
         loop {
-            let error = match tokio::time::timeout(timeout, self.call(checks)).await {
+            let error = match super::deadline::within(timeout, self.call(checks)).await {
                 Ok(Ok(replies)) => return Ok(replies),
                 Ok(Err(error)) => error,
                 Err(_) => {

@@ -3,6 +3,7 @@
 mod batch;
 mod call;
 mod connection;
+mod deadline;
 mod keys;
 mod nodes;
 mod refund;
@@ -382,7 +383,7 @@ impl RedisStore {
             .runtime
             .run(async move {
                 let call = inner.connection.eval(script(&inner), &command);
-                tokio::time::timeout(timeout, call).await
+                deadline::within(timeout, call).await
             })
             .await?
             .map_err(|_| StoreError::msg(format!("Redis did not answer within {timeout:?}")))?
@@ -479,7 +480,7 @@ impl Store for RedisStore {
             self.inner
                 .runtime
                 .run(async move {
-                    tokio::time::timeout(timeout, connection.query::<i64>(&command)).await
+                    deadline::within(timeout, connection.query::<i64>(&command)).await
                 })
                 .await?
                 .map_err(|_| StoreError::msg(format!("Redis did not answer within {timeout:?}")))?
