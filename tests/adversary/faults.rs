@@ -63,6 +63,7 @@ async fn recovery(server: &Server) -> Duration {
 /// how long until counting in Redis resumes, without touching the service.
 #[test]
 fn redis_faults_cost_at_most_a_timeout_and_recover_without_a_restart() {
+    let _alone = crate::harness::alone();
     let mut redis = RedisServer::start();
     let proxy = Proxy::start(redis.port());
     let rt = client();
@@ -163,6 +164,7 @@ fn redis_faults_cost_at_most_a_timeout_and_recover_without_a_restart() {
 /// memory while Redis was away (2 × 5 here); with `fallback_share(2)`, 5 + 3.
 #[test]
 fn falling_back_through_a_stall_stays_within_the_documented_bound() {
+    let _alone = crate::harness::alone();
     let redis = RedisServer::start();
     let rt = client();
     for (share, bound) in [(1, 10), (2, 8)] {
@@ -203,6 +205,7 @@ fn falling_back_through_a_stall_stays_within_the_documented_bound() {
 /// by Redis, without a restart.
 #[test]
 fn one_slow_call_is_one_failure_not_an_outage() {
+    let _alone = crate::harness::alone();
     let redis = RedisServer::start();
     let proxy = Proxy::start(redis.port());
     let rt = client();

@@ -362,3 +362,14 @@ impl Proxy {
         );
     }
 }
+
+/// The tests that bring load of their own (a burst on a busy host, a flood of keys) or time
+/// Redis's faults run one at a time: each measures the load it states, not its neighbours'
+/// (beside the flood and the other tests of a debug build, Redis itself went past the 50 ms
+/// timeout now and then, and the burst's fallback counted on both instances).
+pub(crate) fn alone() -> std::sync::MutexGuard<'static, ()> {
+    static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ALONE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}

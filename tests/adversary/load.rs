@@ -95,6 +95,7 @@ pub(crate) fn count(statuses: &[u16], status: u16) -> usize {
 /// up to 505 under FailOpen, and hundreds got 503 under FailClosed.)
 #[test]
 fn a_burst_of_a_thousand_is_never_mistaken_for_an_outage() {
+    let _alone = crate::harness::alone();
     let redis = RedisServer::start();
     let rt = client();
     for policy in [
