@@ -255,7 +255,7 @@ impl LimiterBuilder {
 
     /// The `detail` of the default 429 problem body.
     pub fn rejection_message(mut self, message: impl Into<Cow<'static, str>>) -> LimiterBuilder {
-        self.http().rejection_message = message.into();
+        self.http().set_rejection_message(message.into());
         self
     }
 

@@ -415,11 +415,19 @@ where
 {
     let RequestParts { req, mut payload } = parts;
     let limiter = Limiter::of(&req);
-    let decided = match limiter.decide(&req, limits).await {
+    // What is awaited only on the way less taken — a check under way in a networked store,
+    // a refused request's body, a refund — is boxed there: this future, which every
+    // request of the handler allocates and moves, holds none of their state.
+    let decided = match limiter.decide_now(&req, limits) {
+        Some(decided) => decided,
+        None => Box::pin(limiter.decide(&req, limits)).await,
+    };
+    let decided = match decided {
         Ok(decided) => decided,
+        Err(response) if limiter.bodiless(&req) => return Guarded(response, PhantomData),
         Err(response) => {
-            let response = limiter.answer_refused(&req, &mut payload, *response).await;
-            return Guarded(response, PhantomData);
+            let answer = limiter.answer_refused(&req, &mut payload, response);
+            return Guarded(Box::pin(answer).await, PhantomData);
         }
     };
     let fields = Fields {
@@ -437,7 +445,7 @@ where
     let inline_refunds = fields.apply(&mut response, &req);
     if response.status().as_u16() < 400 {
         for refund in decided.refund.into_iter().chain(inline_refunds) {
-            refund.take_back(limiter).await;
+            Box::pin(refund.take_back(limiter)).await;
         }
     }
     Guarded(response, PhantomData)

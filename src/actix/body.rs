@@ -45,6 +45,16 @@ impl Limiter {
         })
     }
 
+    /// Whether `req` comes without a body: nothing to read or hold when it is refused.
+    #[inline]
+    pub(crate) fn bodiless(&self, req: &HttpRequest) -> bool {
+        let headers = req.headers();
+        !headers.contains_key(TRANSFER_ENCODING)
+            && headers
+                .get(CONTENT_LENGTH)
+                .is_none_or(|length| length.as_bytes() == b"0")
+    }
+
     /// Whether the body was read whole (or there was none).
     async fn discard_small_body(
         &self,

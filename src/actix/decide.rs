@@ -139,13 +139,11 @@ impl Limiter {
         &self,
         req: &HttpRequest,
         limits: &HandlerLimits,
-    ) -> Result<Decided, Box<HttpResponse>> {
-        let http = self.http();
-        if let ([spec], true) = (limits.limits.as_slice(), limits.plain && http.plain()) {
-            if self.overridden(&spec.limit).is_none() {
-                return self.decide_one(req, limits, spec).await;
-            }
+    ) -> Result<Decided, HttpResponse> {
+        if let Some(spec) = self.lean(limits) {
+            return self.decide_one(req, limits, spec).await;
         }
+        let http = self.http();
         if self.is_exempt(req) {
             for spec in &limits.limits {
                 spec.counters.add(spec.limit.scope(), Outcome::Exempt);
@@ -161,7 +159,7 @@ impl Limiter {
             let key = spec
                 .key
                 .key_of(req, self)
-                .map_err(|error| Box::new(self.key_failure(limits, &error)))?;
+                .map_err(|error| self.key_failure(limits, &error))?;
             planned.push(Planned {
                 spec,
                 limit: self.limit_for(limits, spec, req),
@@ -182,12 +180,12 @@ impl Limiter {
             self.rejected_event(never, None);
             let capacity = never.limit.policy().capacity();
             let max = never.limit.policy().max().get();
-            return Err(Box::new(self.never_admitted(
+            return Err(self.never_admitted(
                 limits,
                 &never.spec.name,
                 never.member(),
                 (never.cost, capacity, max),
-            )));
+            ));
         }
         if !enforced.is_empty() {
             let charges: Vec<Charge<'_>> = enforced.iter().map(|p| p.charge()).collect();
@@ -220,9 +218,7 @@ impl Limiter {
                 }
                 Verdict::Unavailable => {
                     enforced.iter().for_each(|p| p.counted(Outcome::StoreError));
-                    return Err(Box::new(
-                        self.failure(Some(limits), Failure::StoreUnavailable),
-                    ));
+                    return Err(self.failure(Some(limits), Failure::StoreUnavailable));
                 }
             }
             let rejected = planned
@@ -243,12 +239,7 @@ impl Limiter {
                     .filter_map(|(p, d)| d.map(|d| (p.member(), d)))
                     .unzip();
                 let fields = RateLimitFields::of_members(answers, members);
-                return Err(Box::new(self.rejection(
-                    Some(limits),
-                    Some(&fields),
-                    &p.spec.name,
-                    decision,
-                )));
+                return Err(self.rejection(Some(limits), Some(&fields), &p.spec.name, decision));
             }
         }
         for (p, d) in planned.iter().zip(&decisions).filter(|(p, _)| !p.dry_run) {
@@ -311,21 +302,69 @@ impl Limiter {
     }
 
     /// The common case, kept lean: one limit, as declared, nothing to exempt, no cost.
+    /// `None` when it does not apply.
+    #[inline]
+    fn lean<'l>(&self, limits: &'l HandlerLimits) -> Option<&'l LimitSpec> {
+        match limits.limits.as_slice() {
+            [spec]
+                if limits.plain
+                    && self.http().plain()
+                    && self.overridden(&spec.limit).is_none() =>
+            {
+                Some(spec)
+            }
+            _ => None,
+        }
+    }
+
+    /// [`decide`](Self::decide) without a future, when the request takes the lean path and
+    /// the store answers at once (the memory store always does, a networked store when it
+    /// remembers a rejection): what every request on the default setup does. `None`
+    /// otherwise, having counted nothing: then `decide` it.
+    #[inline]
+    pub(crate) fn decide_now(
+        &self,
+        req: &HttpRequest,
+        limits: &HandlerLimits,
+    ) -> Option<Result<Decided, HttpResponse>> {
+        let spec = self.lean(limits)?;
+        let key = match spec.key.key_of(req, self) {
+            Ok(key) => key,
+            Err(error) => return Some(Err(self.key_failure(limits, &error))),
+        };
+        // A check that is not answered at once has not started: dropping it counts nothing.
+        let result = self.check(&spec.limit, key.as_bytes()).take_ready()?;
+        Some(self.decided_one(limits, spec, &key, result))
+    }
+
     async fn decide_one(
         &self,
         req: &HttpRequest,
         limits: &HandlerLimits,
         spec: &LimitSpec,
-    ) -> Result<Decided, Box<HttpResponse>> {
+    ) -> Result<Decided, HttpResponse> {
         let key = match spec.key.key_of(req, self) {
             Ok(key) => key,
-            Err(error) => return Err(Box::new(self.key_failure(limits, &error))),
+            Err(error) => return Err(self.key_failure(limits, &error)),
         };
         let mut check = self.check(&spec.limit, key.as_bytes());
         let result = match check.take_ready() {
             Some(result) => result,
             None => check.await,
         };
+        self.decided_one(limits, spec, &key, result)
+    }
+
+    /// What the check of a lean request came to.
+    // By value: boxing the response would cost every rejected request an allocation.
+    #[allow(clippy::result_large_err)]
+    fn decided_one(
+        &self,
+        limits: &HandlerLimits,
+        spec: &LimitSpec,
+        key: &ClientKey,
+        result: Result<Decision, crate::StoreError>,
+    ) -> Result<Decided, HttpResponse> {
         let scope = spec.limit.scope();
         match self.verdict(result) {
             Verdict::Decided(decision) if decision.allowed() => {
@@ -337,13 +376,13 @@ impl Limiter {
             }
             Verdict::Decided(decision) => {
                 spec.counters.add(scope, Outcome::of(&decision));
-                self.rejection_event(scope, &spec.key.kind(), &key, Some(decision));
-                Err(Box::new(self.rejection(
+                self.rejection_event(scope, &spec.key.kind(), key, Some(decision));
+                Err(self.rejection(
                     Some(limits),
                     Some(&RateLimitFields::one(decision)),
                     &spec.name,
                     decision,
-                )))
+                ))
             }
             Verdict::Unlimited => {
                 spec.counters.add(scope, Outcome::StoreError);
@@ -351,9 +390,7 @@ impl Limiter {
             }
             Verdict::Unavailable => {
                 spec.counters.add(scope, Outcome::StoreError);
-                Err(Box::new(
-                    self.failure(Some(limits), Failure::StoreUnavailable),
-                ))
+                Err(self.failure(Some(limits), Failure::StoreUnavailable))
             }
         }
     }
@@ -373,7 +410,13 @@ impl Limiter {
         key: &ClientKey,
         decision: Option<Decision>,
     ) {
-        tracing::Span::current().record("rate_limit", "rejected");
+        // No subscriber enables anything (the level filter is off): there is no span to
+        // record into, and looking for the current one costs a rejection flood.
+        if tracing::level_filters::LevelFilter::current()
+            != tracing::level_filters::LevelFilter::OFF
+        {
+            tracing::Span::current().record("rate_limit", "rejected");
+        }
         let retry_after_secs = decision.map(|d| d.retry_after_secs());
         if self.http().trace_keys {
             tracing::debug!(

@@ -153,6 +153,7 @@ async fn check_inline(
         policy: *limit.policy(),
     };
     {
+        InlineChecks::made();
         let mut extensions = req.extensions_mut();
         if extensions.get::<InlineChecks>().is_none() {
             extensions.insert(InlineChecks::default());

@@ -140,13 +140,24 @@ where
         let limits = Arc::clone(&self.limits);
         Box::pin(async move {
             let limiter = Limiter::of(req.request()).clone();
-            let decided = match limiter.decide(req.request(), &limits).await {
+            // As in the attribute's handler: what the common request never awaits is boxed
+            // where it is awaited, so that this future stays small.
+            let decided = match limiter.decide_now(req.request(), &limits) {
+                Some(decided) => decided,
+                None => Box::pin(limiter.decide(req.request(), &limits)).await,
+            };
+            let decided = match decided {
                 Ok(decided) => decided,
                 Err(response) => {
-                    let mut payload = req.take_payload();
-                    let response = limiter
-                        .answer_refused(req.request(), &mut payload, *response)
-                        .await;
+                    let response = match limiter.bodiless(req.request()) {
+                        true => response,
+                        false => {
+                            let mut payload = req.take_payload();
+                            let answer =
+                                limiter.answer_refused(req.request(), &mut payload, response);
+                            Box::pin(answer).await
+                        }
+                    };
                     let (request, _) = req.into_parts();
                     return Ok(ServiceResponse::new(request, response).map_into_right_body());
                 }
@@ -165,7 +176,7 @@ where
             // leaves.
             if response.status().as_u16() < 400 {
                 for refund in decided.refund.into_iter().chain(inline_refunds) {
-                    refund.take_back(&limiter).await;
+                    Box::pin(refund.take_back(&limiter)).await;
                 }
             }
             Ok(response.map_into_left_body())

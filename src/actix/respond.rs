@@ -25,7 +25,9 @@ impl Limiter {
         name: &str,
         decision: Decision,
     ) -> HttpResponse {
-        let rejection = Rejection::new(name, decision, &self.http().rejection_message);
+        let http = self.http();
+        let rejection =
+            Rejection::new(name, decision, &http.rejection_message).with_head(http.problem_head());
         self.reject_with(limits.zip(fields), &rejection)
     }
 

@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use actix_web::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use actix_web::http::StatusCode;
@@ -76,6 +77,20 @@ pub(crate) struct InlineChecks {
     pub(crate) refunds: Vec<super::decide::Refund>,
 }
 
+/// Whether any request of this process was checked inside its handler: until one is, no
+/// response looks for their decisions in its request's extensions (a lookup per request).
+static ANY_INLINE: AtomicBool = AtomicBool::new(false);
+
+impl InlineChecks {
+    /// Called before a request's first inline check is stored: the request is answered on
+    /// the thread that checked it, so its response then looks.
+    pub(crate) fn made() {
+        if !ANY_INLINE.load(Ordering::Relaxed) {
+            ANY_INLINE.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
 /// The name and policy of one list member, when they are not the declared ones.
 #[derive(Clone, Debug)]
 pub(crate) struct Member {
@@ -136,6 +151,9 @@ impl RateLimitFields {
         declared: &super::attribute::HandlerLimits,
     ) -> Vec<super::decide::Refund> {
         use actix_web::HttpMessage;
+        if !ANY_INLINE.load(Ordering::Relaxed) {
+            return Vec::new();
+        }
         let Some(checked) = req.extensions_mut().remove::<InlineChecks>() else {
             return Vec::new();
         };
@@ -241,7 +259,7 @@ impl RateLimitFields {
             if let Some(d) = tightest {
                 set(headers, &X_LIMIT, HeaderValue::from(d.limit()));
                 set(headers, &X_REMAINING, HeaderValue::from(d.remaining()));
-                set(headers, &X_RESET, HeaderValue::from(d.reset_after_secs()));
+                set(headers, &X_RESET, number_value(d.reset_after_secs()));
             }
         }
     }
@@ -264,6 +282,20 @@ fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
         }
     }
     out.extend_from_slice(&digits[at..]);
+}
+
+/// `n` as a header field value, with no allocation below 100 — most `Retry-After`s, and
+/// every `X-RateLimit-Reset` of a minute's window.
+pub(crate) fn number_value(n: u64) -> HeaderValue {
+    const PAIRS: &str = "00010203040506070809101112131415161718192021222324\
+                         25262728293031323334353637383940414243444546474849\
+                         50515253545556575859606162636465666768697071727374\
+                         75767778798081828384858687888990919293949596979899";
+    match usize::try_from(n) {
+        Ok(n @ 0..=9) => HeaderValue::from_static(&PAIRS[2 * n + 1..2 * n + 2]),
+        Ok(n @ 10..=99) => HeaderValue::from_static(&PAIRS[2 * n..2 * n + 2]),
+        _ => HeaderValue::from(n),
+    }
 }
 
 /// How [`RateLimitFields::apply`] writes a field a response may carry already.
@@ -299,6 +331,8 @@ pub struct Rejection<'a> {
     name: &'a str,
     decision: Decision,
     message: &'a str,
+    /// The default body's opening, `message` escaped, when made beforehand.
+    head: Option<&'a [u8]>,
     never: bool,
 }
 
@@ -308,8 +342,16 @@ impl<'a> Rejection<'a> {
             name,
             decision,
             message,
+            head: None,
             never: false,
         }
+    }
+
+    /// With [`problem_head`]`(message)` made beforehand: a flood of rejections escapes the
+    /// message once, not once each.
+    pub(crate) fn with_head(mut self, head: &'a [u8]) -> Rejection<'a> {
+        self.head = Some(head);
+        self
     }
 
     /// A request that costs more than the limit ever allows at once: `message` says so.
@@ -318,6 +360,7 @@ impl<'a> Rejection<'a> {
             name,
             decision,
             message,
+            head: None,
             never: true,
         }
     }
@@ -362,15 +405,16 @@ impl<'a> Rejection<'a> {
     /// no `Retry-After`, `"retry_after": null`, and a detail that says why.
     pub fn problem_response(&self) -> HttpResponse {
         let retry_after = self.retry_after();
-        let mut body = Vec::with_capacity(96 + self.message.len());
-        body.extend_from_slice(
-            br#"{"type":"about:blank","title":"Too Many Requests","status":429,"detail":"#,
-        );
-        match serde_json::to_writer(&mut body, self.message) {
-            Ok(()) => {}
-            Err(_) => body.extend_from_slice(b"\"\""),
-        }
-        body.extend_from_slice(br#","retry_after":"#);
+        let made;
+        let head = match self.head {
+            Some(head) => head,
+            None => {
+                made = problem_head(self.message);
+                &made
+            }
+        };
+        let mut body = Vec::with_capacity(head.len() + 24);
+        body.extend_from_slice(head);
         match retry_after {
             Some(secs) => push_decimal(&mut body, secs),
             None => body.extend_from_slice(b"null"),
@@ -380,11 +424,26 @@ impl<'a> Rejection<'a> {
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, PROBLEM_JSON.clone());
         if let Some(secs) = retry_after {
-            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            headers.insert(header::RETRY_AFTER, number_value(secs));
         }
         headers.insert(header::CACHE_CONTROL, NO_STORE.clone());
         response.map_into_boxed_body()
     }
+}
+
+/// The default 429's body up to `retry_after`'s value: the problem's fixed members and
+/// `message`, escaped, as its `detail`.
+pub(crate) fn problem_head(message: &str) -> Box<[u8]> {
+    let mut head = Vec::with_capacity(96 + message.len());
+    head.extend_from_slice(
+        br#"{"type":"about:blank","title":"Too Many Requests","status":429,"detail":"#,
+    );
+    match serde_json::to_writer(&mut head, message) {
+        Ok(()) => {}
+        Err(_) => head.extend_from_slice(b"\"\""),
+    }
+    head.extend_from_slice(br#","retry_after":"#);
+    head.into_boxed_slice()
 }
 
 static PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+json");
@@ -394,7 +453,7 @@ static NO_STORE: HeaderValue = HeaderValue::from_static("no-store");
 pub(crate) fn complete_rejection(response: &mut HttpResponse, retry_after: Option<u64>) {
     let headers = response.headers_mut();
     if let Some(secs) = retry_after {
-        set_if_absent(headers, &header::RETRY_AFTER, HeaderValue::from(secs));
+        set_if_absent(headers, &header::RETRY_AFTER, number_value(secs));
     }
     set_if_absent(headers, &header::CACHE_CONTROL, NO_STORE.clone());
 }
@@ -488,7 +547,7 @@ impl Failure {
         let headers = response.headers_mut();
         set_if_absent(headers, &header::CACHE_CONTROL, NO_STORE.clone());
         if let Some(secs) = self.retry_after_secs() {
-            set_if_absent(headers, &header::RETRY_AFTER, HeaderValue::from(secs));
+            set_if_absent(headers, &header::RETRY_AFTER, number_value(secs));
         }
         if options.ietf && !policy.is_empty() {
             set_if_absent(headers, &RATELIMIT_POLICY, policy.clone());
@@ -504,6 +563,13 @@ pub(crate) fn member_prefix(name: &str) -> Box<str> {
 #[cfg(test)]
 mod tests {
     use super::push_decimal;
+
+    #[test]
+    fn numbers_as_header_values() {
+        for n in [0, 1, 9, 10, 42, 99, 100, 3_600, u64::MAX] {
+            assert_eq!(super::number_value(n).to_str().unwrap(), n.to_string());
+        }
+    }
 
     #[test]
     fn decimals() {

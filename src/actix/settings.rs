@@ -26,6 +26,8 @@ pub(crate) struct HttpSettings {
     pub(crate) forwarding_headers: ForwardingHeaders,
     pub(crate) user_key: Option<Arc<UserKey>>,
     pub(crate) rejection_message: Cow<'static, str>,
+    /// The default 429's body up to `retry_after`, made once from the message.
+    problem_head: std::sync::OnceLock<Box<[u8]>>,
     pub(crate) rejection_response: Option<Arc<RejectionResponse>>,
     pub(crate) failure_response: Option<Arc<FailureResponse>>,
     pub(crate) headers: HeaderOptions,
@@ -47,6 +49,7 @@ impl Default for HttpSettings {
             forwarding_headers: ForwardingHeaders::XForwardedFor,
             user_key: None,
             rejection_message: Cow::Borrowed(DEFAULT_MESSAGE),
+            problem_head: std::sync::OnceLock::new(),
             rejection_response: None,
             failure_response: None,
             headers: HeaderOptions {
@@ -64,6 +67,21 @@ impl Default for HttpSettings {
 }
 
 impl HttpSettings {
+    /// Sets the 429's `detail`; the body's opening is made again from it.
+    pub(crate) fn set_rejection_message(&mut self, message: Cow<'static, str>) {
+        self.rejection_message = message;
+        self.problem_head = std::sync::OnceLock::new();
+    }
+
+    /// The default 429's body up to `retry_after`: [`response::problem_head`] of the
+    /// message, made on first use.
+    ///
+    /// [`response::problem_head`]: super::response::problem_head
+    pub(crate) fn problem_head(&self) -> &[u8] {
+        self.problem_head
+            .get_or_init(|| super::response::problem_head(&self.rejection_message))
+    }
+
     /// Whether no limiter-wide rule applies to requests (exemptions, dry run): the lean
     /// path is open.
     #[inline]
