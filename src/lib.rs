@@ -43,11 +43,11 @@ pub use crate::limiter::Limiter;
 pub use actix::inline::{check, check_failures, Rejected};
 pub use actix::keys::{client_ip, KeySpec};
 pub use actix::middleware::{RateLimit, RateLimitService};
+pub use actix::problem::{Failure, Rejection};
 pub use actix::proxy::{
     client_of, Client, Contradiction, ForwardingHeaders, InvalidNetwork, TrustedProxies,
 };
 pub use actix::reset::Subject;
-pub use actix::response::{Failure, Rejection};
 pub use actix::routes_page::routes_service;
 #[doc(inline)]
 #[doc = include_str!("docs/attribute.md")]
@@ -57,10 +57,9 @@ pub use limiter_macros::rate_limit;
 /// that a user's own `HttpResponse` or `Result` cannot capture it. Not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::actix::attribute::{
-        handle, handler_path, Guarded, HandlerLimits, LimitSpec, RequestParts,
-    };
+    pub use crate::actix::attribute::{handle, Guarded, RequestParts};
     pub use crate::actix::keys::KeySpec;
+    pub use crate::actix::limits::{handler_path, HandlerLimits, LimitSpec};
     pub use actix_web::http::header::HeaderName;
     pub use actix_web::{HttpRequest, Responder};
     pub use limiter_core::__private::{inventory, Declares, HandlerPath, LazyLock, Registration};

@@ -9,11 +9,13 @@ use actix_web::{HttpRequest, HttpResponse};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::attribute::{HandlerLimits, LimitSpec};
+use super::fields::{Member, RateLimitFields};
 use super::keys::ClientKey;
+use super::limits::{HandlerLimits, LimitSpec};
 use super::observe::Outcome;
-use super::response::{Failure, Member, RateLimitFields};
-use crate::{Charge, Decision, Limit, Limiter, Receipt, Verdict};
+use super::problem::Failure;
+use super::refund::{Owned, Refund};
+use crate::{Charge, Decision, Limit, Limiter, Verdict};
 
 /// What deciding a request came to, when it may go on.
 pub(crate) struct Decided {
@@ -33,40 +35,10 @@ impl Decided {
     }
 
     /// The store failed open: nothing counted, no fields.
-    fn undecided() -> Decided {
+    pub(super) fn undecided() -> Decided {
         Decided {
             fields: RateLimitFields::undecided(),
             refund: None,
-        }
-    }
-}
-
-/// What to take back once the response is known, check by check: the charges (which
-/// outlive the decision) and the receipt of what their check counted.
-pub(crate) struct Refund {
-    checks: Vec<(Vec<Owned>, Receipt)>,
-}
-
-/// A charge that outlives its request's decision: the limit, the key and the cost.
-type Owned = (Arc<Limit>, ClientKey, u32);
-
-impl Refund {
-    /// One unit of `limit` for `key`, counted as `receipt` says.
-    pub(crate) fn one(limit: Arc<Limit>, key: ClientKey, receipt: Receipt) -> Refund {
-        Refund {
-            checks: vec![(vec![(limit, key, 1)], receipt)],
-        }
-    }
-
-    /// Takes the charges back (the response was a success), before the response leaves:
-    /// the client's next request finds them back.
-    pub(crate) async fn take_back(self, limiter: &Limiter) {
-        for (charges, receipt) in &self.checks {
-            let charges: Vec<Charge<'_>> = charges
-                .iter()
-                .map(|(limit, key, cost)| Charge::new(limit, key.as_bytes()).cost(*cost))
-                .collect();
-            let _ = limiter.refund(&charges, receipt).await;
         }
     }
 }
@@ -297,102 +269,8 @@ impl Limiter {
             .unzip();
         Ok(Decided {
             fields: RateLimitFields::of_members(answers, members),
-            refund: (!refunds.is_empty()).then_some(Refund { checks: refunds }),
+            refund: (!refunds.is_empty()).then(|| Refund::new(refunds)),
         })
-    }
-
-    /// The common case, kept lean: one limit, as declared, nothing to exempt, no cost.
-    /// `None` when it does not apply.
-    #[inline]
-    fn lean<'l>(&self, limits: &'l HandlerLimits) -> Option<&'l LimitSpec> {
-        match limits.limits.as_slice() {
-            [spec]
-                if limits.plain
-                    && self.http().plain()
-                    && self.overridden(&spec.limit).is_none() =>
-            {
-                Some(spec)
-            }
-            _ => None,
-        }
-    }
-
-    /// [`decide`](Self::decide) without a future, when the request takes the lean path and
-    /// the store answers at once (the memory store always does, a networked store when it
-    /// remembers a rejection): what every request on the default setup does. `None`
-    /// otherwise, having counted nothing: then `decide` it.
-    #[inline]
-    pub(crate) fn decide_now(
-        &self,
-        req: &HttpRequest,
-        limits: &HandlerLimits,
-    ) -> Option<Result<Decided, HttpResponse>> {
-        let spec = self.lean(limits)?;
-        let key = match spec.key.key_of(req, self) {
-            Ok(key) => key,
-            Err(error) => return Some(Err(self.key_failure(limits, &error))),
-        };
-        // A check that is not answered at once has not started: dropping it counts nothing.
-        let result = self.check(&spec.limit, key.as_bytes()).take_ready()?;
-        Some(self.decided_one(limits, spec, &key, result))
-    }
-
-    async fn decide_one(
-        &self,
-        req: &HttpRequest,
-        limits: &HandlerLimits,
-        spec: &LimitSpec,
-    ) -> Result<Decided, HttpResponse> {
-        let key = match spec.key.key_of(req, self) {
-            Ok(key) => key,
-            Err(error) => return Err(self.key_failure(limits, &error)),
-        };
-        let mut check = self.check(&spec.limit, key.as_bytes());
-        let result = match check.take_ready() {
-            Some(result) => result,
-            None => check.await,
-        };
-        self.decided_one(limits, spec, &key, result)
-    }
-
-    /// What the check of a lean request came to.
-    // By value: boxing the response would cost every rejected request an allocation.
-    #[allow(clippy::result_large_err)]
-    fn decided_one(
-        &self,
-        limits: &HandlerLimits,
-        spec: &LimitSpec,
-        key: &ClientKey,
-        result: Result<Decision, crate::StoreError>,
-    ) -> Result<Decided, HttpResponse> {
-        let scope = spec.limit.scope();
-        match self.verdict(result) {
-            Verdict::Decided(decision) if decision.allowed() => {
-                spec.counters.add(scope, Outcome::of(&decision));
-                Ok(Decided {
-                    fields: RateLimitFields::one(decision),
-                    refund: None,
-                })
-            }
-            Verdict::Decided(decision) => {
-                spec.counters.add(scope, Outcome::of(&decision));
-                self.rejection_event(scope, &spec.key.kind(), key, Some(decision));
-                Err(self.rejection(
-                    Some(limits),
-                    Some(&RateLimitFields::one(decision)),
-                    &spec.name,
-                    decision,
-                ))
-            }
-            Verdict::Unlimited => {
-                spec.counters.add(scope, Outcome::StoreError);
-                Ok(Decided::undecided())
-            }
-            Verdict::Unavailable => {
-                spec.counters.add(scope, Outcome::StoreError);
-                Err(self.failure(Some(limits), Failure::StoreUnavailable))
-            }
-        }
     }
 
     /// The `debug` event of a rejected request (`decision` is `None` for a cost no budget

@@ -9,10 +9,11 @@ use actix_web::{HttpMessage, HttpRequest, HttpResponse, ResponseError};
 
 use std::sync::Arc;
 
-use super::decide::Refund;
+use super::fields::{InlineChecks, Member};
 use super::keys::ClientKey;
 use super::observe::Outcome;
-use super::response::{Failure, InlineChecks, Member};
+use super::problem::Failure;
+use super::refund::Refund;
 use crate::{Charge, Limit, Limiter, StoreError, Verdict};
 
 /// A request a [`check`] turned away: return it with `?`, and actix answers with the
@@ -147,7 +148,7 @@ async fn check_inline(
     };
     let refund = (failures_only && decision.allowed())
         .then(|| Refund::one(Arc::new(limit.clone()), key.clone(), receipt));
-    let name = super::response::field_name(Cow::Owned(limit.scope().to_string()));
+    let name = super::fields::field_name(Cow::Owned(limit.scope().to_string()));
     let member = Member {
         name: name.clone(),
         policy: *limit.policy(),

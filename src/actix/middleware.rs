@@ -12,9 +12,9 @@ use actix_web::body::{BoxBody, EitherBody, MessageBody};
 use actix_web::dev::{Service, ServiceRequest, ServiceResponse, Transform};
 use actix_web::{Error, HttpMessage};
 
-use super::attribute::{HandlerLimits, LimitSpec};
+use super::fields::Write;
 use super::keys::KeySpec;
-use super::response::Write;
+use super::limits::{HandlerLimits, LimitSpec};
 use crate::{Limit, Limiter, Policy};
 
 /// A limit over everything it wraps: an `App`, a `web::scope`, a resource.
@@ -164,7 +164,7 @@ where
             };
             let mut response = service.call(req).await?;
             let mut fields = decided.fields;
-            let inline_refunds = fields.take_inline_checks(response.request(), &limits);
+            let inline_refunds = fields.take_inline_checks(response.request(), || limits.members());
             fields.apply(
                 response.headers_mut(),
                 &limits.policy,

@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use actix_web::HttpResponse;
 
-use super::attribute::HandlerLimits;
+use super::fields::{Member, RateLimitFields, Write};
 use super::keys::KeyError;
-use super::response::{complete_rejection, Failure, Member, RateLimitFields, Rejection, Write};
+use super::limits::HandlerLimits;
+use super::problem::{complete_rejection, Failure, Rejection};
 use crate::{Decision, Limiter};
 
 impl Limiter {

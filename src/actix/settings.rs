@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use actix_web::{HttpRequest, HttpResponse};
 
+use super::fields::HeaderOptions;
+use super::problem::{Failure, Rejection};
 use super::proxy::{ForwardingHeaders, TrustedProxies};
-use super::response::{Failure, HeaderOptions, Rejection};
 use crate::LimiterBuilder;
 
 pub(crate) type UserKey = dyn Fn(&HttpRequest) -> Option<String> + Send + Sync;
@@ -73,13 +74,13 @@ impl HttpSettings {
         self.problem_head = std::sync::OnceLock::new();
     }
 
-    /// The default 429's body up to `retry_after`: [`response::problem_head`] of the
+    /// The default 429's body up to `retry_after`: [`problem::problem_head`] of the
     /// message, made on first use.
     ///
-    /// [`response::problem_head`]: super::response::problem_head
+    /// [`problem::problem_head`]: super::problem::problem_head
     pub(crate) fn problem_head(&self) -> &[u8] {
         self.problem_head
-            .get_or_init(|| super::response::problem_head(&self.rejection_message))
+            .get_or_init(|| super::problem::problem_head(&self.rejection_message))
     }
 
     /// Whether no limiter-wide rule applies to requests (exemptions, dry run): the lean

@@ -1,0 +1,243 @@
+//! The responses of a request the limiter refused or could not decide, as RFC 9457
+//! problems: the 429 ([`Rejection`]) and the failures ([`Failure`]), with what every one
+//! carries whoever built it.
+
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::StatusCode;
+use actix_web::HttpResponse;
+
+use super::fields::{number_value, push_decimal, set_if_absent, HeaderOptions, RATELIMIT_POLICY};
+use crate::Decision;
+
+/// A request turned away: what the rejection response is made from.
+///
+/// The default response is a 429 with an RFC 9457 problem body; replace it with
+/// [`LimiterBuilder::rejection_response`](crate::LimiterBuilder::rejection_response).
+#[derive(Debug, Clone)]
+pub struct Rejection<'a> {
+    name: &'a str,
+    decision: Decision,
+    message: &'a str,
+    /// The default body's opening, `message` escaped, when made beforehand.
+    head: Option<&'a [u8]>,
+    never: bool,
+}
+
+impl<'a> Rejection<'a> {
+    pub(crate) fn new(name: &'a str, decision: Decision, message: &'a str) -> Rejection<'a> {
+        Rejection {
+            name,
+            decision,
+            message,
+            head: None,
+            never: false,
+        }
+    }
+
+    /// With [`problem_head`]`(message)` made beforehand: a flood of rejections escapes the
+    /// message once, not once each.
+    pub(crate) fn with_head(mut self, head: &'a [u8]) -> Rejection<'a> {
+        self.head = Some(head);
+        self
+    }
+
+    /// A request that costs more than the limit ever allows at once: `message` says so.
+    pub(crate) fn never(name: &'a str, decision: Decision, message: &'a str) -> Rejection<'a> {
+        Rejection {
+            name,
+            decision,
+            message,
+            head: None,
+            never: true,
+        }
+    }
+
+    /// Whether the request can never be admitted, however long it waits: it costs more
+    /// than the limit allows at once (`cost`). Its response then has no `Retry-After`.
+    pub fn never_admitted(&self) -> bool {
+        self.never
+    }
+
+    /// `Retry-After` in whole seconds (rounded up, never 0), or `None` for a request that
+    /// can never be admitted.
+    pub fn retry_after(&self) -> Option<u64> {
+        (!self.never).then(|| self.retry_after_secs())
+    }
+
+    /// The name of the limit that rejected the request (its scope, or the handler's name).
+    pub fn limit_name(&self) -> &str {
+        self.name
+    }
+
+    /// The decision, with the exact `retry_after`.
+    pub fn decision(&self) -> &Decision {
+        &self.decision
+    }
+
+    /// Whole seconds until one request would be admitted: rounded up, never 0.
+    pub fn retry_after_secs(&self) -> u64 {
+        self.decision.retry_after_secs().unwrap_or(1)
+    }
+
+    /// The configured message (the problem's `detail`).
+    pub fn message(&self) -> &str {
+        self.message
+    }
+
+    /// The default response: `429 Too Many Requests`, `Retry-After`, `Cache-Control:
+    /// no-store` and an `application/problem+json` body with `type`, `title`, `status`,
+    /// `detail` and `retry_after`.
+    ///
+    /// A request that can never be admitted ([`never_admitted`](Self::never_admitted)) gets
+    /// no `Retry-After`, `"retry_after": null`, and a detail that says why.
+    pub fn problem_response(&self) -> HttpResponse {
+        let retry_after = self.retry_after();
+        let made;
+        let head = match self.head {
+            Some(head) => head,
+            None => {
+                made = problem_head(self.message);
+                &made
+            }
+        };
+        let mut body = Vec::with_capacity(head.len() + 24);
+        body.extend_from_slice(head);
+        match retry_after {
+            Some(secs) => push_decimal(&mut body, secs),
+            None => body.extend_from_slice(b"null"),
+        }
+        body.push(b'}');
+        let mut response = HttpResponse::with_body(StatusCode::TOO_MANY_REQUESTS, body);
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, PROBLEM_JSON.clone());
+        if let Some(secs) = retry_after {
+            headers.insert(header::RETRY_AFTER, number_value(secs));
+        }
+        headers.insert(header::CACHE_CONTROL, NO_STORE.clone());
+        response.map_into_boxed_body()
+    }
+}
+
+/// The default 429's body up to `retry_after`'s value: the problem's fixed members and
+/// `message`, escaped, as its `detail`.
+pub(crate) fn problem_head(message: &str) -> Box<[u8]> {
+    let mut head = Vec::with_capacity(96 + message.len());
+    head.extend_from_slice(
+        br#"{"type":"about:blank","title":"Too Many Requests","status":429,"detail":"#,
+    );
+    match serde_json::to_writer(&mut head, message) {
+        Ok(()) => {}
+        Err(_) => head.extend_from_slice(b"\"\""),
+    }
+    head.extend_from_slice(br#","retry_after":"#);
+    head.into_boxed_slice()
+}
+
+static PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+json");
+static NO_STORE: HeaderValue = HeaderValue::from_static("no-store");
+
+/// Adds what every rejection carries, whoever built the response.
+pub(crate) fn complete_rejection(response: &mut HttpResponse, retry_after: Option<u64>) {
+    let headers = response.headers_mut();
+    if let Some(secs) = retry_after {
+        set_if_absent(headers, &header::RETRY_AFTER, number_value(secs));
+    }
+    set_if_absent(headers, &header::CACHE_CONTROL, NO_STORE.clone());
+}
+
+/// A request a limited handler could not decide. Each has a fixed, documented response that
+/// never shows clients internal details (the cause goes to `tracing`); replace it with
+/// [`LimiterBuilder::failure_response`](crate::LimiterBuilder::failure_response).
+///
+/// | failure | status | when |
+/// | --- | --- | --- |
+/// | [`StoreUnavailable`](Failure::StoreUnavailable) | 503, `Retry-After: 1` | the store failed or timed out and the limiter fails closed |
+/// | [`NoClientAddress`](Failure::NoClientAddress) | 500 | a route keyed by address, and the request has no peer address (a Unix socket, a test request without one) |
+/// | [`ContradictoryForwarding`](Failure::ContradictoryForwarding) | 400 | a trusted proxy's `Forwarded` and `X-Forwarded-For` name different clients |
+///
+/// Every one carries `Cache-Control: no-store` and the handler's `RateLimit-Policy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Failure {
+    /// The store failed or exceeded its timeout, under [`OnStoreError::FailClosed`](crate::OnStoreError).
+    StoreUnavailable,
+    /// The route counts by address and the request has none.
+    NoClientAddress,
+    /// The trusted proxy's forwarding headers name different clients: one was written by
+    /// the client. See [`Contradiction`](crate::Contradiction).
+    ContradictoryForwarding,
+}
+
+impl Failure {
+    /// The response status.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Failure::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Failure::NoClientAddress => StatusCode::INTERNAL_SERVER_ERROR,
+            Failure::ContradictoryForwarding => StatusCode::BAD_REQUEST,
+        }
+    }
+
+    /// The problem's `title`.
+    pub fn title(&self) -> &'static str {
+        match self {
+            Failure::StoreUnavailable => "Rate Limit Unavailable",
+            Failure::NoClientAddress => "Client Address Unknown",
+            Failure::ContradictoryForwarding => "Contradictory Forwarding Headers",
+        }
+    }
+
+    /// The problem's `detail`: fixed, and free of internals.
+    pub fn detail(&self) -> &'static str {
+        match self {
+            Failure::StoreUnavailable => {
+                "The rate limit could not be checked just now; try again in a second."
+            }
+            Failure::NoClientAddress => {
+                "This route is rate limited by client address, and the request has none."
+            }
+            Failure::ContradictoryForwarding => {
+                "The request's Forwarded and X-Forwarded-For headers name different clients."
+            }
+        }
+    }
+
+    /// `Retry-After` in seconds, for the failures that pass.
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        match self {
+            Failure::StoreUnavailable => Some(1),
+            Failure::NoClientAddress | Failure::ContradictoryForwarding => None,
+        }
+    }
+
+    /// The default response: an RFC 9457 problem with the status, title and detail above.
+    pub fn problem_response(&self) -> HttpResponse {
+        let status = self.status();
+        let body = serde_json::json!({
+            "type": "about:blank",
+            "title": self.title(),
+            "status": status.as_u16(),
+            "detail": self.detail(),
+        });
+        HttpResponse::build(status)
+            .content_type(PROBLEM_JSON.clone())
+            .body(body.to_string())
+    }
+
+    /// Adds what every such response carries, unless the response set it itself.
+    pub(crate) fn complete(
+        &self,
+        response: &mut HttpResponse,
+        policy: &HeaderValue,
+        options: HeaderOptions,
+    ) {
+        let headers = response.headers_mut();
+        set_if_absent(headers, &header::CACHE_CONTROL, NO_STORE.clone());
+        if let Some(secs) = self.retry_after_secs() {
+            set_if_absent(headers, &header::RETRY_AFTER, number_value(secs));
+        }
+        if options.ietf && !policy.is_empty() {
+            set_if_absent(headers, &RATELIMIT_POLICY, policy.clone());
+        }
+    }
+}
