@@ -2,7 +2,8 @@
 //!
 //! Two instances behind a balancer each count their half, and the real limit doubles. The
 //! Redis store (feature `redis`) gives them one budget: each check is one atomic script, on
-//! Redis's clock, with the same decisions as the in-memory store.
+//! Redis's clock, with the same decisions as the in-memory store. It is tested against Redis
+//! 7.0 and Valkey 8.0: CI runs every Redis test, the cluster's and the attacks on both.
 //!
 //! ```
 //! # #[cfg(feature = "redis")]

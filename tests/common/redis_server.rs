@@ -1,10 +1,16 @@
-//! A `redis-server` of the tests' own, on a free loopback port, that they can stop, pause
-//! and restart. Never the machine's standard Redis.
+//! A `redis-server` (or `valkey-server`, see [`server_binary`]) of the tests' own, on a free
+//! loopback port, that they can stop, pause and restart. Never the machine's standard Redis.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// The server the tests start: `redis-server`, or the one `LIMITER_REDIS_SERVER` names
+/// (`.ci/run` runs the Redis tests again with `valkey-server`).
+pub(crate) fn server_binary() -> String {
+    std::env::var("LIMITER_REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_string())
+}
 
 pub(crate) struct RedisServer {
     child: Option<Child>,
@@ -39,18 +45,21 @@ impl RedisServer {
     }
 
     fn spawn(&mut self) {
-        let child = Command::new("redis-server")
+        let binary = server_binary();
+        let child = Command::new(&binary)
             .args(["--port", &self.port.to_string()])
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .args(&self.options)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("redis-server must be installed for the redis tests (apt-get install -y redis-server)");
+            .unwrap_or_else(|e| {
+                panic!("{binary} must be installed for the redis tests (apt-get install -y redis-server; .ci/install-valkey for valkey-server): {e}")
+            });
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         while self.try_command(&["PING"]).is_none() {
-            assert!(Instant::now() < deadline, "redis-server did not start");
+            assert!(Instant::now() < deadline, "{binary} did not start");
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -161,6 +170,20 @@ impl RedisServer {
 }
 
 impl RedisServer {
+    /// What the server says it is, from `INFO server`: `valkey 8.0.1`, `redis 7.0.15`.
+    pub(crate) fn version(&self) -> String {
+        let info = self.text(&["INFO", "server"]);
+        let field = |name: &str| {
+            info.lines()
+                .find_map(|line| line.strip_prefix(name))
+                .map(|v| v.trim().to_string())
+        };
+        match field("valkey_version:") {
+            Some(version) => format!("valkey {version}"),
+            None => format!("redis {}", field("redis_version:").unwrap_or_default()),
+        }
+    }
+
     /// A command's reply as text (`INFO`, `CLUSTER INFO`).
     pub(crate) fn text(&self, args: &[&str]) -> String {
         self.try_text(args).expect("redis answered with text")
