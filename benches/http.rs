@@ -78,6 +78,18 @@ fn default_plan(req: &actix_web::HttpRequest) -> Option<limiter::Policy> {
     req.headers().get("x-plan").and(None)
 }
 
+/// A minute's fixed window, for a new client per request (the `*_many` variants).
+#[rate_limit(100, per = "1m", algorithm = "fixed_window")]
+async fn many_fixed_hello() -> &'static str {
+    "Hello world!"
+}
+
+/// The same with the default sliding log.
+#[rate_limit(100, per = "1m")]
+async fn many_log_hello() -> &'static str {
+    "Hello world!"
+}
+
 /// Every option on: a cost, failures only (each success is taken back), an exemption rule
 /// and a per-request policy that both decline, and a second limit in dry run.
 #[rate_limit(65535, per = "100ms", cost = 2, count = "failures", exempt = never_exempt, policy = default_plan)]
@@ -132,6 +144,16 @@ fn serve(variant: &str, listener: TcpListener) -> std::io::Result<()> {
                 let store = limiter::RedisStore::connect_lazily(&url).expect("a Redis URL");
                 Limiter::builder().store(store).build()
             }
+            // A new client per request, named by the trusted proxy (loopback).
+            #[cfg(feature = "redis")]
+            "redis_many" | "redis_many_log" => {
+                let url = std::env::var("LIMITER_BENCH_REDIS").expect("the driver passes the URL");
+                let store = limiter::RedisStore::connect_lazily(&url).expect("a Redis URL");
+                Limiter::builder()
+                    .store(store)
+                    .trusted_proxies(["127.0.0.1"])
+                    .build()
+            }
             "quiet" => Limiter::builder().ietf_headers(false).build(),
             // A rejected body left unread closes its connection.
             "post_closed" => Limiter::builder().keep_alive_body_limit(0).build(),
@@ -140,7 +162,7 @@ fn serve(variant: &str, listener: TcpListener) -> std::io::Result<()> {
             _ => Limiter::builder().build(),
         };
         #[cfg(feature = "redis")]
-        if variant == "aerl_redis" {
+        if variant == "aerl_redis" || variant == "aerl_many" {
             // actix-extensible-rate-limit's Redis backend (a fixed window), the same limit.
             use actix_extensible_rate_limit::backend::redis::RedisBackend;
             use actix_extensible_rate_limit::backend::SimpleInputFunctionBuilder;
@@ -152,9 +174,17 @@ fn serve(variant: &str, listener: TcpListener) -> std::io::Result<()> {
                 .expect("Redis answers");
             let backend = RedisBackend::builder(manager).build();
             return HttpServer::new(move || {
-                let input = SimpleInputFunctionBuilder::new(Duration::from_millis(100), 65535)
-                    .peer_ip_key()
-                    .build();
+                // The many-client variant: a minute's window of 100, keyed on the address
+                // X-Forwarded-For names, as ours.
+                let input = if variant == "aerl_many" {
+                    SimpleInputFunctionBuilder::new(Duration::from_secs(60), 100)
+                        .real_ip_key()
+                        .build()
+                } else {
+                    SimpleInputFunctionBuilder::new(Duration::from_millis(100), 65535)
+                        .peer_ip_key()
+                        .build()
+                };
                 App::new()
                     .wrap(
                         RateLimiter::builder(backend.clone(), input)
@@ -200,6 +230,8 @@ fn serve(variant: &str, listener: TcpListener) -> std::io::Result<()> {
                 }
                 "rejecting" | "redis_rejecting" => app.route("/", web::get().to(rejecting_hello)),
                 "redis_fixed" => app.route("/", web::get().to(fixed_hello)),
+                "redis_many" => app.route("/", web::get().to(many_fixed_hello)),
+                "redis_many_log" => app.route("/", web::get().to(many_log_hello)),
                 "options" => app.route("/", web::get().to(options_hello)),
                 "post_kept" | "post_closed" => app.route("/", web::post().to(rejecting_post)),
                 "headers" => app.route("/", web::get().to(hello_with_headers)),
@@ -237,7 +269,7 @@ async fn connection(
     client: usize,
     deadline: Instant,
     budget: u64,
-    post: bool,
+    (post, many): (bool, bool),
 ) -> (u64, u64) {
     let mut stream = TcpStream::connect(addr).await.unwrap();
     stream.set_nodelay(true).unwrap();
@@ -252,11 +284,27 @@ async fn connection(
             "GET / HTTP/1.1\r\nHost: bench\r\nX-Forwarded-For: 198.51.100.3, 203.0.113.{client}\r\n\r\n"
         )
     };
-    let request = request.as_bytes();
+    let mut request = request.into_bytes();
     let mut buf = vec![0u8; 8192];
     let (mut done, mut rejected) = (0, 0);
+    // The `*_many` variants: every request from one of 2^20 addresses, at random (a
+    // generator per connection, seeded apart).
+    let mut seed = 0x9E37_79B9_7F4A_7C15_u64 ^ (client as u64).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     while Instant::now() < deadline && done < budget {
-        if stream.write_all(request).await.is_err() {
+        if many {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let x = (seed >> 40) & 0xF_FFFF;
+            request = format!(
+                "GET / HTTP/1.1\r\nHost: bench\r\nX-Forwarded-For: 10.{}.{}.{}\r\n\r\n",
+                x >> 16,
+                (x >> 8) & 0xFF,
+                x & 0xFF
+            )
+            .into_bytes();
+        }
+        if stream.write_all(&request).await.is_err() {
             assert!(post, "the server closed the connection");
             stream = TcpStream::connect(addr).await.unwrap();
             stream.set_nodelay(true).unwrap();
@@ -311,7 +359,7 @@ fn round(
     addr: SocketAddr,
     pid: u32,
     length: Duration,
-    post: bool,
+    kind: (bool, bool),
 ) -> Round {
     let cpu_before = cpu_ns(pid);
     let start = Instant::now();
@@ -319,7 +367,7 @@ fn round(
     let budget = MAX_REQUESTS_PER_ROUND / CONNECTIONS as u64;
     let (done, rejected) = runtime.block_on(async {
         let tasks: Vec<_> = (0..CONNECTIONS)
-            .map(|client| tokio::spawn(connection(addr, client, deadline, budget, post)))
+            .map(|client| tokio::spawn(connection(addr, client, deadline, budget, kind)))
             .collect();
         let mut totals = (0, 0);
         for task in tasks {
@@ -335,6 +383,12 @@ fn round(
         cpu_us_per_request: cpu / done as f64,
         rejected,
     }
+}
+
+/// Whether a variant's requests are POSTs with a body, and whether each comes from a new
+/// client (`*_many*`).
+fn kind(variant: &str) -> (bool, bool) {
+    (variant.starts_with("post_"), variant.contains("_many"))
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -381,6 +435,9 @@ fn main() {
         std::env::set_var("LIMITER_BENCH_REDIS", server.url());
         server
     };
+    let only: Option<Vec<String>> = std::env::var("ONLY")
+        .ok()
+        .map(|v| v.split(',').map(str::to_string).collect());
     let variants: Vec<&str> = VARIANTS
         .iter()
         .copied()
@@ -389,7 +446,14 @@ fn main() {
         .chain(cfg!(feature = "redis").then_some("aerl_redis"))
         .chain(cfg!(feature = "redis").then_some("redis_fixed"))
         .chain(cfg!(feature = "metrics").then_some("metrics"))
+        .chain(cfg!(feature = "redis").then_some("redis_many"))
+        .chain(cfg!(feature = "redis").then_some("redis_many_log"))
+        .chain(cfg!(feature = "redis").then_some("aerl_many"))
+        // `ONLY=bare,redis_many,...`: a run of some variants (the ratios between the others
+        // are then left out).
+        .filter(|v| only.as_ref().is_none_or(|only| only.iter().any(|o| o == v)))
         .collect();
+    let at = |name: &str| variants.iter().position(|v| *v == name);
     let servers: Vec<Server> = variants
         .iter()
         .map(|variant| {
@@ -418,13 +482,12 @@ fn main() {
         .unwrap();
     // Warm-up: connections, caches, the limiter's first state.
     for (i, server) in servers.iter().enumerate() {
-        let post = variants[i].starts_with("post_");
         round(
             &runtime,
             server.addr,
             server.child.id(),
             Duration::from_millis(300),
-            post,
+            kind(variants[i]),
         );
     }
     let mut results: Vec<Vec<Round>> = variants.iter().map(|_| Vec::new()).collect();
@@ -440,15 +503,38 @@ fn main() {
     let calls = || redis.calls("evalsha") + redis.calls("exec");
     #[cfg(not(feature = "redis"))]
     let calls = || 0;
+    // Redis's command time per request (`INFO commandstats`), and for a new client per
+    // request its bytes per key (`used_memory` over `DBSIZE`, from an empty Redis).
+    let mut redis_command_us: Vec<Vec<f64>> = variants.iter().map(|_| Vec::new()).collect();
+    let mut redis_key_bytes: Vec<Vec<f64>> = variants.iter().map(|_| Vec::new()).collect();
     for r in 0..rounds {
         for (i, server) in servers.iter().enumerate() {
-            let post = variants[i].starts_with("post_");
+            #[cfg(feature = "redis")]
+            let empty = variants[i].contains("_many").then(|| {
+                redis.command(&["FLUSHALL"]);
+                redis.used_memory()
+            });
+            #[cfg(feature = "redis")]
+            let usec_before = redis.usec_total();
             let redis_before = (redis_pid != 0).then(|| (cpu_ns(redis_pid), calls()));
-            let result = round(&runtime, server.addr, server.child.id(), length, post);
+            let result = round(
+                &runtime,
+                server.addr,
+                server.child.id(),
+                length,
+                kind(variants[i]),
+            );
             if let Some((cpu, called)) = redis_before {
                 let done = result.per_second * length.as_secs_f64();
                 redis_us[i].push((cpu_ns(redis_pid) - cpu) as f64 / 1_000.0 / done);
                 redis_calls[i].push((calls() - called) as f64 / done);
+                #[cfg(feature = "redis")]
+                redis_command_us[i].push((redis.usec_total() - usec_before) as f64 / done);
+                #[cfg(feature = "redis")]
+                if let Some(empty) = empty {
+                    let keys = redis.integer(&["DBSIZE"]).max(1) as f64;
+                    redis_key_bytes[i].push((redis.used_memory() as f64 - empty as f64) / keys);
+                }
             }
             eprintln!(
                 "round {r} {:>9}: {:>8.0} req/s, {:>5.2} µs CPU/req, {} rejected",
@@ -483,62 +569,89 @@ fn main() {
             cpu[i] - cpu[0]
         );
     }
-    println!("limiter / governor throughput: {:.3}", rps[1] / rps[2]);
-    println!(
-        "limiter middleware / governor middleware throughput: {:.3}",
-        rps[9] / rps[2]
-    );
-    println!(
-        "limiter middleware / attribute throughput: {:.3}",
-        rps[9] / rps[1]
-    );
-    println!(
-        "every option on / attribute throughput: {:.3}",
-        rps[10] / rps[1]
-    );
-    println!("rejected flood / bare throughput: {:.3}", rps[3] / rps[0]);
-    println!(
-        "rejected flood / limiter allowed throughput: {:.3}",
-        rps[3] / rps[1]
-    );
-    println!("with trusted proxies / without: {:.3}", rps[6] / rps[1]);
-    println!(
-        "rejected POSTs, body read and connection kept / connection closed: {:.3}",
-        rps[7] / rps[8]
-    );
-    #[cfg(feature = "redis")]
-    {
-        println!("redis store / bare throughput: {:.3}", rps[11] / rps[0]);
-        println!(
-            "rejected flood, redis store / memory store throughput: {:.3}",
-            rps[12] / rps[3]
-        );
-        println!(
-            "redis store / actix-extensible-rate-limit on redis throughput: {:.3}",
-            rps[11] / rps[13]
-        );
-        println!(
-            "redis store, fixed window / actix-extensible-rate-limit on redis throughput: {:.3}",
-            rps[14] / rps[13]
-        );
-        for (i, variant) in variants
-            .iter()
-            .enumerate()
-            .filter(|(_, v)| v.contains("redis"))
-        {
-            println!(
-                "{variant}: Redis CPU per request {:.2} µs, Redis calls per request {:.3}",
-                median(redis_us[i].clone()),
-                median(redis_calls[i].clone())
-            );
+    // Ratios of two variants of this run, where both ran.
+    let ratio = |label: &str, a: &str, b: &str| {
+        if let (Some(a), Some(b)) = (at(a), at(b)) {
+            println!("{label}: {:.3}", rps[a] / rps[b]);
         }
-        drop(redis);
+    };
+    ratio("limiter / governor throughput", "limiter", "governor");
+    ratio(
+        "limiter middleware / governor middleware throughput",
+        "middleware",
+        "governor",
+    );
+    ratio(
+        "limiter middleware / attribute throughput",
+        "middleware",
+        "limiter",
+    );
+    ratio(
+        "every option on / attribute throughput",
+        "options",
+        "limiter",
+    );
+    ratio("rejected flood / bare throughput", "rejecting", "bare");
+    ratio(
+        "rejected flood / limiter allowed throughput",
+        "rejecting",
+        "limiter",
+    );
+    ratio("with trusted proxies / without", "proxied", "limiter");
+    ratio(
+        "rejected POSTs, body read and connection kept / connection closed",
+        "post_kept",
+        "post_closed",
+    );
+    ratio("redis store / bare throughput", "redis", "bare");
+    ratio(
+        "rejected flood, redis store / memory store throughput",
+        "redis_rejecting",
+        "rejecting",
+    );
+    ratio(
+        "redis store / actix-extensible-rate-limit on redis throughput",
+        "redis",
+        "aerl_redis",
+    );
+    ratio(
+        "redis store, fixed window / actix-extensible-rate-limit on redis throughput",
+        "redis_fixed",
+        "aerl_redis",
+    );
+    ratio(
+        "a new client per request, fixed window / actix-extensible-rate-limit",
+        "redis_many",
+        "aerl_many",
+    );
+    ratio(
+        "a new client per request, sliding log / actix-extensible-rate-limit",
+        "redis_many_log",
+        "aerl_many",
+    );
+    for (i, variant) in variants
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.contains("redis") || v.contains("aerl"))
+    {
+        print!(
+            "{variant}: Redis CPU per request {:.2} µs, calls per request {:.3}, command time per request {:.2} µs",
+            median(redis_us[i].clone()),
+            median(redis_calls[i].clone()),
+            median(redis_command_us[i].clone()),
+        );
+        if !redis_key_bytes[i].is_empty() {
+            print!(", {:.0} bytes per key", median(redis_key_bytes[i].clone()));
+        }
+        println!();
     }
-    if let Some(at) = variants.iter().position(|v| *v == "metrics") {
-        println!("metrics on / off throughput: {:.3}", rps[at] / rps[1]);
+    #[cfg(feature = "redis")]
+    drop(redis);
+    if let (Some(on), Some(off)) = (at("metrics"), at("limiter")) {
+        println!("metrics on / off throughput: {:.3}", rps[on] / rps[off]);
         println!(
             "metrics on, µs CPU per request more: {:+.2}",
-            cpu[at] - cpu[1]
+            cpu[on] - cpu[off]
         );
     }
 }

@@ -158,6 +158,27 @@ impl RedisServer {
             .map_or(0.0, |usec| usec.parse().unwrap())
     }
 
+    /// Microseconds of Redis CPU in every command since the last `CONFIG RESETSTAT`.
+    pub(crate) fn usec_total(&self) -> u64 {
+        let info = self.text(&["INFO", "commandstats"]);
+        info.lines()
+            .filter(|line| line.starts_with("cmdstat_"))
+            .filter_map(|line| {
+                line.split(',')
+                    .find_map(|field| field.strip_prefix("usec="))
+                    .and_then(|usec| usec.parse::<u64>().ok())
+            })
+            .sum()
+    }
+
+    /// Bytes Redis holds (`used_memory`).
+    pub(crate) fn used_memory(&self) -> u64 {
+        let info = self.text(&["INFO", "memory"]);
+        info.lines()
+            .find_map(|line| line.strip_prefix("used_memory:"))
+            .map_or(0, |bytes| bytes.trim().parse().unwrap())
+    }
+
     /// Calls of `command` since the last `CONFIG RESETSTAT`, from `INFO commandstats`.
     pub(crate) fn calls(&self, command: &str) -> u64 {
         let info = self.text(&["INFO", "commandstats"]);
