@@ -158,14 +158,19 @@ impl RedisServer {
             .map_or(0.0, |usec| usec.parse().unwrap())
     }
 
-    /// Microseconds of Redis CPU in every command since the last `CONFIG RESETSTAT`.
-    pub(crate) fn usec_total(&self) -> u64 {
+    /// Microseconds Redis spent in the calls clients sent since the last `CONFIG RESETSTAT`:
+    /// scripts and transactions (`EVALSHA`, `EVAL`, `MULTI`, `EXEC`), whose time includes
+    /// the commands run inside them — which `INFO commandstats` counts again under their own
+    /// names, so those are left out.
+    pub(crate) fn usec_of_calls(&self) -> u64 {
         let info = self.text(&["INFO", "commandstats"]);
-        info.lines()
-            .filter(|line| line.starts_with("cmdstat_"))
-            .filter_map(|line| {
-                line.split(',')
-                    .find_map(|field| field.strip_prefix("usec="))
+        ["evalsha", "eval", "multi", "exec"]
+            .iter()
+            .filter_map(|command| {
+                let prefix = format!("cmdstat_{command}:");
+                info.lines()
+                    .find_map(|line| line.strip_prefix(&prefix))
+                    .and_then(|rest| rest.split(',').find_map(|f| f.strip_prefix("usec=")))
                     .and_then(|usec| usec.parse::<u64>().ok())
             })
             .sum()

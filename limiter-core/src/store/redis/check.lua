@@ -16,8 +16,9 @@ end
 -- expiry is read and, when short of that (a new key, or one another writer gave less),
 -- set to `give` ms, a little more than needed, so that the next writes find it long
 -- enough. A caller with a clock of its own always sets it (to at least `min_ttl`).
-local function keep(key, need, give)
-  if min_ttl > 0 or redis.call('PTTL', key) < need then expire(key, give) end
+-- A key this call found absent (`fresh`) has no expiry to read.
+local function keep(key, need, give, fresh)
+  if fresh or min_ttl > 0 or redis.call('PTTL', key) < need then expire(key, give) end
 end
 local function idiv(a, b)
   local q = math.floor(a / b)
@@ -35,8 +36,11 @@ local function hash_of(key, fields)
   local state = hashes[key]
   if not state then
     local stored = redis.call('HMGET', key, unpack(fields))
-    state = {}
-    for j = 1, #fields do state[j] = tonumber(stored[j]) end
+    state = {fresh = true}
+    for j = 1, #fields do
+      state[j] = tonumber(stored[j])
+      if state[j] then state.fresh = false end
+    end
     hashes[key], names[key] = state, fields
     order[#order + 1] = key
   end
@@ -57,7 +61,7 @@ local function log_of(key)
       newest = tonumber(redis.call('LINDEX', key, -1))
       seen[len - 1] = newest
     end
-    log = {loaded = len, off = 0, seen = seen, tail = {}, newest = newest}
+    log = {loaded = len, off = 0, seen = seen, tail = {}, newest = newest, fresh = len == 0}
     logs[key] = log
     order[#order + 1] = key
   end
@@ -370,7 +374,7 @@ for _, key in ipairs(order) do
       end
       redis.call('HSET', key, unpack(values))
     end
-    if state.need then keep(key, state.need, state.give) end
+    if state.need then keep(key, state.need, state.give, state.fresh) end
   elseif log.off > 0 or #log.tail > 0 then
     local from = 1
     if log.off >= log.loaded then
@@ -385,7 +389,7 @@ for _, key in ipairs(order) do
       redis.call('RPUSH', key, unpack(log.tail, from, last))
       from = last + 1
     end
-    if log.need then keep(key, log.need, log.give) end
+    if log.need then keep(key, log.need, log.give, log.fresh) end
   end
 end
 return reply
