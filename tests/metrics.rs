@@ -299,6 +299,53 @@ async fn every_check_the_fallback_memory_answers_counts_as_a_store_error() {
     }
 }
 
+#[rate_limit(3, per = "1m", scope = "metrics-outage")]
+async fn outage() -> &'static str {
+    "ok"
+}
+
+/// A real outage: a `redis-server` of the test's own, killed. While it answers, decisions
+/// are `allowed`; once it is gone, every request is decided by the fallback memory and
+/// counted as a store error, the limit still holding.
+#[cfg(feature = "redis")]
+#[actix_web::test]
+async fn a_killed_redis_is_counted_as_store_errors() {
+    let mut redis = common::redis_server::RedisServer::start();
+    metrics();
+    let store = limiter::RedisStore::connect(&redis.url()).await.unwrap();
+    let limiter = Limiter::builder()
+        .store(store)
+        .on_store_error(OnStoreError::FallBackToMemory)
+        .build();
+    let app = test::init_service(
+        App::new()
+            .app_data(limiter)
+            .route("/", web::get().to(outage)),
+    )
+    .await;
+    let count = || ["store_error", "allowed", "rejected"].map(|o| decisions("metrics-outage", o));
+    assert_eq!(get(&app, "/").await, 200);
+    assert_eq!(count(), [0.0, 1.0, 0.0], "Redis up");
+    redis.stop();
+    let statuses = [
+        get(&app, "/").await,
+        get(&app, "/").await,
+        get(&app, "/").await,
+        get(&app, "/").await,
+    ];
+    println!(
+        "Redis killed: {statuses:?}, [store_error, allowed, rejected] = {:?}",
+        count()
+    );
+    // The fallback memory counts afresh (it never saw the first request): 3 more, then 429.
+    assert_eq!(statuses, [200, 200, 200, 429]);
+    assert_eq!(
+        count(),
+        [4.0, 1.0, 0.0],
+        "every decision of the outage is a store error"
+    );
+}
+
 #[::std::prelude::v1::test]
 fn the_memory_store_publishes_its_keys_bytes_and_evictions() {
     metrics();
