@@ -5,6 +5,13 @@
 //! Redis's clock, with the same decisions as the in-memory store. It is tested against Redis
 //! 7.0 and Valkey 8.0: CI runs every Redis test, the cluster's and the attacks on both.
 //!
+//! **TLS** (a managed Redis that requires it): feature `redis-tls` takes `rediss://` URLs,
+//! through redis's rustls support. The server's certificate must chain to a root the system
+//! trusts, or to the CA in the file `SSL_CERT_FILE` names (a cloud provider's CA bundle);
+//! one that does not is refused when connecting (`StoreError`: "invalid peer certificate:
+//! UnknownIssuer"). Without the feature a `rediss://` URL is refused when the store is made
+//! ("invalid Redis URL: can't connect with TLS, the feature is not enabled").
+//!
 //! ```
 //! # #[cfg(feature = "redis")]
 //! # fn build() -> Result<(), limiter::StoreError> {
