@@ -3,7 +3,8 @@
 //! Two instances behind a balancer each count their half, and the real limit doubles. The
 //! Redis store (feature `redis`) gives them one budget: each check is one atomic script, on
 //! Redis's clock, with the same decisions as the in-memory store. It is tested against Redis
-//! 7.0 and Valkey 8.0: CI runs every Redis test, the cluster's and the attacks on both.
+//! 7.0 and Valkey 8.0: CI runs every Redis test, the cluster's, the TLS one and the attacks
+//! on both.
 //!
 //! **TLS** (a managed Redis that requires it): feature `redis-tls` takes `rediss://` URLs,
 //! through redis's rustls support. The server's certificate must chain to a root the system
