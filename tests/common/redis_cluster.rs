@@ -25,12 +25,29 @@ impl RedisCluster {
 
     /// Three masters with `replicas` replicas each (nodes 0–2 are the masters).
     pub(crate) fn start_with(replicas: usize) -> RedisCluster {
+        // A creation that fails or hangs (a port taken between choosing and binding it, a
+        // node that never meets the others) is tried again on new ports, and says why.
+        let mut failures = Vec::new();
+        for _ in 0..3 {
+            match RedisCluster::create(replicas) {
+                Ok(cluster) => return cluster,
+                Err(why) => {
+                    eprintln!("a test cluster did not form, trying again: {why}");
+                    failures.push(why);
+                }
+            }
+        }
+        panic!("redis-cli --cluster create failed three times: {failures:?}");
+    }
+
+    fn create(replicas: usize) -> Result<RedisCluster, String> {
         static STARTED: AtomicU32 = AtomicU32::new(0);
         let dir = std::env::temp_dir().join(format!(
             "limiter-cluster-{}-{}",
             std::process::id(),
             STARTED.fetch_add(1, Ordering::Relaxed)
         ));
+        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let nodes: Vec<RedisServer> = free_ports(3 * (1 + replicas))
             .into_iter()
@@ -50,15 +67,37 @@ impl RedisCluster {
                 RedisServer::start_on(port, options.iter().map(|o| o.to_string()).collect())
             })
             .collect();
-        let created = Command::new("redis-cli")
+        let mut create = Command::new("redis-cli")
             .args(["--cluster", "create"])
             .args(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port())))
             .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
             .expect("redis-cli comes with redis-server (apt-get install -y redis-server)");
-        assert!(created.success(), "redis-cli --cluster create failed");
+        // redis-cli waits for the nodes to agree, without end if they never do.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            if let Some(status) = create.try_wait().unwrap() {
+                break Some(status);
+            }
+            if Instant::now() > deadline {
+                let _ = create.kill();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let output = create.wait_with_output().unwrap();
+        if !status.is_some_and(|s| s.success()) {
+            let said = String::from_utf8_lossy(&output.stdout).into_owned()
+                + &String::from_utf8_lossy(&output.stderr);
+            let tail: String = said.lines().rev().take(5).collect::<Vec<_>>().join(" | ");
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(match status {
+                None => format!("no agreement within 30 s: {tail}"),
+                Some(status) => format!("{status}: {tail}"),
+            });
+        }
         let cluster = RedisCluster { nodes, dir };
         let deadline = Instant::now() + Duration::from_secs(20);
         while !cluster.nodes.iter().all(|node| {
@@ -83,7 +122,7 @@ impl RedisCluster {
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
-        cluster
+        Ok(cluster)
     }
 
     /// Waits until the live nodes serve every slot again, a replica having been promoted
