@@ -2,7 +2,11 @@
 //! move exactly as decisions are made, the store's latency and health and the memory
 //! store's figures are published, and no client key ever becomes a label.
 #![cfg(feature = "metrics")]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+// tests: a panic is a failure
+// The tests run one at a time (see `one_at_a_time`), each on a runtime of its own: a guard
+// held across their awaits cannot deadlock.
+#![allow(clippy::await_holding_lock)]
 
 mod common;
 
@@ -49,6 +53,14 @@ fn metrics() -> HashMap<String, f64> {
     seen.clone()
 }
 
+/// The memory store's gauges (`limiter_keys`, `limiter_bytes`) are the process's, set by
+/// whichever store publishes last — every limiter here has one, a Redis limiter's fallback
+/// too: the tests run one at a time, so that each reads its own.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: Mutex<()> = Mutex::new(());
+    ONE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn decisions(scope: &str, outcome: &str) -> f64 {
     let name = format!("limiter_decisions_total{{outcome={outcome},scope={scope}}}");
     metrics().get(&name).copied().unwrap_or(0.0)
@@ -92,6 +104,7 @@ async fn checked(req: HttpRequest) -> Result<HttpResponse, limiter::Rejected> {
 
 #[actix_web::test]
 async fn counters_move_exactly_as_decisions_are_made() {
+    let _one = one_at_a_time();
     metrics();
     let limiter = Limiter::builder()
         .clock(ManualClock::starting_at(Duration::from_secs(60)))
@@ -193,6 +206,7 @@ async fn stored() -> &'static str {
 
 #[actix_web::test]
 async fn the_store_publishes_its_latency_and_health() {
+    let _one = one_at_a_time();
     static DOWN: AtomicBool = AtomicBool::new(false);
     metrics();
     let limiter = Limiter::builder()
@@ -254,6 +268,7 @@ async fn fallback_checked(req: HttpRequest) -> Result<HttpResponse, limiter::Rej
 
 #[actix_web::test]
 async fn every_check_the_fallback_memory_answers_counts_as_a_store_error() {
+    let _one = one_at_a_time();
     static DOWN: AtomicBool = AtomicBool::new(true);
     metrics();
     let limiter = Limiter::builder()
@@ -310,6 +325,7 @@ async fn outage() -> &'static str {
 #[cfg(feature = "redis")]
 #[actix_web::test]
 async fn a_killed_redis_is_counted_as_store_errors() {
+    let _one = one_at_a_time();
     let mut redis = common::redis_server::RedisServer::start();
     metrics();
     let store = limiter::RedisStore::connect(&redis.url()).await.unwrap();
@@ -348,6 +364,7 @@ async fn a_killed_redis_is_counted_as_store_errors() {
 
 #[::std::prelude::v1::test]
 fn the_memory_store_publishes_its_keys_bytes_and_evictions() {
+    let _one = one_at_a_time();
     metrics();
     let clock = ManualClock::starting_at(Duration::from_secs(1));
     let store = MemoryStore::with_bounds(1_000, 1 << 20);
