@@ -148,14 +148,7 @@ impl RedisServer {
     /// Microseconds of Redis CPU per call of `command` since the last `CONFIG RESETSTAT`.
     pub(crate) fn usec_per_call(&self, command: &str) -> f64 {
         let info = self.text(&["INFO", "commandstats"]);
-        let prefix = format!("cmdstat_{command}:");
-        info.lines()
-            .find_map(|line| line.strip_prefix(&prefix))
-            .and_then(|rest| {
-                rest.split(',')
-                    .find_map(|field| field.strip_prefix("usec_per_call="))
-            })
-            .map_or(0.0, |usec| usec.parse().unwrap())
+        cmdstat(&info, command, "usec_per_call").map_or(0.0, |usec| usec.parse().unwrap())
     }
 
     /// Microseconds Redis spent in the calls clients sent since the last `CONFIG RESETSTAT`:
@@ -166,13 +159,8 @@ impl RedisServer {
         let info = self.text(&["INFO", "commandstats"]);
         ["evalsha", "eval", "multi", "exec"]
             .iter()
-            .filter_map(|command| {
-                let prefix = format!("cmdstat_{command}:");
-                info.lines()
-                    .find_map(|line| line.strip_prefix(&prefix))
-                    .and_then(|rest| rest.split(',').find_map(|f| f.strip_prefix("usec=")))
-                    .and_then(|usec| usec.parse::<u64>().ok())
-            })
+            .filter_map(|command| cmdstat(&info, command, "usec"))
+            .map(|usec| usec.parse::<u64>().unwrap())
             .sum()
     }
 
@@ -187,12 +175,19 @@ impl RedisServer {
     /// Calls of `command` since the last `CONFIG RESETSTAT`, from `INFO commandstats`.
     pub(crate) fn calls(&self, command: &str) -> u64 {
         let info = self.text(&["INFO", "commandstats"]);
-        let prefix = format!("cmdstat_{command}:calls=");
-        info.lines()
-            .find_map(|line| line.strip_prefix(&prefix))
-            .and_then(|rest| rest.split(',').next())
-            .map_or(0, |calls| calls.parse().unwrap())
+        cmdstat(&info, command, "calls").map_or(0, |calls| calls.parse().unwrap())
     }
+}
+
+/// One field of `command`'s line in `INFO commandstats`
+/// (`cmdstat_get:calls=2,usec=15,usec_per_call=7.50,...`), if it was called.
+fn cmdstat<'a>(info: &'a str, command: &str, field: &str) -> Option<&'a str> {
+    let prefix = format!("cmdstat_{command}:");
+    let fields = info.lines().find_map(|line| line.strip_prefix(&prefix))?;
+    fields.split(',').find_map(|f| {
+        f.strip_prefix(field)
+            .and_then(|rest| rest.strip_prefix('='))
+    })
 }
 
 impl RedisServer {
