@@ -57,8 +57,7 @@ fn metrics() -> HashMap<String, f64> {
 /// whichever store publishes last — every limiter here has one, a Redis limiter's fallback
 /// too: the tests run one at a time, so that each reads its own.
 fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static ONE: Mutex<()> = Mutex::new(());
-    ONE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    common::one_at_a_time()
 }
 
 fn decisions(scope: &str, outcome: &str) -> f64 {

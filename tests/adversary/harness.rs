@@ -368,8 +368,5 @@ impl Proxy {
 /// (beside the flood and the other tests of a debug build, Redis itself went past the 50 ms
 /// timeout now and then, and the burst's fallback counted on both instances).
 pub(crate) fn alone() -> std::sync::MutexGuard<'static, ()> {
-    static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    ALONE
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+    crate::common::one_at_a_time()
 }

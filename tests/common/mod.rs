@@ -88,6 +88,13 @@ impl limiter::Store for Failing {
     }
 }
 
+/// A lock the tests of one binary that must not overlap take for their whole run (the
+/// caller says why); a test that panicked does not poison it for the others.
+pub(crate) fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 pub(crate) mod events;
 #[cfg(feature = "redis")]
 pub(crate) mod redis_cluster;
