@@ -7,22 +7,13 @@
 
 mod common;
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::redis_server::RedisServer;
+use common::redis_server::{free_port, RedisServer};
 use common::replays::runtime;
 use limiter::{Limit, Policy, RedisStore, Store};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn openssl(dir: &Path, args: &[&str]) {
     let status = Command::new("openssl")

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use super::redis_server::RedisServer;
+use super::redis_server::{free_port, RedisServer};
 
 pub(crate) struct RedisCluster {
     nodes: Vec<RedisServer>,
@@ -49,24 +49,29 @@ impl RedisCluster {
         ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let nodes: Vec<RedisServer> = free_ports(3 * (1 + replicas))
-            .into_iter()
-            .map(|port| {
-                let options = [
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    &format!("nodes-{port}.conf"),
-                    "--dir",
-                    dir.to_str().unwrap(),
-                    "--cluster-node-timeout",
-                    "1000",
-                    "--cluster-require-full-coverage",
-                    "no",
-                ];
-                RedisServer::start_on(port, options.iter().map(|o| o.to_string()).collect())
-            })
-            .collect();
+        let mut nodes = Vec::new();
+        for port in free_ports(3 * (1 + replicas)) {
+            let options = [
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                &format!("nodes-{port}.conf"),
+                "--dir",
+                dir.to_str().unwrap(),
+                "--cluster-node-timeout",
+                "1000",
+                "--cluster-require-full-coverage",
+                "no",
+            ];
+            let options = options.iter().map(|o| o.to_string()).collect();
+            match RedisServer::try_start_on(port, options) {
+                Ok(node) => nodes.push(node),
+                Err(why) => {
+                    let _ = std::fs::remove_dir_all(&dir);
+                    return Err(why);
+                }
+            }
+        }
         let mut create = Command::new("redis-cli")
             .args(["--cluster", "create"])
             .args(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port())))
@@ -219,15 +224,8 @@ impl Drop for RedisCluster {
 fn free_ports(n: usize) -> Vec<u16> {
     let mut ports = Vec::new();
     while ports.len() < n {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        if port < 55_000
-            && !ports.contains(&port)
-            && TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok()
-        {
+        let port = free_port();
+        if !ports.contains(&port) {
             ports.push(port);
         }
     }

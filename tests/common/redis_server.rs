@@ -20,33 +20,43 @@ pub(crate) struct RedisServer {
 }
 
 impl RedisServer {
+    /// A server on a free port; a port taken between choosing and binding it is given up
+    /// for another.
     pub(crate) fn start() -> RedisServer {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        RedisServer::start_on(port, Vec::new())
+        let mut failures = Vec::new();
+        for _ in 0..5 {
+            match RedisServer::try_start_on(free_port(), Vec::new()) {
+                Ok(server) => return server,
+                Err(why) => failures.push(why),
+            }
+        }
+        panic!("{} did not start five times: {failures:?}", server_binary());
     }
 
     /// A server on `port` with more `options`.
     pub(crate) fn start_on(port: u16, options: Vec<String>) -> RedisServer {
+        RedisServer::try_start_on(port, options).unwrap_or_else(|why| panic!("{why}"))
+    }
+
+    /// A server on `port` with more `options`, or why it did not start (the port was
+    /// taken, the server exited, or it did not answer within 10 s).
+    pub(crate) fn try_start_on(port: u16, options: Vec<String>) -> Result<RedisServer, String> {
         let mut server = RedisServer {
             child: None,
             port,
             options,
         };
-        server.spawn();
-        server
+        server.spawn()?;
+        Ok(server)
     }
 
     pub(crate) fn port(&self) -> u16 {
         self.port
     }
 
-    fn spawn(&mut self) {
+    fn spawn(&mut self) -> Result<(), String> {
         let binary = server_binary();
-        let child = Command::new(&binary)
+        let mut child = Command::new(&binary)
             .args(["--port", &self.port.to_string()])
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .args(&self.options)
@@ -56,10 +66,30 @@ impl RedisServer {
             .unwrap_or_else(|e| {
                 panic!("{binary} must be installed for the redis tests (apt-get install -y redis-server; .ci/install-valkey for valkey-server): {e}")
             });
-        self.child = Some(child);
+        let pid = child.id().to_string();
         let deadline = Instant::now() + Duration::from_secs(10);
-        while self.try_command(&["PING"]).is_none() {
-            assert!(Instant::now() < deadline, "{binary} did not start");
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return Err(format!("{binary} on port {} exited: {status}", self.port));
+            }
+            // The server that answers must be ours, not one that had the port first.
+            if let Some(redis::Value::BulkString(info)) = self.try_command(&["INFO", "server"]) {
+                let ours = String::from_utf8_lossy(&info)
+                    .lines()
+                    .any(|line| line.trim() == format!("process_id:{pid}"));
+                if ours {
+                    self.child = Some(child);
+                    return Ok(());
+                }
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "{binary} on port {} did not answer in 10 s",
+                    self.port
+                ));
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -84,7 +114,7 @@ impl RedisServer {
     /// Starts it again on the same port.
     pub(crate) fn restart(&mut self) {
         self.stop();
-        self.spawn();
+        self.spawn().unwrap_or_else(|why| panic!("{why}"));
     }
 
     /// SIGSTOP: the server holds its connections but answers nothing.
@@ -176,6 +206,32 @@ impl RedisServer {
     pub(crate) fn calls(&self, command: &str) -> u64 {
         let info = self.text(&["INFO", "commandstats"]);
         cmdstat(&info, command, "calls").map_or(0, |calls| calls.parse().unwrap())
+    }
+}
+
+/// A port that is free now, with its cluster bus port (+10,000) free too. Both lie below
+/// Linux's ephemeral range (32,768 and up), so no outgoing connection of a busy test takes
+/// one between choosing and binding it; a clash with another test's choice is possible,
+/// and the callers start again on a new port.
+pub(crate) fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static DRAWN: AtomicU64 = AtomicU64::new(0);
+    loop {
+        let n = DRAWN.fetch_add(1, Ordering::Relaxed);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos() as u64;
+        // A cheap mix of time, process and draw: different tests, processes and tries
+        // land on different ports.
+        let mixed = (nanos ^ (u64::from(std::process::id()) << 20) ^ (n << 40))
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let port = 10_000 + ((mixed >> 33) % 12_000) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok()
+            && TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok()
+        {
+            return port;
+        }
     }
 }
 
