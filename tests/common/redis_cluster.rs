@@ -4,7 +4,6 @@
 //! (`cluster-require-full-coverage no`).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
