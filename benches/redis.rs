@@ -63,7 +63,10 @@ fn theirs(port: u16, sha: &str, policy: &Policy, checks: u64, pipeline: u32) -> 
         .args(["-r", "100000", "-q"])
         // min_ttl 0, one policy, one check of it (one unit, the server's clock).
         .args(["EVALSHA", sha, "1", &key, "0", "1"])
+        // The script's state codes (scripts.rs): a sliding log of 256 or fewer is a packed
+        // string (5), a longer one a list (1).
         .arg(match policy.algorithm() {
+            Algorithm::SlidingWindow if policy.max().get() <= 256 => "5",
             Algorithm::SlidingWindow => "1",
             Algorithm::FixedWindow => "2",
             Algorithm::SlidingWindowCounter => "3",
@@ -106,8 +109,14 @@ fn main() {
         .unwrap();
     println!("{TASKS} concurrent checks on one redis-server, {checks} checks a round, medians of {rounds} rounds");
     println!(
-        "{:<24} {:>12} {:>14} {:>9} {:>16} {:>14}",
-        "algorithm", "ours/s", "evalsha/s", "ratio", "pipelined x16/s", "Redis µs/check"
+        "{:<24} {:>12} {:>14} {:>9} {:>16} {:>14} {:>12}",
+        "algorithm",
+        "ours/s",
+        "evalsha/s",
+        "ratio",
+        "pipelined x16/s",
+        "Redis µs/check",
+        "bytes/key"
     );
     for algorithm in Algorithm::ALL {
         let policy = Policy::for_algorithm(algorithm, 100, Duration::from_secs(60)).unwrap();
@@ -115,10 +124,15 @@ fn main() {
         let (sha, _) = store.script();
         ours(&runtime, &store, &limit, 1_000); // loads the script, warms the connection
         let (mut a, mut b) = (Vec::new(), Vec::new());
+        server.command(&["FLUSHALL"]);
+        let memory_before = server.used_memory();
         server.command(&["CONFIG", "RESETSTAT"]);
+        // Every check of this run is a new client's.
         ours(&runtime, &store, &limit, checks);
         // Per check, not per call: a call carries a batch.
         let usec = server.usec_per_call("evalsha") * server.calls("evalsha") as f64 / checks as f64;
+        let keys = server.integer(&["DBSIZE"]).max(1) as f64;
+        let bytes = (server.used_memory() - memory_before) as f64 / keys;
         for _ in 0..rounds {
             a.push(ours(&runtime, &store, &limit, checks));
             b.push(theirs(port, sha, &policy, checks, 1));
@@ -126,9 +140,33 @@ fn main() {
         let pipelined = theirs(port, sha, &policy, checks, 16);
         let (a, b) = (median(a), median(b));
         println!(
-            "{:<24} {a:>12.0} {b:>14.0} {:>9.2} {pipelined:>16.0} {usec:>14.2}",
+            "{:<24} {a:>12.0} {b:>14.0} {:>9.2} {pipelined:>16.0} {usec:>14.2} {bytes:>12.0}",
             algorithm.name(),
             a / b
+        );
+    }
+    // A sliding log's bytes per instant: one client's log filled to `max`, less one of one
+    // instant, per instant more; short logs are packed strings, long ones lists.
+    for max in [100, 256, 1_000, 10_000] {
+        let limit = Limit::new(
+            format!("log-{max}"),
+            Policy::new(max, Duration::from_secs(60)).unwrap(),
+        );
+        server.command(&["FLUSHALL"]);
+        let empty = server.used_memory();
+        let check = |key: &[u8], cost: u32| {
+            let charge = [limiter::Charge::new(&limit, key).cost(cost)];
+            runtime
+                .block_on(store.check_all(&charge, Duration::ZERO))
+                .unwrap();
+        };
+        check(b"c1", 1);
+        let one = server.used_memory() - empty;
+        check(b"c2", max);
+        let full = server.used_memory() - empty - one;
+        println!(
+            "a sliding log of {max:>6}: {:>6.1} bytes per instant ({one} bytes for one instant)",
+            (full - one) as f64 / f64::from(max - 1),
         );
     }
     // Commands per check: one at most, fewer when checks are batched.

@@ -98,11 +98,11 @@ fn client(i: u8) -> std::net::SocketAddr {
 
 /// The node holding client `i`'s state, found by its address's bytes in the key names.
 fn node_of_client(cluster: &RedisCluster, i: u8) -> usize {
-    let tail = format!("cb0071{:02x}}}", 10 + i);
+    let tag = format!("cb0071{:02x}}}:", 10 + i);
     (0..3)
         .find(|&n| match cluster.node(n).command(&["KEYS", "*"]) {
             redis::Value::Array(keys) => keys.iter().any(|k| match k {
-                redis::Value::BulkString(name) => String::from_utf8_lossy(name).ends_with(&tail),
+                redis::Value::BulkString(name) => String::from_utf8_lossy(name).contains(&tag),
                 _ => false,
             }),
             _ => false,

@@ -107,19 +107,25 @@
 //! - **One clock**: scripts read the Redis server's `TIME`, so instances with skewed clocks
 //!   agree. A reading earlier than a key's state (the server's clock stepping back) is counted
 //!   at the state's newest instant, as in memory.
-//! - **Tidy keys, stable names**: every key written expires, at most two windows after its last
-//!   use. A call reads each key's expiry once and extends it only when it falls short of what
-//!   the state needs (to a little more: two windows for a log, the refill time plus the
-//!   capacity for a bucket), so most writes set none, and a key another writer left too short
-//!   an expiry (an earlier version during a rolling deploy) is mended by the next write.
-//! - **One key layout**: `PREFIX:SCOPE:LIMIT:{CLIENT}`, bounded whatever a client sends.
-//!   `PREFIX` is `limiter` (`RedisStore::with_prefix` changes it); `SCOPE` the scope's
-//!   printable ASCII, braces left out, cut to 40 characters; `LIMIT` 16 hex digits of a
-//!   stable id of (scope, policy) — the first 8 bytes of the SHA-1 of
-//!   `SCOPE\nALGORITHM\nMAX\nWINDOW_MS\nBURST`, the same on every platform and compiler;
-//!   `CLIENT` the store key's bytes in hex, or their SHA-1 (40 hex digits) when the key is
-//!   20 bytes or longer. The braces are a Redis Cluster hash tag: a client's states share a
-//!   slot. `tests/redis.rs` checks the names the store writes against this layout.
+//! - **Small, tidy keys**: the fixed window, the counter and the bucket keep one string of a
+//!   few packed integers per client, read with one `GET` and written with its expiry in one
+//!   `SET PX`: about 160 bytes of Redis memory per client, name and expiry included (the
+//!   guide's [performance](super::performance) page has the figures). Every key written
+//!   expires when its state stops mattering: a fixed window's end, the end of the counter's
+//!   next window, the moment a bucket is full again. A log's expiry is read once per call
+//!   and extended only when it falls short (to two windows), so most pushes set none.
+//! - **One key layout**: `PREFIX:{CLIENT}:LIMIT`, bounded whatever a client sends. `PREFIX`
+//!   is `limiter` (`RedisStore::with_prefix` changes it); `CLIENT` the store key's bytes in
+//!   hex, or their SHA-1 (40 hex digits) when the key is 20 bytes or longer; `LIMIT` 16 hex
+//!   digits of a stable id of (scope, policy) — the first 8 bytes of the SHA-1 of
+//!   `SCOPE\nALGORITHM\nMAX\nWINDOW_MS\nBURST`, the same on every platform and compiler.
+//!   The braces are a Redis Cluster hash tag: a client's states share a slot.
+//!   `tests/redis.rs` checks the names the store writes against this layout. The scope's
+//!   name is not in the key (at a million clients its characters would be most of the
+//!   memory), and the layout is the state format's version: 0.1 wrote hashes under
+//!   `PREFIX:SCOPE:LIMIT:{CLIENT}`, so during a rolling deploy from 0.1 old and new
+//!   instances never read each other's states — each counts its own budget until the old
+//!   ones are gone (a client may get up to two budgets for one window of the deploy).
 //! - **Name your scopes** when budgets live in Redis: without `scope`, a limit's scope is its
 //!   handler's module path and name (`my_app::auth::login`, as `module_path!()` writes it —
 //!   the same with every compiler), so renaming the crate or moving the handler starts new

@@ -409,11 +409,6 @@ fn a_sliding_log_refund_reads_a_few_instants_of_a_long_log() {
 
 fn redis_key(limiter: &Limiter, limit: &Limit) -> String {
     let _ = limiter;
-    // The store's documented layout: PREFIX:SCOPE:LIMIT:{CLIENT} with the key in hex.
-    format!(
-        "limiter:{}:{:016x}:{{{}}}",
-        limit.scope(),
-        limit.id(),
-        "636c69656e74"
-    )
+    // The store's documented layout: PREFIX:{CLIENT}:LIMIT with the key in hex.
+    format!("limiter:{{{}}}:{:016x}", "636c69656e74", limit.id())
 }

@@ -28,25 +28,16 @@ local function idiv(a, b)
 end
 
 -- State read once per call and written once at its end: a batch's checks of one key (a
--- busy client) share one read and one write. `hashes[key]` holds a hash's fields in order
--- (`names[key]` their names), `logs[key]` a view of a sliding log with the changes still to
--- write; `need` and `give` are for its expiry (see `keep`).
-local hashes, names, logs, order = {}, {}, {}, {}
-local function hash_of(key, fields)
-  local state = hashes[key]
-  if not state then
-    local stored = redis.call('HMGET', key, unpack(fields))
-    state = {fresh = true}
-    for j = 1, #fields do
-      state[j] = tonumber(stored[j])
-      if state[j] then state.fresh = false end
-    end
-    hashes[key], names[key] = state, fields
-    order[#order + 1] = key
-  end
-  return state
-end
-local FIXED, COUNTER, BUCKET = {'s', 'c'}, {'w', 'p', 'c'}, {'t', 'n'}
+-- busy client) share one read and one write. The fixed window, the counter and the bucket
+-- keep their state in a string of a few packed integers (`values[key]`: as read, `false`
+-- for none, then as changed), written with its expiry in one `SET PX` (`dirty[key]`: the
+-- ms it must live); `logs[key]` is a view of a sliding log with the changes still to write.
+local values, dirty, order, logs, log_order = {}, {}, {}, {}, {}
+local encode, decode = struct.pack, struct.unpack
+-- The packed states, big-endian unsigned: the fixed window's start (ms) and count; the
+-- counter's window index and the previous and current windows' counts; the bucket's
+-- theoretical arrival time in ms and the nanoseconds beyond them.
+local FIXED, COUNTER, BUCKET = '>I6I4', '>I6I4I4', '>I6I4'
 
 -- A sliding log as read (`loaded` instants, those asked for kept in `seen` by index), less
 -- the `off` oldest instants dropped since, plus the instants pushed since (`tail`). Single
@@ -63,7 +54,7 @@ local function log_of(key)
     end
     log = {loaded = len, off = 0, seen = seen, tail = {}, newest = newest, fresh = len == 0}
     logs[key] = log
-    order[#order + 1] = key
+    log_order[#log_order + 1] = key
   end
   return log
 end
@@ -79,10 +70,12 @@ local function instant(key, log, i)
   return at
 end
 
--- Each algorithm reads its key and returns five values: whether it admits `cost`; if it
--- does, {remaining, wait_ns} with it counted, else its rejection; and where it stands with
--- nothing counted {remaining, wait_ns}. With `commit` it writes the counted state when it
--- admits. (No closures or tables per check: Redis runs this for every request.)
+-- Each algorithm returns six values: whether it admits `cost`; if it does, {remaining,
+-- wait_ns} with it counted, else its rejection; where it stands with nothing counted
+-- {remaining, wait_ns}; and the instant it counted at. The log reads its key and, with
+-- `commit`, records what it admits; the others decide on their packed state (`raw`, false
+-- for none) and, when they admit, also return the state counted and the ms it must live.
+-- (No closures or tables per check: Redis runs this for every request.)
 
 local function sliding_window(key, window, max, cost, commit)
   local now = clock
@@ -141,11 +134,83 @@ local function sliding_window(key, window, max, cost, commit)
   return true, max - count - cost, ((oldest or now) + window - now) * 1000000, max - count, status_wait, now
 end
 
-local function fixed_window(key, window, max, cost, commit)
+-- A short log (a limit of at most 256, the usual ones): its instants packed in a string,
+-- oldest first — the oldest in 6 bytes, each later one in 4 as its distance from it (the
+-- instants kept all lie within a window, at most 7 days) — read and rewritten whole: a
+-- `GET` and a `SET PX` like the other states, 4 bytes an instant and no list to keep.
+local formats = {}
+local function short_log(raw, window, max, cost)
   local now = clock
-  local state = hash_of(key, FIXED)
-  local start = state[1]
-  local count = state[2] or 0
+  local v, n = nil, 0
+  if raw then
+    n = (#raw - 2) / 4
+    local format = formats[n]
+    if not format then
+      format = '>I6' .. string.rep('I4', n - 1)
+      formats[n] = format
+    end
+    v = {decode(format, raw)}
+    local newest = v[1]
+    if n > 1 then newest = newest + v[n] end
+    if newest > now then now = newest end
+  end
+  -- The i-th instant (from 1) is v[1] for the oldest, v[1] + v[i] after it.
+  local base = v and v[1]
+  local expired = 0
+  while expired < n do
+    local at = base
+    if expired > 0 then at = base + v[expired + 1] end
+    if now - at < window then break end
+    expired = expired + 1
+  end
+  local count = n - expired
+  local oldest = nil
+  if count > 0 then
+    oldest = base
+    if expired > 0 then oldest = base + v[expired + 1] end
+  end
+  local status_wait = 0
+  if oldest then status_wait = (oldest + window - now) * 1000000 end
+  if count + cost > max then
+    local leaving = count + cost - max
+    local last = now
+    if leaving <= count then
+      local i = expired + leaving
+      last = base
+      if i > 1 then last = base + v[i] end
+    elseif count > 0 then
+      last = base
+      if n > 1 then last = base + v[n] end
+    end
+    return false, max - count, (last + window - now) * 1000000, max - count, status_wait, now
+  end
+  -- The instants still in the window, then `cost` of now, from the first of them.
+  local from = oldest or now
+  local out, k = {from}, 1
+  for i = expired + 2, n do
+    k = k + 1
+    out[k] = base + v[i] - from
+  end
+  local first = 1
+  if count == 0 then first = 2 end
+  for _ = first, cost do
+    k = k + 1
+    out[k] = now - from
+  end
+  local format = formats[k]
+  if not format then
+    format = '>I6' .. string.rep('I4', k - 1)
+    formats[k] = format
+  end
+  -- The log matters until its newest instant (now) leaves the window.
+  return true, max - count - cost, (from + window - now) * 1000000, max - count, status_wait, now,
+    encode(format, unpack(out, 1, k)), window
+end
+
+local function fixed_window(raw, window, max, cost)
+  local now = clock
+  local start, count = nil, 0
+  if raw then start, count = decode(FIXED, raw) end
   if start and count > 0 and now < start then now = start end
   if not start or count == 0 or now - start >= window then
     start = now
@@ -157,13 +222,9 @@ local function fixed_window(key, window, max, cost, commit)
   if cost > max - count then
     return false, max - count, ends, max - count, status_wait, now
   end
-  if commit then
-    state[1], state[2], state.w = start, count + cost, true
-    -- The expiry is the window's end: set when the window opens, it stands for the rest.
-    state.need = start + window - now
-    state.give = state.need
-  end
-  return true, max - count - cost, ends, max - count, status_wait, now
+  -- The state matters until the window ends.
+  return true, max - count - cost, ends, max - count, status_wait, now,
+    encode(FIXED, start, count + cost), start + window - now
 end
 
 local function until_below(prev, cur, elapsed, t, target)
@@ -179,12 +240,10 @@ local function until_below(prev, cur, elapsed, t, target)
   return to_edge + t - y_max
 end
 
-local function sliding_window_counter(key, window, max, cost, commit)
+local function sliding_window_counter(raw, window, max, cost)
   local now = clock
-  local state = hash_of(key, COUNTER)
-  local stored = state[1]
-  local stored_prev = state[2] or 0
-  local stored_cur = state[3] or 0
+  local stored, stored_prev, stored_cur = nil, 0, 0
+  if raw then stored, stored_prev, stored_cur = decode(COUNTER, raw) end
   if stored and (stored_prev > 0 or stored_cur > 0) and idiv(now, window) < stored then
     now = stored * window
   end
@@ -212,21 +271,17 @@ local function sliding_window_counter(key, window, max, cost, commit)
   if room < 0 then room = 0 end
   local remaining = idiv(room + window - 1, window)
   local wait = until_below(prev, cur + cost, elapsed, window, max - remaining) * 1000000
-  if commit then
-    state[1], state[2], state[3], state.w = index, prev, cur + cost, true
-    -- The end of the next window: set once per window, it stands for the rest of it.
-    state.need = 2 * window - elapsed
-    state.give = state.need
-  end
-  return true, remaining, wait, left, status_wait, now
+  -- The state matters until the next window ends.
+  return true, remaining, wait, left, status_wait, now,
+    encode(COUNTER, index, prev, cur + cost), 2 * window - elapsed
 end
 
-local function token_bucket(key, interval, capacity, cost, commit)
+local function token_bucket(raw, interval, capacity, cost)
   local now = clock
-  local state = hash_of(key, BUCKET)
   local used = 0
-  if state[1] then
-    used = (state[1] - now) * 1000000 + state[2]
+  if raw then
+    local tat, tat_ns = decode(BUCKET, raw)
+    used = (tat - now) * 1000000 + tat_ns
     if used < 0 then used = 0 end
   end
   local taken = cost * interval
@@ -251,15 +306,10 @@ local function token_bucket(key, interval, capacity, cost, commit)
   local next_back = interval
   local partial = left - remaining * interval
   if partial ~= 0 then next_back = interval - partial end
-  if commit then
-    local whole = idiv(after, 1000000)
-    -- The bucket matters until it is full again (at most its capacity from now); when its
-    -- expiry falls short of that, it gets a capacity more, to stand for a while of writes.
-    local span = math.ceil(capacity / 1000000)
-    state.need, state.give = whole + 1, whole + 1 + span
-    state[1], state[2], state.w = now + whole, after - whole * 1000000, true
-  end
-  return true, remaining, next_back, status_remaining, status_wait, now
+  -- The bucket matters until it is full again.
+  local whole = idiv(after, 1000000)
+  return true, remaining, next_back, status_remaining, status_wait, now,
+    encode(BUCKET, now + whole, after - whole * 1000000), whole + 1
 end
 
 -- The policies this call's checks use, each once: algorithm, window_ms, max, interval_ns,
@@ -277,12 +327,32 @@ local function decide(p, key, cost, commit)
   local algorithm = policy[1]
   if algorithm == 1 then
     return sliding_window(key, policy[2], policy[3], cost, commit)
-  elseif algorithm == 2 then
-    return fixed_window(key, policy[2], policy[3], cost, commit)
-  elseif algorithm == 3 then
-    return sliding_window_counter(key, policy[2], policy[3], cost, commit)
   end
-  return token_bucket(key, policy[4], policy[5], cost, commit)
+  local raw = values[key]
+  if raw == nil then
+    raw = redis.call('GET', key)
+    values[key] = raw
+  end
+  local admits, remaining, wait, status_remaining, status_wait, used, counted, ttl
+  if algorithm == 5 then
+    admits, remaining, wait, status_remaining, status_wait, used, counted, ttl =
+      short_log(raw, policy[2], policy[3], cost)
+  elseif algorithm == 2 then
+    admits, remaining, wait, status_remaining, status_wait, used, counted, ttl =
+      fixed_window(raw, policy[2], policy[3], cost)
+  elseif algorithm == 3 then
+    admits, remaining, wait, status_remaining, status_wait, used, counted, ttl =
+      sliding_window_counter(raw, policy[2], policy[3], cost)
+  else
+    admits, remaining, wait, status_remaining, status_wait, used, counted, ttl =
+      token_bucket(raw, policy[4], policy[5], cost)
+  end
+  if commit and admits then
+    values[key] = counted
+    if not dirty[key] then order[#order + 1] = key end
+    dirty[key] = ttl
+  end
+  return admits, remaining, wait, status_remaining, status_wait, used
 end
 
 -- An answer's first number: 0 if the key's limit did not count the check, else 1 plus how
@@ -362,20 +432,16 @@ end
 -- The server's reading, if one was taken: the reading every check without a `now` was
 -- decided at, so that a check can be given back exactly.
 reply[r + 1] = server_clock or 0
--- Every state the checks changed, written once.
+-- Every state the checks changed, written once, with the expiry it needs from now.
 for _, key in ipairs(order) do
-  local state, log = hashes[key], logs[key]
-  if state then
-    if state.w then
-      local fields, values = names[key], {}
-      for j = 1, #fields do
-        values[2 * j - 1] = fields[j]
-        values[2 * j] = state[j]
-      end
-      redis.call('HSET', key, unpack(values))
-    end
-    if state.need then keep(key, state.need, state.give, state.fresh) end
-  elseif log.off > 0 or #log.tail > 0 then
+  local ttl = dirty[key]
+  if ttl < min_ttl then ttl = min_ttl end
+  if ttl < 1 then ttl = 1 end
+  redis.call('SET', key, values[key], 'PX', ttl)
+end
+for _, key in ipairs(log_order) do
+  local log = logs[key]
+  if log.off > 0 or #log.tail > 0 then
     local from = 1
     if log.off >= log.loaded then
       -- Every instant read is gone, and perhaps some pushed since.

@@ -4,19 +4,20 @@ use std::fmt::Write as _;
 
 use crate::Limit;
 
-/// The Redis key holding `key`'s state under `limit`: `PREFIX:SCOPE:LIMIT:{CLIENT}`, bounded
-/// in length whatever a client sends. `SCOPE` is the scope's printable ASCII (braces left
-/// out) cut to 40 characters, `LIMIT` the limit's stable id in 16 hex digits, `CLIENT` the
-/// key's bytes in hex, or their SHA-1 when 20 bytes or longer. The braces are a Redis
-/// Cluster hash tag: a client's states live on one node.
+/// The Redis key holding `key`'s state under `limit`: `PREFIX:{CLIENT}:LIMIT`, bounded in
+/// length whatever a client sends. `CLIENT` is the key's bytes in hex, or their SHA-1 when
+/// 20 bytes or longer; `LIMIT` is the limit's stable id (of its scope and policy) in 16 hex
+/// digits. The braces are a Redis Cluster hash tag: a client's states live on one node.
+///
+/// The scope's name is not in it: at a million clients its characters would be most of
+/// Redis's memory. The layout is also the state format's version: 0.1's names were
+/// `PREFIX:SCOPE:LIMIT:{CLIENT}`, ending in the brace, so that instances of both during a
+/// rolling deploy never read each other's states (each counts its own budget until the old
+/// ones are gone).
 pub(super) fn key_name(prefix: &str, limit: &Limit, key: &[u8]) -> String {
-    let scope: String = limit
-        .scope()
-        .chars()
-        .filter(|c| c.is_ascii_graphic() && !matches!(c, '{' | '}'))
-        .take(40)
-        .collect();
-    let mut name = format!("{prefix}:{scope}:{:016x}:{{", limit.id());
+    let mut name = String::with_capacity(prefix.len() + 60);
+    name.push_str(prefix);
+    name.push_str(":{");
     if key.len() < 20 {
         for byte in key {
             let _ = write!(name, "{byte:02x}");
@@ -24,7 +25,7 @@ pub(super) fn key_name(prefix: &str, limit: &Limit, key: &[u8]) -> String {
     } else {
         let _ = write!(name, "{}", sha1_smol::Sha1::from(key).digest());
     }
-    name.push('}');
+    let _ = write!(name, "}}:{:016x}", limit.id());
     name
 }
 

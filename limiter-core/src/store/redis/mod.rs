@@ -42,14 +42,17 @@ use scripts::Script;
 ///   instead, for tests with a [`ManualClock`](crate::ManualClock)).
 /// - **Same answers as the in-memory store**: the scripts follow the same definitions; the
 ///   tests replay the reference schedules through both.
-/// - **Tidy**: every key written expires, at most two windows after its last use. A call
-///   reads each key's expiry once and extends it only when it falls short of what the
-///   state needs, so most writes set none, and a key another writer left too short an
-///   expiry is mended by the next write. Key names are `PREFIX:SCOPE:LIMIT:{CLIENT}`, bounded in length
-///   whatever a client sends: `SCOPE` is the scope's printable ASCII cut to 40 characters,
-///   `LIMIT` the limit's stable id in 16 hex digits ([`Limit`]'s documentation gives its
-///   encoding), `CLIENT` the key's bytes in hex, or their SHA-1 when 20 bytes or longer. The
-///   braces are a Redis Cluster hash tag: a client's states live on one node
+/// - **Small**: the fixed window, the counter and the bucket keep a string of a few packed
+///   integers per client (one `GET`, one `SET PX` per check; about 160 bytes of Redis memory
+///   per client with its name and expiry), the sliding window a list of instants (see the
+///   guide's memory page for bytes per instant).
+/// - **Tidy**: every key written expires, when its state stops mattering (a fixed window's
+///   end, the counter's next window, a full bucket; a log keeps two windows from when its
+///   expiry was last short, so that most pushes set none). Key names are
+///   `PREFIX:{CLIENT}:LIMIT`, bounded in length whatever a client sends: `CLIENT` is the key's
+///   bytes in hex, or their SHA-1 when 20 bytes or longer, `LIMIT` the limit's stable id in
+///   16 hex digits ([`Limit`]'s documentation gives its encoding). The braces are a Redis
+///   Cluster hash tag: a client's states live on one node
 ///   ([`connect_cluster`](RedisStore::connect_cluster)).
 /// - **Load is not an outage**: the limiter's timeout judges Redis's answer to each call,
 ///   not the time a check waits for its turn in the batch queue; a full queue makes checks
@@ -246,7 +249,7 @@ impl RedisStore {
         (&self.inner.script.sha, self.inner.script.source)
     }
 
-    /// The Redis key holding `key`'s state under `limit`: `PREFIX:SCOPE:LIMIT:{CLIENT}`.
+    /// The Redis key holding `key`'s state under `limit`: `PREFIX:{CLIENT}:LIMIT`.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -257,7 +260,7 @@ impl RedisStore {
     /// let login = Limit::new("login", Policy::new(5, Duration::from_secs(60)).unwrap());
     /// assert_eq!(
     ///     store.key_name(&login, b"4\xcb\x00\x71\x07"),
-    ///     "limiter:login:bf4aa7cc945c59d8:{34cb007107}"
+    ///     "limiter:{34cb007107}:bf4aa7cc945c59d8"
     /// );
     /// # }
     /// ```
@@ -344,7 +347,7 @@ impl RedisStore {
                 .map(|charge| {
                     let policy = charge.limit.policy();
                     [
-                        u64::from(scripts::code(policy.algorithm())),
+                        u64::from(scripts::code(policy)),
                         policy.window_ms(),
                         u64::from(policy.max().get()),
                         policy.emission_interval_ns(),

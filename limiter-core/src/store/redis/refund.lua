@@ -40,37 +40,74 @@ for i = 1, #KEYS do
         redis.call('LREM', key, -n, 'refunded')
       end
     end
-  elseif algorithm == 2 then
-    -- From the window that counted it, while it is still the open one.
-    local state = redis.call('HMGET', key, 's', 'c')
-    local start, count = tonumber(state[1]), tonumber(state[2]) or 0
-    if start == mark and count > 0 and clock - start < window then
-      redis.call('HSET', key, 'c', count - math.min(cost, count))
-    end
-  elseif algorithm == 3 then
-    -- From the count of its window, while that window weighs.
-    local state = redis.call('HMGET', key, 'w', 'p', 'c')
-    local stored = tonumber(state[1])
-    if stored then
-      local behind = stored - math.floor(mark / window)
-      local field, n = nil, 0
-      if behind == 0 then field, n = 'c', tonumber(state[3]) or 0
-      elseif behind == 1 then field, n = 'p', tonumber(state[2]) or 0 end
-      if field and n > 0 then redis.call('HSET', key, field, n - math.min(cost, n)) end
-    end
   else
-    -- What is still owed of its tokens: they come back oldest first, all by the mark. The
-    -- theoretical arrival time moves back by that much (relative to the clock, to stay
-    -- within exact doubles); one in the past is a full bucket.
-    local state = redis.call('HMGET', key, 't', 'n')
-    if state[1] then
-      local owed = (mark - clock) * 1000000 + mark_ns
-      if owed > cost * interval then owed = cost * interval end
-      if owed > 0 then
-        local tat = (tonumber(state[1]) - clock) * 1000000 + tonumber(state[2]) - owed
-        local whole = math.floor(tat / 1000000)
-        redis.call('HSET', key, 't', clock + whole, 'n', tat - whole * 1000000)
+    -- The packed states of check.lua, changed in place: the expiry stays what the last
+    -- check set (a refund never makes a state matter longer).
+    local raw = redis.call('GET', key)
+    if raw then
+      local changed = nil
+      if algorithm == 5 then
+        -- A short log (see check.lua): the newest instants equal to the mark, while it is
+        -- in the window.
+        local n = (#raw - 2) / 4
+        local v = {struct.unpack('>I6' .. string.rep('I4', n - 1), raw)}
+        local at = {v[1]}
+        for i = 2, n do at[i] = v[1] + v[i] end
+        local removed, gone = 0, {}
+        if clock - mark < window then
+          for i = n, 1, -1 do
+            if removed == cost then break end
+            if at[i] == mark then
+              gone[i], removed = true, removed + 1
+            end
+          end
+        end
+        if removed == n then
+          redis.call('DEL', key)
+        elseif removed > 0 then
+          local out, k, from = {}, 0, nil
+          for i = 1, n do
+            if not gone[i] then
+              k = k + 1
+              if from then out[k] = at[i] - from else from = at[i]; out[k] = from end
+            end
+          end
+          changed = struct.pack('>I6' .. string.rep('I4', k - 1), unpack(out, 1, k))
+        end
+      elseif algorithm == 2 then
+        -- From the window that counted it, while it is still the open one.
+        local start, count = struct.unpack('>I6I4', raw)
+        if start == mark and count > 0 and clock - start < window then
+          changed = struct.pack('>I6I4', start, count - math.min(cost, count))
+        end
+      elseif algorithm == 3 then
+        -- From the count of its window, while that window weighs.
+        local stored, prev, cur = struct.unpack('>I6I4I4', raw)
+        local behind = stored - math.floor(mark / window)
+        if behind == 0 and cur > 0 then
+          changed = struct.pack('>I6I4I4', stored, prev, cur - math.min(cost, cur))
+        elseif behind == 1 and prev > 0 then
+          changed = struct.pack('>I6I4I4', stored, prev - math.min(cost, prev), cur)
+        end
+      else
+        -- What is still owed of its tokens: they come back oldest first, all by the mark.
+        -- The theoretical arrival time moves back by that much (relative to the clock, to
+        -- stay within exact doubles), to no earlier than 0; one in the past is a full
+        -- bucket.
+        local tat, tat_ns = struct.unpack('>I6I4', raw)
+        local owed = (mark - clock) * 1000000 + mark_ns
+        if owed > cost * interval then owed = cost * interval end
+        if owed > 0 then
+          local moved = (tat - clock) * 1000000 + tat_ns - owed
+          local whole = math.floor(moved / 1000000)
+          if clock + whole < 0 then
+            changed = struct.pack('>I6I4', 0, 0)
+          else
+            changed = struct.pack('>I6I4', clock + whole, moved - whole * 1000000)
+          end
+        end
       end
+      if changed then redis.call('SET', key, changed, 'KEEPTTL') end
     end
   end
 end

@@ -59,7 +59,7 @@ impl RedisStore {
             let policy = charge.limit.policy();
             let mark = mark.unwrap_or_default();
             command
-                .arg(scripts::code(policy.algorithm()))
+                .arg(scripts::code(policy))
                 .arg(policy.window_ms())
                 .arg(policy.emission_interval_ns())
                 .arg(charge.units())

@@ -4,8 +4,9 @@
 //!
 //! One call decides a batch of checks, in order, each as if sent alone. `KEYS` are the
 //! checks' keys, each holding one key's state under one limit; `ARGV` is `min_ttl_ms`, the
-//! number of distinct policies and five values for each (`algorithm` — 1 sliding window, 2
-//! fixed window, 3 counter, 4 bucket — `window_ms, max, interval_ns, capacity_ns`), then one
+//! number of distinct policies and five values for each (`state` — 1 sliding window with a
+//! long log, 5 with a short one, 2 fixed window, 3 counter, 4 bucket: see [`code`] —
+//! `window_ms, max, interval_ns, capacity_ns`), then one
 //! value per check: its policy's number for the usual check (one limit, one unit, the
 //! server's clock), else `now;peek;policy:cost;...`. Few, short arguments: Redis parses
 //! every one of them for every request. Without a `now` the script reads the Redis server's
@@ -29,13 +30,13 @@
 //! bucket's capacity in nanoseconds, waits of two windows at most); `idiv` corrects the
 //! rounding of a floating division.
 
-use crate::Algorithm;
+use crate::{Algorithm, Policy};
 
 const SCRIPT: &str = include_str!("check.lua");
 
 /// Gives back what a check counted (`count = "failures"`), by its receipt, with the rules of
 /// the algorithms' `refund`. `KEYS[i]` as for the check; `ARGV` is `now_ms` (empty for the
-/// server's clock) followed by six values per key: `algorithm, window_ms, interval_ns, cost,
+/// server's clock) followed by six values per key: `state` ([`code`]), `window_ms, interval_ns, cost,
 /// mark_ms, mark_ns` (the mark of the check's receipt, in milliseconds and the nanoseconds
 /// beyond them). Only what is still counted of the check's own units comes back.
 const REFUND: &str = include_str!("refund.lua");
@@ -65,9 +66,15 @@ impl Script {
     }
 }
 
-/// The number the script knows an algorithm by.
-pub(crate) fn code(algorithm: Algorithm) -> u8 {
-    match algorithm {
+/// The longest sliding log kept as a packed string (see `short_log` in check.lua); longer
+/// ones are lists, whose pushes and trims do not rewrite the log.
+pub(crate) const SHORT_LOG_MOST: u32 = 256;
+
+/// The number the scripts know a policy's state by: its algorithm, and for the sliding
+/// window whether its log is short (a packed string) or long (a list).
+pub(crate) fn code(policy: &Policy) -> u8 {
+    match policy.algorithm() {
+        Algorithm::SlidingWindow if policy.max().get() <= SHORT_LOG_MOST => 5,
         Algorithm::SlidingWindow => 1,
         Algorithm::FixedWindow => 2,
         Algorithm::SlidingWindowCounter => 3,
