@@ -76,7 +76,7 @@ fn theirs(port: u16, sha: &str, policy: &Policy, checks: u64, pipeline: u32) -> 
         .arg(policy.max().get().to_string())
         .arg(policy.emission_interval_ns().to_string())
         .arg((u64::from(policy.burst().get()) * policy.emission_interval_ns()).to_string())
-        .arg("1") // the check: policy 1
+        .arg("\u{1}") // the plan: one usual check of policy 1
         .output()
         .expect("redis-benchmark comes with redis-server (apt-get install -y redis-server)");
     let text = String::from_utf8_lossy(&output.stdout);

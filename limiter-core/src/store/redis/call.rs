@@ -48,15 +48,21 @@ impl RedisStore {
         for policy in &policies {
             command.arg(*policy);
         }
+        // The plan: a byte per check, its policy's number for the usual check (one limit,
+        // one unit, the server's clock), else 0 and the check in full in an argument of its
+        // own. One argument for most of a batch: Redis makes a string of every argument.
+        let mut plan = Vec::with_capacity(checks.len());
+        let mut given = Vec::new();
         for (check, numbers) in checks.iter().zip(&numbered) {
             if let ([number], [limit], None, false) =
                 (&numbers[..], &check.limits[..], check.now, check.peek)
             {
-                if limit[5] == 1 {
-                    command.arg(*number);
+                if let (1, Ok(byte @ 1..)) = (limit[5], u8::try_from(*number)) {
+                    plan.push(byte);
                     continue;
                 }
             }
+            plan.push(0);
             let mut arg = String::with_capacity(32);
             if let Some(now) = check.now {
                 let _ = write!(arg, "{now}");
@@ -65,6 +71,10 @@ impl RedisStore {
             for (number, limit) in numbers.iter().zip(&check.limits) {
                 let _ = write!(arg, ";{number}:{}", limit[5]);
             }
+            given.push(arg);
+        }
+        command.arg(plan);
+        for arg in given {
             command.arg(arg);
         }
         let reply: Vec<i64> = self

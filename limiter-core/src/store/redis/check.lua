@@ -329,10 +329,6 @@ local function decide(p, key, cost, commit)
     return sliding_window(key, policy[2], policy[3], cost, commit)
   end
   local raw = values[key]
-  if raw == nil then
-    raw = redis.call('GET', key)
-    values[key] = raw
-  end
   local admits, remaining, wait, status_remaining, status_wait, used, counted, ttl
   if algorithm == 5 then
     admits, remaining, wait, status_remaining, status_wait, used, counted, ttl =
@@ -348,6 +344,8 @@ local function decide(p, key, cost, commit)
       token_bucket(raw, policy[4], policy[5], cost)
   end
   if commit and admits then
+    if ttl < min_ttl then ttl = min_ttl end
+    if ttl < 1 then ttl = 1 end
     values[key] = counted
     if not dirty[key] then order[#order + 1] = key end
     dirty[key] = ttl
@@ -371,21 +369,78 @@ local function server_now()
   return server_clock
 end
 
--- Then one ARGV per check, decided in order, each all or nothing, each seeing those before
--- it; its keys are the next ones in KEYS. The usual check is one number, its policy: one
--- limit, one unit, the server's clock. Any other is `now;peek;policy:cost;policy:cost...`
--- (`now` empty for the server's clock, `peek` 1 to count nothing).
+-- Every key's packed state, read in one MGET: a command costs a script far more than the
+-- key it reads (a list's, a long log's, reads as none and is not used).
+if #KEYS > 0 then
+  local stored = redis.call('MGET', unpack(KEYS))
+  for i = 1, #KEYS do
+    local key = KEYS[i]
+    if values[key] == nil then values[key] = stored[i] end
+  end
+end
+
+-- A new client's usual check (one unit, the server's clock) gets the same answer and the
+-- same state whoever it is: decided once per policy per call (`fresh[p]`: the answer, the
+-- state and its expiry as a string). Most checks of a busy Redis are of new clients, and
+-- converting numbers to strings and back is much of what a script costs.
+local fresh = {}
+local function usual_fresh(p, key)
+  local known = fresh[p]
+  if not known then
+    local policy = policies[p]
+    local admits, remaining, wait, _, _, used, state, ttl
+    if policy[1] == 2 then
+      admits, remaining, wait, _, _, used, state, ttl = fixed_window(false, policy[2], policy[3], 1)
+    elseif policy[1] == 3 then
+      admits, remaining, wait, _, _, used, state, ttl = sliding_window_counter(false, policy[2], policy[3], 1)
+    elseif policy[1] == 4 then
+      admits, remaining, wait, _, _, used, state, ttl = token_bucket(false, policy[4], policy[5], 1)
+    else
+      admits, remaining, wait, _, _, used, state, ttl = short_log(false, policy[2], policy[3], 1)
+    end
+    if ttl < min_ttl then ttl = min_ttl end
+    if ttl < 1 then ttl = 1 end
+    known = {admits, remaining, wait, used, state, tostring(ttl)}
+    fresh[p] = known
+  end
+  if known[1] then
+    values[key] = known[5]
+    if not dirty[key] then order[#order + 1] = key end
+    dirty[key] = known[6]
+  end
+  return known[1], known[2], known[3], known[4]
+end
+
+-- Then the plan: one byte per check, decided in order, each all or nothing, each seeing
+-- those before it; its keys are the next ones in KEYS. A byte from 1 up is the usual check
+-- of that policy: one limit, one unit, the server's clock. A 0 is any other check, given by
+-- the next ARGV as `now;peek;policy:cost;policy:cost...` (`now` empty for the server's
+-- clock, `peek` 1 to count nothing).
 local reply, r = {}, 0
 local first = 1
-for c = 3 + 5 * npolicies, #ARGV do
-  local arg = ARGV[c]
-  local single = tonumber(arg)
-  if single then
+local plan = ARGV[3 + 5 * npolicies]
+local given = 4 + 5 * npolicies
+local byte = string.byte
+for c = 1, #plan do
+  local single = byte(plan, c)
+  if single > 0 then
     clock = server_now()
-    local admits, remaining, wait, _, _, used = decide(single, KEYS[first], 1, true)
-    reply[r + 1], reply[r + 2], reply[r + 3], r = counted(admits, used), remaining, wait, r + 3
+    local key = KEYS[first]
+    local admits, remaining, wait, used, _
+    if values[key] == false and policies[single][1] ~= 1 then
+      admits, remaining, wait, used = usual_fresh(single, key)
+    else
+      admits, remaining, wait, _, _, used = decide(single, key, 1, true)
+    end
+    if admits then
+      reply[r + 1], reply[r + 2], reply[r + 3], r = 1 + used - clock, remaining, wait, r + 3
+    else
+      reply[r + 1], reply[r + 2], reply[r + 3], r = 0, remaining, wait, r + 3
+    end
     first = first + 1
   else
+    local arg = ARGV[given]
+    given = given + 1
     local now, peek, rest = string.match(arg, '^(%d*);([01]);(.*)$')
     clock = tonumber(now) or server_now()
     peek = peek == '1'
@@ -433,11 +488,9 @@ end
 -- decided at, so that a check can be given back exactly.
 reply[r + 1] = server_clock or 0
 -- Every state the checks changed, written once, with the expiry it needs from now.
-for _, key in ipairs(order) do
-  local ttl = dirty[key]
-  if ttl < min_ttl then ttl = min_ttl end
-  if ttl < 1 then ttl = 1 end
-  redis.call('SET', key, values[key], 'PX', ttl)
+for i = 1, #order do
+  local key = order[i]
+  redis.call('SET', key, values[key], 'PX', dirty[key])
 end
 for _, key in ipairs(log_order) do
   local log = logs[key]
