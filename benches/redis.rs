@@ -63,10 +63,10 @@ fn theirs(port: u16, sha: &str, policy: &Policy, checks: u64, pipeline: u32) -> 
         .args(["-r", "100000", "-q"])
         // min_ttl 0, one policy, one check of it (one unit, the server's clock).
         .args(["EVALSHA", sha, "1", &key, "0", "1"])
-        // The script's state codes (scripts.rs): a sliding log of 256 or fewer is a packed
+        // The script's state codes (scripts.rs): a sliding log of 128 or fewer is a packed
         // string (5), a longer one a list (1).
         .arg(match policy.algorithm() {
-            Algorithm::SlidingWindow if policy.max().get() <= 256 => "5",
+            Algorithm::SlidingWindow if policy.max().get() <= 128 => "5",
             Algorithm::SlidingWindow => "1",
             Algorithm::FixedWindow => "2",
             Algorithm::SlidingWindowCounter => "3",
@@ -147,7 +147,7 @@ fn main() {
     }
     // A sliding log's bytes per instant: one client's log filled to `max`, less one of one
     // instant, per instant more; short logs are packed strings, long ones lists.
-    for max in [100, 256, 1_000, 10_000] {
+    for max in [10, 100, 128, 1_000, 10_000] {
         let limit = Limit::new(
             format!("log-{max}"),
             Policy::new(max, Duration::from_secs(60)).unwrap(),

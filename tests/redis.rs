@@ -78,17 +78,17 @@ fn costs_and_refunds_equal_the_memory_stores() {
         .use_caller_clock();
     let case = std::cell::Cell::new(0u32);
     // Every algorithm with budgets of a few units, and sliding logs longer than the
-    // store's short ones (256, packed strings) with costs to match: those are lists.
+    // store's short ones (128, packed strings) with costs to match: those are lists.
     let mut kinds: Vec<(String, BoxedStrategy<Policy>, u32)> = Algorithm::ALL
         .iter()
         .map(|&algorithm| (algorithm.to_string(), policy(algorithm).boxed(), 1))
         .collect();
     kinds.push((
         "long sliding log".to_string(),
-        (257..=270u32, 1..=200u64)
+        (129..=140u32, 1..=200u64)
             .prop_map(|(max, window)| Policy::new(max, Duration::from_millis(window)).unwrap())
             .boxed(),
-        45,
+        23,
     ));
     for (algorithm, policies, scale) in kinds {
         let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(40));

@@ -134,22 +134,28 @@ local function sliding_window(key, window, max, cost, commit)
   return true, max - count - cost, ((oldest or now) + window - now) * 1000000, max - count, status_wait, now
 end
 
--- A short log (a limit of at most 256, the usual ones): its instants packed in a string,
+-- A short log (a limit of at most 128, the usual ones): its instants packed in a string,
 -- oldest first — the oldest in 6 bytes, each later one in 4 as its distance from it (the
 -- instants kept all lie within a window, at most 7 days) — read and rewritten whole: a
 -- `GET` and a `SET PX` like the other states, 4 bytes an instant and no list to keep.
-local formats = {}
+-- A log read or written in this call is decoded once (`decoded[raw]`): a busy client's
+-- checks in one call, most of them rejected, do not decode it each.
+local formats, decoded = {}, {}
 local function short_log(raw, window, max, cost)
   local now = clock
   local v, n = nil, 0
   if raw then
     n = (#raw - 2) / 4
-    local format = formats[n]
-    if not format then
-      format = '>I6' .. string.rep('I4', n - 1)
-      formats[n] = format
+    v = decoded[raw]
+    if not v then
+      local format = formats[n]
+      if not format then
+        format = '>I6' .. string.rep('I4', n - 1)
+        formats[n] = format
+      end
+      v = {decode(format, raw)}
+      decoded[raw] = v
     end
-    v = {decode(format, raw)}
     local newest = v[1]
     if n > 1 then newest = newest + v[n] end
     if newest > now then now = newest end

@@ -67,9 +67,10 @@ impl Script {
     }
 }
 
-/// The longest sliding log kept as a packed string (see `short_log` in check.lua); longer
-/// ones are lists, whose pushes and trims do not rewrite the log.
-pub(crate) const SHORT_LOG_MOST: u32 = 256;
+/// The longest sliding log kept as a packed string (see `short_log` in check.lua): 4 bytes
+/// an instant, but read and rewritten whole. Longer ones are lists (about 10 bytes an
+/// instant), whose pushes and trims touch only their ends.
+pub(crate) const SHORT_LOG_MOST: u32 = 128;
 
 /// The number the scripts know a policy's state by: its algorithm, and for the sliding
 /// window whether its log is short (a packed string) or long (a list).
