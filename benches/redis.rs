@@ -145,28 +145,32 @@ fn main() {
             a / b
         );
     }
-    // A sliding log's bytes per instant: one client's log filled to `max`, less one of one
-    // instant, per instant more; short logs are packed strings, long ones lists.
-    for max in [10, 100, 128, 1_000, 10_000] {
+    // A sliding log's bytes per instant: clients' logs of one instant, then as many more
+    // filled to `max`; short logs are packed strings, long ones lists.
+    for max in [10, 100, 128, 129, 1_000, 10_000] {
         let limit = Limit::new(
             format!("log-{max}"),
             Policy::new(max, Duration::from_secs(60)).unwrap(),
         );
-        server.command(&["FLUSHALL"]);
-        let empty = server.used_memory();
-        let check = |key: &[u8], cost: u32| {
-            let charge = [limiter::Charge::new(&limit, key).cost(cost)];
-            runtime
-                .block_on(store.check_all(&charge, Duration::ZERO))
-                .unwrap();
+        let clients: u32 = if max > 1_000 { 100 } else { 1_000 };
+        let fill = |first: u32, cost: u32| {
+            for client in first..first + clients {
+                let key = client.to_be_bytes();
+                let charge = [limiter::Charge::new(&limit, &key).cost(cost)];
+                runtime.block_on(store.check_all(&charge, Duration::ZERO)).unwrap();
+            }
         };
-        check(b"c1", 1);
-        let one = server.used_memory() - empty;
-        check(b"c2", max);
-        let full = server.used_memory() - empty - one;
+        server.command(&["FLUSHALL", "SYNC"]);
+        let empty = server.used_memory() as f64;
+        fill(0, 1);
+        let one = server.used_memory() as f64;
+        fill(clients, max);
+        let full = server.used_memory() as f64;
+        let per_log = (one - empty) / f64::from(clients);
+        let per_full = (full - one) / f64::from(clients);
         println!(
-            "a sliding log of {max:>6}: {:>6.1} bytes per instant ({one} bytes for one instant)",
-            (full - one) as f64 / f64::from(max - 1),
+            "a sliding log of {max:>6}: {:>5.1} bytes per instant, {per_log:>4.0} bytes with one",
+            (per_full - per_log) / f64::from(max - 1),
         );
     }
     // Commands per check: one at most, fewer when checks are batched.

@@ -322,10 +322,13 @@ end
 -- capacity_ns.
 local policies = {}
 local npolicies = tonumber(ARGV[2])
+-- Whether any keeps a packed string (not a list: a long log).
+local strings = false
 for p = 1, npolicies do
   local base = 2 + (p - 1) * 5
   policies[p] = {tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3]),
     tonumber(ARGV[base + 4]), tonumber(ARGV[base + 5])}
+  if policies[p][1] ~= 1 then strings = true end
 end
 
 local function decide(p, key, cost, commit)
@@ -376,11 +379,25 @@ local function server_now()
 end
 
 -- Every key's packed state, read in one MGET: a command costs a script far more than the
--- key it reads (a list's, a long log's, reads as none and is not used).
-if #KEYS > 0 then
-  local stored = redis.call('MGET', unpack(KEYS))
-  for i = 1, #KEYS do
-    local key = KEYS[i]
+-- key it reads (a list's, a long log's, reads as none and is not used). A key asked again
+-- right after itself (a busy client's checks, side by side in a batch) is asked once.
+if strings and #KEYS > 0 then
+  local asked, n = KEYS, #KEYS
+  for i = 2, n do
+    if KEYS[i] == KEYS[i - 1] then
+      asked, n = {KEYS[1]}, 1
+      for j = 2, #KEYS do
+        if KEYS[j] ~= asked[n] then
+          n = n + 1
+          asked[n] = KEYS[j]
+        end
+      end
+      break
+    end
+  end
+  local stored = redis.call('MGET', unpack(asked, 1, n))
+  for i = 1, n do
+    local key = asked[i]
     if values[key] == nil then values[key] = stored[i] end
   end
 end

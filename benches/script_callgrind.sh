@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Instructions the Redis server spends per check of the check script, counted by callgrind:
+# repeatable where timings on a shared machine are not. A `redis-server` of its own runs
+# under callgrind on a free port while a replayer sends the script's calls, as the store
+# makes them under load: KEYS checks per call, the usual check (one unit, the server's
+# clock), 100 per minute. It runs twice, for N1 and N2 calls; the difference over the
+# (N2 - N1) * KEYS checks is what one check costs, start-up excluded.
+#   benches/script_callgrind.sh [STATE...]   (default: 2 3 4 5 1)
+# STATE is the script's code for a policy's state (scripts.rs): 1 a long sliding log (a
+# list), 5 a short one (a packed string), 2 fixed window, 3 counter, 4 bucket.
+# KEYS=16 checks per call; HOT=1 makes every check one client's (else each a new client's);
+# SCRIPT=path measures another version of check.lua (same arguments).
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+script="${SCRIPT:-$here/limiter-core/src/store/redis/check.lua}"
+keys="${KEYS:-16}"
+hot="${HOT:-}"
+n1="${N1:-200}"
+n2="${N2:-1200}"
+states=("$@")
+[ ${#states[@]} -gt 0 ] || states=(2 3 4 5 1)
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+# Sends $3 calls of $2 checks of state $1 to the server on port $4.
+replay() {
+    python3 - "$@" "$script" "$hot" <<'PY'
+import socket, sys
+state, k, calls, port, script, hot = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]
+s = socket.create_connection(("127.0.0.1", port))
+f = s.makefile("rb")
+def cmd(*args):
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+def read():
+    line = f.readline()
+    kind = line[:1]
+    if kind == b"-":
+        sys.exit("Redis answered: " + line.decode())
+    if kind in b"+:":
+        return line
+    if kind == b"$":
+        n = int(line[1:])
+        return None if n < 0 else f.read(n + 2)[:-2]
+    if kind == b"*":
+        return [read() for _ in range(int(line[1:]))]
+s.sendall(cmd("SCRIPT", "LOAD", open(script).read()))
+sha = read()
+interval = 600_000_000  # 100 per minute
+policy = [state, 60_000, 100, interval, 100 * interval]
+batch = []
+for c in range(calls):
+    names = ["limiter:{%08x}:bench" % (7 if hot else c * k + i) for i in range(k)]
+    batch.append(cmd("EVALSHA", sha, k, *names, 0, 1, *policy, bytes([1] * k)))
+    if len(batch) == 50 or c == calls - 1:
+        s.sendall(b"".join(batch))
+        for _ in batch:
+            read()
+        batch = []
+PY
+}
+
+# The server's instructions for $3 calls of $2 checks of state $1.
+instructions() {
+    local port
+    port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    rm -f "$work"/cg.*
+    valgrind --tool=callgrind --callgrind-out-file="$work/cg.%p" \
+        redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no >/dev/null 2>&1 &
+    local server=$!
+    for _ in $(seq 200); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+    replay "$1" "$2" "$3" "$port"
+    redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
+    wait "$server" 2>/dev/null || true
+    grep -h '^summary:\|^totals:' "$work"/cg.* | head -1 | awk '{print $2}'
+}
+
+printf '%-6s %s\n' state "instructions per check ($keys checks a call${hot:+, one client})"
+for state in "${states[@]}"; do
+    a="$(instructions "$state" "$keys" "$n1")"
+    b="$(instructions "$state" "$keys" "$n2")"
+    printf '%-6s %d\n' "$state" $(( (b - a) / ((n2 - n1) * keys) ))
+done
