@@ -157,7 +157,9 @@ fn main() {
             for client in first..first + clients {
                 let key = client.to_be_bytes();
                 let charge = [limiter::Charge::new(&limit, &key).cost(cost)];
-                runtime.block_on(store.check_all(&charge, Duration::ZERO)).unwrap();
+                runtime
+                    .block_on(store.check_all(&charge, Duration::ZERO))
+                    .unwrap();
             }
         };
         server.command(&["FLUSHALL", "SYNC"]);

@@ -5,9 +5,11 @@
 # makes them under load: KEYS checks per call, the usual check (one unit, the server's
 # clock), 100 per minute. It runs twice, for N1 and N2 calls; the difference over the
 # (N2 - N1) * KEYS checks is what one check costs, start-up excluded.
-#   benches/script_callgrind.sh [STATE...]   (default: 2 3 4 5 1)
+#   benches/script_callgrind.sh [STATE...]   (default: peer 2 3 4 5 1)
 # STATE is the script's code for a policy's state (scripts.rs): 1 a long sliding log (a
-# list), 5 a short one (a packed string), 2 fixed window, 3 counter, 4 bucket.
+# list), 5 a short one (a packed string), 2 fixed window, 3 counter, 4 bucket; or `peer`:
+# actix-extensible-rate-limit's check instead, a transaction per check (MULTI, BITFIELD
+# OVERFLOW SAT INCRBY, EXPIRE NX, TTL, EXEC), pipelined as its users' requests are.
 # KEYS=16 checks per call; HOT=1 makes every check one client's (else each a new client's);
 # SCRIPT=path measures another version of check.lua (same arguments).
 set -euo pipefail
@@ -18,7 +20,7 @@ hot="${HOT:-}"
 n1="${N1:-200}"
 n2="${N2:-1200}"
 states=("$@")
-[ ${#states[@]} -gt 0 ] || states=(2 3 4 5 1)
+[ ${#states[@]} -gt 0 ] || states=(peer 2 3 4 5 1)
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
@@ -54,8 +56,15 @@ policy = [state, 60_000, 100, interval, 100 * interval]
 batch = []
 for c in range(calls):
     names = ["limiter:{%08x}:bench" % (7 if hot else c * k + i) for i in range(k)]
+    if state == "peer":
+        for name in names:
+            s.sendall(cmd("MULTI") + cmd("BITFIELD", name, "OVERFLOW", "SAT", "INCRBY", "u63", 0, 1, "GET", "u63", 0)
+                + cmd("EXPIRE", name, 60, "NX") + cmd("TTL", name) + cmd("EXEC"))
+            for _ in range(5):
+                read()
+        continue
     batch.append(cmd("EVALSHA", sha, k, *names, 0, 1, *policy, bytes([1] * k)))
-    if len(batch) == 50 or c == calls - 1:
+    if len(batch) == 50 or (c == calls - 1 and batch):
         s.sendall(b"".join(batch))
         for _ in batch:
             read()

@@ -92,25 +92,27 @@
 //! - **Batched under load, exactly.** The checks that arrive while earlier ones are in Redis
 //!   go out together: one `EVALSHA` for up to 128, at most two calls in flight, nothing held
 //!   back to fill a batch (an idle store sends each check at once). A call reads the server's
-//!   `TIME` once, lists each policy once, reads each key once and writes it once however many
+//!   `TIME` once, lists each policy once, reads all its keys in one `MGET` and writes each once however many
 //!   of its checks count on it, and decides its checks in order, each all or nothing, exactly
 //!   as if each had been sent alone (`tests/redis.rs`: random bursts of 1 to 12 checks decide
 //!   as the memory store one by one; 800 concurrent checks of 8 keys take at most 200 calls
 //!   and leave each key the exact sequence 29, 28, … 0). When a call fails, the checks still
 //!   waiting behind it fail with it and are never sent afterwards, so the fault policy's
 //!   answer is not followed by a second count; nor is a check whose caller went away.
-//! - **No long scripts**: Redis runs one script at a time, so none scans: the sliding log
-//!   finds its first instant still in the window by galloping from the oldest and bisecting,
-//!   one `LINDEX` at a time. A check that drops a full log of 65,535 instants reads it two
+//! - **No long scripts**: Redis runs one script at a time, so none scans: a log of more than
+//!   128 instants is a list, whose first instant still in the window is found by galloping
+//!   from the oldest and bisecting, one `LINDEX` at a time (a log of 128 or fewer is a packed
+//!   string of 4 bytes an instant, read and rewritten whole). A check that drops a full log of 65,535 instants reads it two
 //!   dozen times and costs Redis well under a millisecond, where a scan cost 132 ms
 //!   (`tests/redis.rs`).
 //! - **One clock**: scripts read the Redis server's `TIME`, so instances with skewed clocks
 //!   agree. A reading earlier than a key's state (the server's clock stepping back) is counted
 //!   at the state's newest instant, as in memory.
-//! - **Small, tidy keys**: the fixed window, the counter and the bucket keep one string of a
-//!   few packed integers per client, read with one `GET` and written with its expiry in one
-//!   `SET PX`: about 160 bytes of Redis memory per client, name and expiry included (the
-//!   guide's [performance](super::performance) page has the figures). Every key written
+//! - **Small, tidy keys**: the fixed window, the counter, the bucket and sliding logs of up
+//!   to 128 keep one string of a few packed integers per client, read for a whole call in one
+//!   `MGET` and written with its expiry in one `SET PX`: about 170 bytes of Redis memory per
+//!   client, name and expiry included (the guide's [performance](super::performance) page
+//!   has the figures). Every key written
 //!   expires when its state stops mattering: a fixed window's end, the end of the counter's
 //!   next window, the moment a bucket is full again. A log's expiry is read once per call
 //!   and extended only when it falls short (to two windows), so most pushes set none.

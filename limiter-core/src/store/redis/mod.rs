@@ -42,10 +42,11 @@ use scripts::Script;
 ///   instead, for tests with a [`ManualClock`](crate::ManualClock)).
 /// - **Same answers as the in-memory store**: the scripts follow the same definitions; the
 ///   tests replay the reference schedules through both.
-/// - **Small**: the fixed window, the counter and the bucket keep a string of a few packed
-///   integers per client (one `GET`, one `SET PX` per check; about 160 bytes of Redis memory
-///   per client with its name and expiry), the sliding window a list of instants (see the
-///   guide's memory page for bytes per instant).
+/// - **Small**: the fixed window, the counter, the bucket and sliding logs of up to 128 keep
+///   a string of a few packed integers per client (a call reads its keys in one `MGET` and
+///   writes each in one `SET PX`; about 170 bytes of Redis memory per client with its name
+///   and expiry, a log 4 bytes more an instant); longer logs are lists (about 10 bytes an
+///   instant).
 /// - **Tidy**: every key written expires, when its state stops mattering (a fixed window's
 ///   end, the counter's next window, a full bucket; a log keeps two windows from when its
 ///   expiry was last short, so that most pushes set none). Key names are
