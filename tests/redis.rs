@@ -578,6 +578,44 @@ fn concurrent_checks_are_batched_and_decided_in_order() {
 }
 
 /// Batches decide as the memory store decides the same checks one by one, in order: random
+/// A check of no limits, batched with others, answers nothing and fails none of them; a
+/// check of more keys than Lua unpacks at once (8,000) reads and counts them all.
+#[::std::prelude::v1::test]
+fn empty_and_huge_checks_share_calls_with_the_others() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let redis = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+    assert!(redis.accept_timeout(Duration::from_secs(10)));
+    let limit = Limit::new("beside", Policy::new(5, Duration::from_secs(60)).unwrap());
+    let (empty, one) = rt.block_on(async {
+        tokio::join!(
+            redis.check_all(&[], Duration::ZERO),
+            redis.check(&limit, b"client", Duration::ZERO)
+        )
+    });
+    assert!(empty.unwrap().decisions().is_empty());
+    assert!(one.unwrap().allowed());
+    let limits: Vec<Limit> = (0..8_100)
+        .map(|i| {
+            Limit::new(
+                format!("many-{i}"),
+                Policy::new(1, Duration::from_secs(60)).unwrap(),
+            )
+        })
+        .collect();
+    let charges: Vec<Charge<'_>> = limits.iter().map(|l| Charge::new(l, b"client")).collect();
+    let first = rt
+        .block_on(redis.check_all(&charges, Duration::ZERO))
+        .unwrap();
+    assert!(first.decisions().iter().all(|d| d.allowed()));
+    // Every one of them counted: the next is refused by each.
+    let second = rt
+        .block_on(redis.check_all(&charges, Duration::ZERO))
+        .unwrap();
+    assert!(second.decisions().iter().all(|d| !d.allowed()));
+    assert_eq!(server.integer(&["DBSIZE"]), 8_101);
+}
+
 /// schedules of costs over few keys, sent in bursts of 1 to 12 checks that go out as one
 /// call — so that one call reads a key, counts on it several times, drops instants pushed
 /// earlier in the same call, and writes it once.

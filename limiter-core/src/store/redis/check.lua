@@ -1,7 +1,8 @@
 -- The check of every algorithm, for a batch of checks: see scripts.rs for its arguments
 -- and its answer.
--- Redis 3.2 and 4 replicate scripts verbatim unless told otherwise, and then refuse writes
--- after TIME; from Redis 5 on (and in Valkey) this is the default and the call a no-op.
+-- Needs Redis 6.0 or later, or Valkey (refunds keep an expiry with `SET ... KEEPTTL`).
+-- Redis 3.2 and 4 replicated scripts verbatim unless told otherwise, and then refused
+-- writes after TIME; from Redis 5 on this is the default and the call a no-op.
 if redis.replicate_commands then redis.replicate_commands() end
 local min_ttl = tonumber(ARGV[1]) or 0
 -- The reading the check being decided counts at: its caller's, or the server's TIME, read
@@ -353,6 +354,9 @@ local function decide(p, key, cost, commit)
       token_bucket(raw, policy[4], policy[5], cost)
   end
   if commit and admits then
+    -- Redis counts the expiry from its clock; a state caught up past the call's reading
+    -- (a clock stepping back) matters that much longer.
+    ttl = ttl + used - clock
     if ttl < min_ttl then ttl = min_ttl end
     if ttl < 1 then ttl = 1 end
     values[key] = counted
@@ -395,10 +399,14 @@ if strings and #KEYS > 0 then
       break
     end
   end
-  local stored = redis.call('MGET', unpack(asked, 1, n))
-  for i = 1, n do
-    local key = asked[i]
-    if values[key] == nil then values[key] = stored[i] end
+  -- In parts of 1,000: Lua unpacks at most 8,000 values.
+  for from = 1, n, 1000 do
+    local last = math.min(from + 999, n)
+    local stored = redis.call('MGET', unpack(asked, from, last))
+    for i = from, last do
+      local key = asked[i]
+      if values[key] == nil then values[key] = stored[i - from + 1] end
+    end
   end
 end
 
@@ -464,7 +472,7 @@ for c = 1, #plan do
   else
     local arg = ARGV[given]
     given = given + 1
-    local now, peek, rest = string.match(arg, '^(%d*);([01]);(.*)$')
+    local now, peek, rest = string.match(arg, '^(%d*);([01])(.*)$')
     clock = tonumber(now) or server_now()
     peek = peek == '1'
     local limits = {}
