@@ -1,6 +1,6 @@
-//! Checks per second through `RedisStore` with 32 concurrent tasks, against
-//! `redis-benchmark` running the same script with `EVALSHA` at the same concurrency, in the
-//! same run, on a `redis-server` of its own (loopback, a free port). Also reads
+//! Checks per second through `RedisStore` with 32 concurrent tasks, against 32 clients
+//! sending the same script one check per `EVALSHA` (as `redis-benchmark` would, one call or
+//! 16 pipelined in flight per connection), in the same run, on a `redis-server` of its own (loopback, a free port). Also reads
 //! `INFO commandstats` for the calls per check (fewer than one: concurrent checks are batched).
 //!
 //! `cargo bench --manifest-path benches/Cargo.toml --features redis --bench redis` (about 20 s; `ROUNDS`, `CHECKS` change it)
@@ -11,7 +11,6 @@
 #[path = "../tests/common/redis_server.rs"]
 mod redis_server;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use limiter::{Algorithm, Limit, Policy, RedisStore, Store};
@@ -47,45 +46,59 @@ fn ours(runtime: &tokio::runtime::Runtime, store: &RedisStore, limit: &Limit, ch
     checks as f64 / started.elapsed().as_secs_f64()
 }
 
-/// `redis-benchmark` running the same script, same arguments, same concurrency.
-fn theirs(port: u16, sha: &str, policy: &Policy, checks: u64, pipeline: u32) -> f64 {
-    let key = format!("bench-{}:{{__rand_int__}}", policy.algorithm());
-    let output = Command::new("redis-benchmark")
-        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
-        .args([
-            "-c",
-            &TASKS.to_string(),
-            "-n",
-            &checks.to_string(),
-            "-P",
-            &pipeline.to_string(),
-        ])
-        .args(["-r", "100000", "-q"])
-        // min_ttl 0, one policy, one check of it (one unit, the server's clock).
-        .args(["EVALSHA", sha, "1", &key, "0", "1"])
-        // The script's state codes (scripts.rs): a sliding log of 128 or fewer is a packed
-        // string (5), a longer one a list (1).
-        .arg(match policy.algorithm() {
-            Algorithm::SlidingWindow if policy.max().get() <= 128 => "5",
-            Algorithm::SlidingWindow => "1",
-            Algorithm::FixedWindow => "2",
-            Algorithm::SlidingWindowCounter => "3",
-            Algorithm::TokenBucket => "4",
-        })
-        .arg(policy.window_ms().to_string())
-        .arg(policy.max().get().to_string())
-        .arg(policy.emission_interval_ns().to_string())
-        .arg((u64::from(policy.burst().get()) * policy.emission_interval_ns()).to_string())
-        .arg("\u{1}") // the plan: one usual check of policy 1
-        .output()
-        .expect("redis-benchmark comes with redis-server (apt-get install -y redis-server)");
-    let text = String::from_utf8_lossy(&output.stdout);
-    // "EVALSHA ...: 31234.56 requests per second, p50=..."
-    text.split("requests per second")
-        .next()
-        .and_then(|head| head.rsplit(' ').nth(1).or_else(|| head.rsplit(':').next()))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or_else(|| panic!("cannot read redis-benchmark's output: {text}"))
+/// Clients sending the same script one check per call — as `redis-benchmark` would, which
+/// cannot send the script's binary header — at the same concurrency (32 connections, each
+/// with `pipeline` calls in flight), each check on a random one of 100,000 keys.
+fn theirs(url: &str, sha: &str, policy: &Policy, checks: u64, pipeline: u32) -> f64 {
+    // The header (scripts.rs): min_ttl 0, one policy; the plan: one usual check of it.
+    let mut header = Vec::new();
+    header.extend_from_slice(&0u64.to_be_bytes());
+    header.extend_from_slice(&1u32.to_be_bytes());
+    // The script's state codes (scripts.rs): a sliding log of 128 or fewer is a packed
+    // string (5), a longer one a list (1).
+    header.push(match policy.algorithm() {
+        Algorithm::SlidingWindow if policy.max().get() <= 128 => 5,
+        Algorithm::SlidingWindow => 1,
+        Algorithm::FixedWindow => 2,
+        Algorithm::SlidingWindowCounter => 3,
+        Algorithm::TokenBucket => 4,
+    });
+    header.extend_from_slice(&policy.window_ms().to_be_bytes());
+    header.extend_from_slice(&policy.max().get().to_be_bytes());
+    header.extend_from_slice(&policy.emission_interval_ns().to_be_bytes());
+    let capacity = u64::from(policy.burst().get()) * policy.emission_interval_ns();
+    header.extend_from_slice(&capacity.to_be_bytes());
+    let per_client = checks / TASKS as u64;
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        for client in 0..TASKS as u64 {
+            let header = &header;
+            scope.spawn(move || {
+                let mut connection = redis::Client::open(url).unwrap().get_connection().unwrap();
+                let mut state = client.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+                let mut sent = 0;
+                while sent < per_client {
+                    let mut pipe = redis::pipe();
+                    for _ in 0..u64::from(pipeline).min(per_client - sent) {
+                        // xorshift: a random key, as redis-benchmark's -r.
+                        state ^= state << 13;
+                        state ^= state >> 7;
+                        state ^= state << 17;
+                        let key = format!("theirs-{}:{{{}}}", policy.algorithm(), state % 100_000);
+                        pipe.cmd("EVALSHA")
+                            .arg(sha)
+                            .arg(1)
+                            .arg(key)
+                            .arg(header.as_slice())
+                            .arg(&[1u8][..]);
+                        sent += 1;
+                    }
+                    let _: Vec<Vec<i64>> = pipe.query(&mut connection).unwrap();
+                }
+            });
+        }
+    });
+    checks as f64 / started.elapsed().as_secs_f64()
 }
 
 fn main() {
@@ -98,7 +111,6 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(100_000);
     let server = RedisServer::start();
-    let port: u16 = server.url().rsplit(':').next().unwrap().parse().unwrap();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -135,9 +147,9 @@ fn main() {
         let bytes = (server.used_memory() - memory_before) as f64 / keys;
         for _ in 0..rounds {
             a.push(ours(&runtime, &store, &limit, checks));
-            b.push(theirs(port, sha, &policy, checks, 1));
+            b.push(theirs(&server.url(), sha, &policy, checks, 1));
         }
-        let pipelined = theirs(port, sha, &policy, checks, 16);
+        let pipelined = theirs(&server.url(), sha, &policy, checks, 16);
         let (a, b) = (median(a), median(b));
         println!(
             "{:<24} {a:>12.0} {b:>14.0} {:>9.2} {pipelined:>16.0} {usec:>14.2} {bytes:>12.0}",

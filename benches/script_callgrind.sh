@@ -51,8 +51,10 @@ def read():
         return [read() for _ in range(int(line[1:]))]
 s.sendall(cmd("SCRIPT", "LOAD", open(script).read()))
 sha = read()
+import struct
 interval = 600_000_000  # 100 per minute
-policy = [state, 60_000, 100, interval, 100 * interval]
+# The header (scripts.rs): min_ttl 0, one policy.
+header = struct.pack(">QI", 0, 1) + struct.pack(">BQIQQ", int(state) if state != "peer" else 0, 60_000, 100, interval, 100 * interval)
 batch = []
 for c in range(calls):
     names = ["limiter:{%08x}:bench" % (7 if hot else c * k + i) for i in range(k)]
@@ -63,7 +65,7 @@ for c in range(calls):
             for _ in range(5):
                 read()
         continue
-    batch.append(cmd("EVALSHA", sha, k, *names, 0, 1, *policy, bytes([1] * k)))
+    batch.append(cmd("EVALSHA", sha, k, *names, header, bytes([1] * k)))
     if len(batch) == 50 or (c == calls - 1 and batch):
         s.sendall(b"".join(batch))
         for _ in batch:

@@ -182,8 +182,10 @@
 //! checks a call): the fixed window, the counter, the bucket and sliding logs of 128 or
 //! fewer keep a string of packed integers (`struct.pack`) instead of a hash or a list,
 //! read for the whole call in one `MGET` and written with its expiry in one `SET PX`; the
-//! checks come as a plan of one byte each rather than an argument each (Redis makes a string
-//! of every argument, and a script's `tonumber` costs it more than a `GET`); a new client's
+//! checks come as a plan of one byte each rather than an argument each, and the policies in
+//! one packed header (Redis makes a string of every argument, and a script's `tonumber`
+//! costs it more than a `GET`; the header alone took a call of one check from 123,700
+//! instructions to 110,200); a new client's
 //! usual check takes its answer and its state from one decision per policy per call; and the
 //! scope's name left the key. Instructions of the server per check:
 //!
@@ -194,18 +196,18 @@
 //! | state | new clients, before | new clients, now | one busy client, before | now |
 //! | --- | --- | --- | --- | --- |
 //! | actix-extensible-rate-limit's transaction (`peer`) | 34,400 | | 31,400 | |
-//! | fixed window | 37,500 | **30,800** (0.89× the peer) | 17,900 | **17,400** |
-//! | sliding window counter | 43,900 | **30,700** | | 25,000 |
-//! | token bucket | 41,000 | **31,800** | | 20,200 |
-//! | sliding log, 128 or fewer (a packed string) | 51,900 (a list) | **30,900** | 21,000 (a list) | **21,100** |
-//! | sliding log, more than 128 (a list) | 51,900 | 50,800 | 21,000 | 19,900 |
+//! | fixed window | 37,500 | **30,000** (0.87× the peer) | 17,900 | **16,600** |
+//! | sliding window counter | 43,900 | **30,400** | | 22,300 |
+//! | token bucket | 41,000 | **31,600** | | 17,500 |
+//! | sliding log, 128 or fewer (a packed string) | 51,900 (a list) | **30,200** | 21,000 (a list) | **20,200** |
+//! | sliding log, more than 128 (a list) | 51,900 | 49,900 | 21,000 | 18,900 |
 //!
 //! **Not reached** (issue 19's goals): Redis's time per check ≤ 3 µs and ≤ 0.5× the peer's,
 //! Redis CPU ≤ 0.5× the peer's, and ≤ 100 bytes per key. Where the rest goes, counted the same
 //! way: a `SET` with an expiry of a new key costs a script about 11,000 instructions
 //! (`redis-benchmark`'s plain `SET` of new keys: 0.7 µs, about 4,000), the `MGET` about 3,400
-//! per key, a call's own cost (its arguments, the script's set-up, `TIME`) about 94,000 —
-//! 6,000 a check at 16 a call, the whole of it when checks come one at a time. A script's
+//! per key, a call's own cost (its arguments, the script's set-up, `TIME`) about 80,000 —
+//! 5,000 a check at 16 a call, the whole of it when checks come one at a time. A script's
 //! `redis.call` costs Redis several times the command it runs, so a check that must write a
 //! new key from Lua cannot get below about 15,000. The way past that is to create a new
 //! client's state with a plain `SET … NX PX … GET` outside the script (its time taken from
@@ -226,23 +228,24 @@
 //! is not done.
 //!
 //! **The Redis store alone**, 32 concurrent tasks sharing one store, every check on a key of its
-//! own (100,000 keys, so no two checks share a read), against `redis-benchmark` sending the
-//! same script one check per call at the same concurrency, medians of 3 rounds of 100,000
-//! checks:
+//! own (100,000 keys, so no two checks share a read), against 32 clients sending the same
+//! script one check per call (as `redis-benchmark` would; it cannot send the script's binary
+//! header), one call or sixteen pipelined in flight per connection, medians of 3 rounds of
+//! 100,000 checks:
 //!
 //! ```sh
 //! cargo bench --manifest-path benches/Cargo.toml --features redis --bench redis
 //! ```
 //!
-//! | algorithm | ours, checks/s | redis-benchmark EVALSHA/s | ratio | redis-benchmark pipelined ×16 | Redis µs / check | bytes / key |
+//! | algorithm | ours, checks/s | one check a call, /s | ratio | pipelined ×16, /s | Redis µs / check | bytes / key |
 //! | --- | --- | --- | --- | --- | --- | --- |
-//! | sliding_window | 64,649 | 28,161 | 2.30 | 36,023 | 8.00 | 167 |
-//! | fixed_window | 64,090 | 33,715 | 1.90 | 64,851 | 7.99 | 167 |
-//! | sliding_window_counter | 64,110 | 33,887 | 1.89 | 46,296 | 6.38 | 181 |
-//! | token_bucket | 71,049 | 35,613 | 2.00 | 42,900 | 7.56 | 184 |
+//! | sliding_window | 64,681 | 26,973 | 2.40 | 43,391 | 7.18 | 166 |
+//! | fixed_window | 63,599 | 32,219 | 1.97 | 41,762 | 7.85 | 167 |
+//! | sliding_window_counter | 67,946 | 30,834 | 2.20 | 49,308 | 7.08 | 182 |
+//! | token_bucket | 70,251 | 28,535 | 2.46 | 45,004 | 7.79 | 176 |
 //!
-//! Batching makes ours faster than `redis-benchmark` pipelining sixteen single checks:
-//! `INFO commandstats` counts 278 `EVALSHA` for 3,200 checks (0.087 per check). Redis's CPU
+//! Batching makes ours faster than clients pipelining sixteen single checks: `INFO
+//! commandstats` counts 279 `EVALSHA` for 3,200 checks (0.087 per check). Redis's CPU
 //! per check (`usec_per_call` × calls ÷ checks) is 6–8 µs on this machine when every check
 //! writes a key of its own with its expiry (14–24 µs with 0.1's hashes and lists, on a
 //! slower day). The same bench prints a sliding log's bytes per instant: about 4.4 for a log

@@ -44,10 +44,22 @@ impl RedisStore {
                 .collect();
             numbered.push(numbers);
         }
-        command.arg(min_ttl).arg(policies.len());
+        // The header, packed big-endian: `min_ttl` (8 bytes), the number of policies (4),
+        // and each policy — state (1), window_ms (8), max (4), interval_ns (8), capacity_ns
+        // (8). A script's `tonumber` costs more than a `GET`: no number is parsed per call.
+        let mut header = Vec::with_capacity(12 + 29 * policies.len());
+        header.extend_from_slice(&min_ttl.to_be_bytes());
+        let count = u32::try_from(policies.len()).unwrap_or(u32::MAX);
+        header.extend_from_slice(&count.to_be_bytes());
         for policy in &policies {
-            command.arg(*policy);
+            // The state code (below 8) and `max` (a u32) as the header holds them.
+            header.push(u8::try_from(policy[0]).unwrap_or(u8::MAX));
+            header.extend_from_slice(&policy[1].to_be_bytes());
+            header.extend_from_slice(&u32::try_from(policy[2]).unwrap_or(u32::MAX).to_be_bytes());
+            header.extend_from_slice(&policy[3].to_be_bytes());
+            header.extend_from_slice(&policy[4].to_be_bytes());
         }
+        command.arg(header);
         // The plan: a byte per check, its policy's number for the usual check (one limit,
         // one unit, the server's clock), else 0 and the check in full in an argument of its
         // own. One argument for most of a batch: Redis makes a string of every argument.

@@ -4,7 +4,10 @@
 -- Redis 3.2 and 4 replicated scripts verbatim unless told otherwise, and then refused
 -- writes after TIME; from Redis 5 on this is the default and the call a no-op.
 if redis.replicate_commands then redis.replicate_commands() end
-local min_ttl = tonumber(ARGV[1]) or 0
+-- The call's header, packed (no numbers to parse from strings): `min_ttl`, the number of
+-- policies, then each policy (see below).
+local header = ARGV[1]
+local min_ttl, npolicies, at = struct.unpack('>I8I4', header)
 -- The reading the check being decided counts at: its caller's, or the server's TIME, read
 -- once for a whole batch.
 local clock, server_clock = 0, nil
@@ -319,17 +322,16 @@ local function token_bucket(raw, interval, capacity, cost)
     encode(BUCKET, now + whole, after - whole * 1000000), whole + 1
 end
 
--- The policies this call's checks use, each once: algorithm, window_ms, max, interval_ns,
--- capacity_ns.
+-- The policies this call's checks use, each once, from the header: state, window_ms, max,
+-- interval_ns, capacity_ns.
 local policies = {}
-local npolicies = tonumber(ARGV[2])
 -- Whether any keeps a packed string (not a list: a long log).
 local strings = false
 for p = 1, npolicies do
-  local base = 2 + (p - 1) * 5
-  policies[p] = {tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3]),
-    tonumber(ARGV[base + 4]), tonumber(ARGV[base + 5])}
-  if policies[p][1] ~= 1 then strings = true end
+  local state, window, max, interval, capacity
+  state, window, max, interval, capacity, at = struct.unpack('>I1I8I4I8I8', header, at)
+  policies[p] = {state, window, max, interval, capacity}
+  if state ~= 1 then strings = true end
 end
 
 local function decide(p, key, cost, commit)
@@ -449,8 +451,8 @@ end
 -- clock, `peek` 1 to count nothing).
 local reply, r = {}, 0
 local first = 1
-local plan = ARGV[3 + 5 * npolicies]
-local given = 4 + 5 * npolicies
+local plan = ARGV[2]
+local given = 3
 local byte = string.byte
 for c = 1, #plan do
   local single = byte(plan, c)

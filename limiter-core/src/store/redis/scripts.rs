@@ -3,14 +3,15 @@
 //! and the same decisions as the in-memory store.
 //!
 //! One call decides a batch of checks, in order, each as if sent alone. `KEYS` are the
-//! checks' keys, each holding one key's state under one limit; `ARGV` is `min_ttl_ms`, the
-//! number of distinct policies and five values for each (`state` — 1 sliding window with a
-//! long log, 5 with a short one, 2 fixed window, 3 counter, 4 bucket: see [`code`] —
-//! `window_ms, max, interval_ns, capacity_ns`), then the plan, a byte per check: its
+//! checks' keys, each holding one key's state under one limit. `ARGV[1]` is a packed header
+//! (big-endian): `min_ttl_ms` (8 bytes), the number of distinct policies (4) and five values
+//! for each — `state` (1 byte: 1 sliding window with a long log, 5 with a short one, 2
+//! fixed window, 3 counter, 4 bucket; see [`code`]), `window_ms` (8), `max` (4),
+//! `interval_ns` (8), `capacity_ns` (8). `ARGV[2]` is the plan, a byte per check: its
 //! policy's number for the usual check (one limit, one unit, the server's clock), else 0,
 //! the check then being the next argument, `now;peek;policy:cost;...`. Few arguments, and
-//! no numbers to parse per usual check: Redis makes a string of every argument, and a
-//! script's `tonumber` costs more than a `GET`. Without a `now` the script reads the Redis server's
+//! no number to parse for the header or a usual check: Redis makes a string of every
+//! argument, and a script's `tonumber` costs more than a `GET`. Without a `now` the script reads the Redis server's
 //! clock (`TIME`, once per call), so instances with skewed clocks agree. It answers three
 //! numbers per key, `allowed, remaining, wait_ns`, with the meaning of
 //! [`Store::check_all`](crate::Store) (the request is counted by every limit or by none),
