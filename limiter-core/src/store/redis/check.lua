@@ -81,6 +81,19 @@ end
 -- for none) and, when they admit, also return the state counted and the ms it must live.
 -- (No closures or tables per check: Redis runs this for every request.)
 
+-- A sliding log's answer, either representation, from its `count` instants in the window
+-- and the oldest of them: where it stands, and `cost` admitted, or refused until `last`
+-- (the instant whose leaving admits it) leaves the window.
+local function log_answer(count, oldest, last, now, window, max, cost)
+  local status_wait = 0
+  if oldest then status_wait = (oldest + window - now) * 1000000 end
+  if last then
+    return false, max - count, (last + window - now) * 1000000, max - count, status_wait, now
+  end
+  return true, max - count - cost, ((oldest or now) + window - now) * 1000000, max - count,
+    status_wait, now
+end
+
 local function sliding_window(key, window, max, cost, commit)
   local now = clock
   local log = log_of(key)
@@ -113,8 +126,6 @@ local function sliding_window(key, window, max, cost, commit)
     end
   end
   local count = len - expired
-  local status_wait = 0
-  if oldest then status_wait = (oldest + window - now) * 1000000 end
   if count + cost > max then
     -- Admitted once the oldest count + cost - max instants have left the window; more than
     -- max at once never is (the wait is until the log is empty).
@@ -125,7 +136,7 @@ local function sliding_window(key, window, max, cost, commit)
     elseif count > 0 then
       last = newest
     end
-    return false, max - count, (last + window - now) * 1000000, max - count, status_wait, now
+    return log_answer(count, oldest, last, now, window, max, cost)
   end
   if commit then
     log.off = log.off + expired
@@ -135,7 +146,7 @@ local function sliding_window(key, window, max, cost, commit)
     -- short of that, it is set to two windows, so that it stands for a window of pushes.
     log.need, log.give = window, 2 * window
   end
-  return true, max - count - cost, ((oldest or now) + window - now) * 1000000, max - count, status_wait, now
+  return log_answer(count, oldest, nil, now, window, max, cost)
 end
 
 -- A short log (a limit of at most 128, the usual ones): its instants packed in a string,
@@ -179,20 +190,17 @@ local function short_log(raw, window, max, cost)
     oldest = base
     if expired > 0 then oldest = base + v[expired + 1] end
   end
-  local status_wait = 0
-  if oldest then status_wait = (oldest + window - now) * 1000000 end
   if count + cost > max then
-    local leaving = count + cost - max
+    -- The instant whose leaving admits it: the (count + cost - max)-th in the window, or
+    -- the newest (or now) when it needs more than the log holds.
     local last = now
-    if leaving <= count then
-      local i = expired + leaving
+    if count > 0 then
+      local i = expired + count + cost - max
+      if i > n then i = n end
       last = base
       if i > 1 then last = base + v[i] end
-    elseif count > 0 then
-      last = base
-      if n > 1 then last = base + v[n] end
     end
-    return false, max - count, (last + window - now) * 1000000, max - count, status_wait, now
+    return log_answer(count, oldest, last, now, window, max, cost)
   end
   -- The instants still in the window, then `cost` of now, from the first of them.
   local from = oldest or now
@@ -213,7 +221,9 @@ local function short_log(raw, window, max, cost)
     formats[k] = format
   end
   -- The log matters until its newest instant (now) leaves the window.
-  return true, max - count - cost, (from + window - now) * 1000000, max - count, status_wait, now,
+  local admits, remaining, wait, status_remaining, status_wait, used =
+    log_answer(count, oldest, nil, now, window, max, cost)
+  return admits, remaining, wait, status_remaining, status_wait, used,
     encode(format, unpack(out, 1, k)), window
 end
 
