@@ -142,9 +142,12 @@ local function sliding_window(key, window, max, cost, commit)
     log.off = log.off + expired
     for _ = 1, cost do log.tail[#log.tail + 1] = now end
     log.newest = now
-    -- The log matters until its newest instant leaves the window; when its expiry falls
-    -- short of that, it is set to two windows, so that it stands for a window of pushes.
-    log.need, log.give = window, 2 * window
+    -- The log matters until its newest instant leaves the window (counted from the call's
+    -- reading, as Redis counts expiries: later by as much as the state was caught up past
+    -- it); when its expiry falls short of that, it is set to two windows, so that it stands
+    -- for a window of pushes.
+    local ahead = now - clock
+    log.need, log.give = window + ahead, 2 * window + ahead
   end
   return log_answer(count, oldest, nil, now, window, max, cost)
 end
