@@ -1124,40 +1124,60 @@ fn on_the_servers_clock_decisions_equal_the_memory_stores() {
     // (requests in a burst, pause after it)
     let schedule = [(5, 450), (2, 0), (1, 450), (4, 450), (3, 0)];
     for algorithm in Algorithm::ALL {
-        let policy = Policy::for_algorithm(algorithm, 3, window).unwrap();
-        let limit = Limit::new(format!("server-clock-{algorithm}"), policy);
-        let clock = ManualClock::starting_at(server_time());
-        let memory = Limiter::builder().clock(clock.clone()).build();
-        for &(burst, pause) in &schedule {
-            for i in 0..burst {
-                // In step with the server's clock (and its phase in the counter's windows)
-                // before every check: a burst on a loaded machine can take longer than the
-                // tolerance below, and cross a window's end.
-                let behind = server_time().saturating_sub(limiter::Clock::now(&clock));
-                clock.advance(behind);
-                let got = rt
-                    .block_on(redis.check(&limit, b"client", Duration::ZERO))
-                    .unwrap();
-                let expected = memory
-                    .check(&limit, b"client")
-                    .now_or_never()
-                    .unwrap()
-                    .unwrap();
-                assert_eq!(
-                    got.allowed(),
-                    expected.allowed(),
-                    "{algorithm}, request {i} of a burst"
-                );
-                assert_eq!(got.remaining(), expected.remaining(), "{algorithm}");
-                let (a, b) = (got.reset_after(), expected.reset_after());
-                let apart = a.max(b) - a.min(b);
-                assert!(
-                    apart <= Duration::from_millis(60),
-                    "{algorithm}: {a:?} vs {b:?}"
-                );
+        // A check Redis decides in a later millisecond than the one the memory store was set
+        // to (a loaded machine, between reading `TIME` and the script's own reading) may
+        // rightly differ — a counter's weight moves every millisecond. Such a run is made
+        // again on a new budget, at most three times; a difference without it fails at once.
+        let mut straddled = true;
+        for attempt in 0..3 {
+            if !straddled {
+                break;
             }
-            std::thread::sleep(Duration::from_millis(pause));
+            straddled = false;
+            let policy = Policy::for_algorithm(algorithm, 3, window).unwrap();
+            let limit = Limit::new(format!("server-clock-{algorithm}-{attempt}"), policy);
+            let clock = ManualClock::starting_at(server_time());
+            let memory = Limiter::builder().clock(clock.clone()).build();
+            'run: for &(burst, pause) in &schedule {
+                for i in 0..burst {
+                    // In step with the server's clock (and its phase in the counter's
+                    // windows) before every check.
+                    let before = server_time();
+                    clock.advance(before.saturating_sub(limiter::Clock::now(&clock)));
+                    let got = rt
+                        .block_on(redis.check(&limit, b"client", Duration::ZERO))
+                        .unwrap();
+                    let same_ms = server_time().as_millis() == before.as_millis();
+                    let expected = memory
+                        .check(&limit, b"client")
+                        .now_or_never()
+                        .unwrap()
+                        .unwrap();
+                    let (a, b) = (got.reset_after(), expected.reset_after());
+                    let apart = a.max(b) - a.min(b);
+                    let agree = got.allowed() == expected.allowed()
+                        && got.remaining() == expected.remaining()
+                        && apart <= Duration::from_millis(60);
+                    if !agree && !same_ms {
+                        println!("{algorithm}: a check crossed a millisecond; again");
+                        straddled = true;
+                        break 'run;
+                    }
+                    assert_eq!(
+                        got.allowed(),
+                        expected.allowed(),
+                        "{algorithm}, request {i} of a burst"
+                    );
+                    assert_eq!(got.remaining(), expected.remaining(), "{algorithm}");
+                    assert!(
+                        apart <= Duration::from_millis(60),
+                        "{algorithm}: {a:?} vs {b:?}"
+                    );
+                }
+                std::thread::sleep(Duration::from_millis(pause));
+            }
         }
+        assert!(!straddled, "{algorithm}: three runs crossed a millisecond");
     }
 }
 
