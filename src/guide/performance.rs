@@ -196,10 +196,10 @@
 //! | state | new clients, before | new clients, now | one busy client, before | now |
 //! | --- | --- | --- | --- | --- |
 //! | actix-extensible-rate-limit's transaction (`peer`) | 34,400 | | 31,400 | |
-//! | fixed window | 37,500 | **30,000** (0.87× the peer) | 17,900 | **16,600** |
+//! | fixed window | 37,500 | **30,500** (0.89× the peer) | 17,900 | **17,000** |
 //! | sliding window counter | 43,900 | **30,400** | | 22,300 |
 //! | token bucket | 41,000 | **31,600** | | 17,500 |
-//! | sliding log, 128 or fewer (a packed string) | 51,900 (a list) | **30,200** | 21,000 (a list) | **20,200** |
+//! | sliding log, 128 or fewer (a packed string) | 51,900 (a list) | **30,900** | 21,000 (a list) | **20,200** |
 //! | sliding log, more than 128 (a list) | 51,900 | 49,900 | 21,000 | 18,900 |
 //!
 //! **Not reached** (issue 19's goals): Redis's time per check ≤ 3 µs and ≤ 0.5× the peer's,

@@ -159,6 +159,15 @@ end
 -- A log read or written in this call is decoded once (`decoded[raw]`): a busy client's
 -- checks in one call, most of them rejected, do not decode it each.
 local formats, decoded = {}, {}
+-- The struct format of a short log of `n` instants.
+local function format_of(n)
+  local format = formats[n]
+  if not format then
+    format = '>I6' .. string.rep('I4', n - 1)
+    formats[n] = format
+  end
+  return format
+end
 local function short_log(raw, window, max, cost)
   local now = clock
   local v, n = nil, 0
@@ -166,12 +175,7 @@ local function short_log(raw, window, max, cost)
     n = (#raw - 2) / 4
     v = decoded[raw]
     if not v then
-      local format = formats[n]
-      if not format then
-        format = '>I6' .. string.rep('I4', n - 1)
-        formats[n] = format
-      end
-      v = {decode(format, raw)}
+      v = {decode(format_of(n), raw)}
       decoded[raw] = v
     end
     local newest = v[1]
@@ -218,16 +222,11 @@ local function short_log(raw, window, max, cost)
     k = k + 1
     out[k] = now - from
   end
-  local format = formats[k]
-  if not format then
-    format = '>I6' .. string.rep('I4', k - 1)
-    formats[k] = format
-  end
   -- The log matters until its newest instant (now) leaves the window.
   local admits, remaining, wait, status_remaining, status_wait, used =
     log_answer(count, oldest, nil, now, window, max, cost)
   return admits, remaining, wait, status_remaining, status_wait, used,
-    encode(format, unpack(out, 1, k)), window
+    encode(format_of(k), unpack(out, 1, k)), window
 end
 
 local function fixed_window(raw, window, max, cost)
@@ -347,37 +346,41 @@ for p = 1, npolicies do
   if state ~= 1 then strings = true end
 end
 
+-- A packed state's algorithm (state 2, 3, 4 or 5) on `raw`: its answer, and when it admits,
+-- the state counted and the ms it must live.
+local function packed(policy, raw, cost)
+  local state = policy[1]
+  if state == 5 then return short_log(raw, policy[2], policy[3], cost) end
+  if state == 2 then return fixed_window(raw, policy[2], policy[3], cost) end
+  if state == 3 then return sliding_window_counter(raw, policy[2], policy[3], cost) end
+  return token_bucket(raw, policy[4], policy[5], cost)
+end
+
+-- How long a state counted at `used` must live, in ms from the call's reading (Redis counts
+-- expiries from its own clock, and a state caught up past the reading matters that much
+-- longer), and at least `min_ttl`.
+local function lifetime(ttl, used)
+  ttl = ttl + used - clock
+  if ttl < min_ttl then ttl = min_ttl end
+  if ttl < 1 then ttl = 1 end
+  return ttl
+end
+
+-- Records `key`'s counted state, to be written once at the end, to live `ttl` ms.
+local function record(key, counted, ttl)
+  values[key] = counted
+  if not dirty[key] then order[#order + 1] = key end
+  dirty[key] = ttl
+end
+
 local function decide(p, key, cost, commit)
   local policy = policies[p]
-  local algorithm = policy[1]
-  if algorithm == 1 then
+  if policy[1] == 1 then
     return sliding_window(key, policy[2], policy[3], cost, commit)
   end
-  local raw = values[key]
-  local admits, remaining, wait, status_remaining, status_wait, used, counted, ttl
-  if algorithm == 5 then
-    admits, remaining, wait, status_remaining, status_wait, used, counted, ttl =
-      short_log(raw, policy[2], policy[3], cost)
-  elseif algorithm == 2 then
-    admits, remaining, wait, status_remaining, status_wait, used, counted, ttl =
-      fixed_window(raw, policy[2], policy[3], cost)
-  elseif algorithm == 3 then
-    admits, remaining, wait, status_remaining, status_wait, used, counted, ttl =
-      sliding_window_counter(raw, policy[2], policy[3], cost)
-  else
-    admits, remaining, wait, status_remaining, status_wait, used, counted, ttl =
-      token_bucket(raw, policy[4], policy[5], cost)
-  end
-  if commit and admits then
-    -- Redis counts the expiry from its clock; a state caught up past the call's reading
-    -- (a clock stepping back) matters that much longer.
-    ttl = ttl + used - clock
-    if ttl < min_ttl then ttl = min_ttl end
-    if ttl < 1 then ttl = 1 end
-    values[key] = counted
-    if not dirty[key] then order[#order + 1] = key end
-    dirty[key] = ttl
-  end
+  local admits, remaining, wait, status_remaining, status_wait, used, counted, ttl =
+    packed(policy, values[key], cost)
+  if commit and admits then record(key, counted, lifetime(ttl, used)) end
   return admits, remaining, wait, status_remaining, status_wait, used
 end
 
@@ -433,27 +436,12 @@ local fresh = {}
 local function usual_fresh(p, key)
   local known = fresh[p]
   if not known then
-    local policy = policies[p]
-    local admits, remaining, wait, _, _, used, state, ttl
-    if policy[1] == 2 then
-      admits, remaining, wait, _, _, used, state, ttl = fixed_window(false, policy[2], policy[3], 1)
-    elseif policy[1] == 3 then
-      admits, remaining, wait, _, _, used, state, ttl = sliding_window_counter(false, policy[2], policy[3], 1)
-    elseif policy[1] == 4 then
-      admits, remaining, wait, _, _, used, state, ttl = token_bucket(false, policy[4], policy[5], 1)
-    else
-      admits, remaining, wait, _, _, used, state, ttl = short_log(false, policy[2], policy[3], 1)
-    end
-    if ttl < min_ttl then ttl = min_ttl end
-    if ttl < 1 then ttl = 1 end
-    known = {admits, remaining, wait, used, state, tostring(ttl)}
+    local admits, remaining, wait, _, _, used, state, ttl = packed(policies[p], false, 1)
+    -- The lifetime as a string: `SET` would convert it for every key.
+    known = {admits, remaining, wait, used, state, tostring(lifetime(ttl, used))}
     fresh[p] = known
   end
-  if known[1] then
-    values[key] = known[5]
-    if not dirty[key] then order[#order + 1] = key end
-    dirty[key] = known[6]
-  end
+  if known[1] then record(key, known[5], known[6]) end
   return known[1], known[2], known[3], known[4]
 end
 
