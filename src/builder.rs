@@ -14,7 +14,7 @@ use crate::actix::settings::HttpSettings;
 use crate::limiter::{Http, BUILT};
 use crate::{
     Clock, Failure, ForwardingHeaders, InvalidNetwork, Limiter, OnStoreError, Policy, Rejection,
-    ScopeConflict, Store, TrustedProxies,
+    ScopeConflict, Share, Store, TrustedProxies,
 };
 
 /// Settings for a [`Limiter`]: the engine's (store, clock, fault policy, configured
@@ -350,6 +350,14 @@ impl LimiterBuilder {
     /// limit out safely (default: off; `dry_run = true` does it for one limit).
     pub fn dry_run(mut self, on: bool) -> LimiterBuilder {
         self.http().dry_run = on;
+        self
+    }
+
+    /// Enforces the limits of `scope` on `share` of their clients, over what the attribute
+    /// declares; see [`Limiter::set_enforcement`](crate::Limiter::set_enforcement), which
+    /// changes it while serving.
+    pub fn enforcement(mut self, scope: &str, share: Share) -> LimiterBuilder {
+        self.http().enforcement.set(scope, share);
         self
     }
 

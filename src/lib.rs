@@ -40,6 +40,7 @@ mod limiter;
 
 pub use crate::builder::LimiterBuilder;
 pub use crate::limiter::Limiter;
+pub use actix::enforcement::{InvalidShare, Share};
 pub use actix::inline::{check, check_failures, Rejected};
 pub use actix::keys::{client_ip, KeySpec};
 pub use actix::middleware::{RateLimit, RateLimitService};
@@ -60,6 +61,7 @@ pub mod __private {
     pub use crate::actix::attribute::{handle, Guarded, RequestParts};
     pub use crate::actix::keys::KeySpec;
     pub use crate::actix::limits::{handler_path, HandlerLimits, LimitSpec};
+    pub use crate::Share;
     pub use actix_web::http::header::HeaderName;
     pub use actix_web::{HttpRequest, Responder};
     pub use limiter_core::__private::{inventory, Declares, HandlerPath, LazyLock, Registration};

@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 use actix_web::HttpRequest;
 
 use crate::actix::settings::HttpSettings;
-use crate::{Client, Failure, LimiterBuilder, TrustedProxies};
+use crate::{Client, Failure, LimiterBuilder, Share, TrustedProxies};
 
 /// Decides requests: reads its clock, asks its store, applies its policy when the store
 /// fails — and knows who a request's client is, and how a rejection is answered.
@@ -126,6 +126,31 @@ impl Limiter {
     /// The proxies whose forwarding headers are believed.
     pub fn trusted_proxies(&self) -> &TrustedProxies {
         &self.http().trusted_proxies
+    }
+
+    /// Enforces the limits of `scope` on `share` of their clients from the next request on,
+    /// on every worker, over what the attribute declares (`enforce = "10%"`): for rolling a
+    /// limit out gradually, raised while serving. Each client is consistently in or out of
+    /// the share (see [`Share`]); the others' would-be rejections pass as in a dry run
+    /// — counted as `dry_run`, with a `warn` event and an `X-RateLimit-Dry-Run` field naming
+    /// the limit. [`LimiterBuilder::dry_run`] still enforces nothing.
+    ///
+    /// ```
+    /// use limiter::{Limiter, Share};
+    /// let limiter = Limiter::builder().enforcement("login", Share::percent(10.0)?).build();
+    /// limiter.set_enforcement("login", Share::percent(50.0)?);
+    /// assert_eq!(limiter.enforcement("login"), Some(Share::percent(50.0)?));
+    /// assert_eq!(limiter.enforcement("search"), None);
+    /// # Ok::<(), limiter::InvalidShare>(())
+    /// ```
+    pub fn set_enforcement(&self, scope: &str, share: Share) {
+        self.http().enforcement.set(scope, share);
+    }
+
+    /// The share of clients configuration enforces `scope`'s limits on, if it sets one
+    /// ([`set_enforcement`](Self::set_enforcement)); `None`: as each limit declares.
+    pub fn enforcement(&self, scope: &str) -> Option<Share> {
+        self.http().enforcement.of(scope)
     }
 
     /// The engine's limiter, which this one derefs to.

@@ -155,6 +155,47 @@ async fn counters_move_exactly_as_decisions_are_made() {
     assert!(metrics().keys().all(|name| !name.contains("203.0.113.7")));
 }
 
+#[rate_limit(1, per = "1m", enforce = "25%", scope = "metrics-rollout")]
+async fn rolled_out() -> &'static str {
+    "ok"
+}
+
+#[actix_web::test]
+async fn a_rollout_counts_enforced_and_let_through_rejections_apart() {
+    let _one = one_at_a_time();
+    metrics();
+    let limiter = Limiter::builder()
+        .clock(ManualClock::starting_at(Duration::from_secs(60)))
+        .build();
+    let app = test::init_service(
+        App::new()
+            .app_data(limiter)
+            .route("/r", web::get().to(rolled_out)),
+    )
+    .await;
+    let (mut refused, mut let_through) = (0.0, 0.0);
+    for n in 0..400u32 {
+        let from = peer(&format!("10.0.{}.{}:1", n >> 8, n & 255));
+        for round in 0..2 {
+            let req = test::TestRequest::get().uri("/r").peer_addr(from);
+            let res = test::call_service(&app, req.to_request()).await;
+            match (round, res.status().as_u16()) {
+                (0, 200) => {}
+                (1, 429) => refused += 1.0,
+                (1, 200) if res.headers().contains_key("x-ratelimit-dry-run") => let_through += 1.0,
+                other => panic!("client {n}: {other:?}"),
+            }
+        }
+    }
+    assert!(
+        refused > 50.0 && let_through > 250.0,
+        "{refused} {let_through}"
+    );
+    assert_eq!(decisions("metrics-rollout", "allowed"), 400.0);
+    assert_eq!(decisions("metrics-rollout", "rejected"), refused);
+    assert_eq!(decisions("metrics-rollout", "dry_run"), let_through);
+}
+
 // ---- a store that fails on demand ----------------------------------------------------------
 
 /// The memory store, failing while its flag is set; a flag and a name per test, since they

@@ -19,7 +19,7 @@ async fn login() -> &'static str {
     "ok"
 }
 
-#[rate_limit(100, per = "1h30m", key = "header:x-api-key", cost = 10, policy = plan, scope = "seeing-export")]
+#[rate_limit(100, per = "1h30m", key = "header:x-api-key", cost = 10, policy = plan, enforce = "12.5%", scope = "seeing-export")]
 #[rate_limit(
     10,
     per = "1s",
@@ -54,7 +54,7 @@ fn every_handler_is_listed_with_its_policy_key_and_options_before_any_request() 
     let export = row(&rows, "seeing-export");
     assert_eq!(export[1], "100 per 1h30m, sliding_window");
     assert_eq!(export[2], "header:x-api-key");
-    assert_eq!(export[3], "cost=10 policy=fn");
+    assert_eq!(export[3], "cost=10 enforce=12.5% policy=fn");
     let burst = row(&rows, "seeing-burst");
     assert_eq!(burst[1], "10 per 1s, token_bucket, burst 20");
     assert_eq!(burst[3], "dry_run");
@@ -175,7 +175,7 @@ async fn the_page_and_the_json_show_the_table() {
     assert_eq!(export["limits"][0]["burst"], serde_json::Value::Null);
     assert_eq!(
         export["limits"][0]["options"],
-        serde_json::json!(["cost=10", "policy=fn", "configured"])
+        serde_json::json!(["cost=10", "enforce=12.5%", "policy=fn", "configured"])
     );
     assert_eq!(export["limits"][1]["algorithm"], "token_bucket");
     assert_eq!(export["limits"][1]["burst"], 20);

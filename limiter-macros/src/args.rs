@@ -13,10 +13,10 @@ use crate::ast::LimitAttr;
 use crate::errors::Errors;
 use crate::values::{
     parse_algorithm, parse_bool, parse_burst, parse_cost, parse_count, parse_crate, parse_function,
-    parse_key, parse_max, parse_per, parse_scope,
+    parse_key, parse_max, parse_per, parse_scope, parse_share,
 };
 
-pub(crate) const ARGUMENTS: &str = "`per`, `key`, `algorithm`, `scope`, `burst`, `cost`, `count`, `exempt`, `dry_run`, `policy`, `crate`";
+pub(crate) const ARGUMENTS: &str = "`per`, `key`, `algorithm`, `scope`, `burst`, `cost`, `count`, `exempt`, `dry_run`, `enforce`, `policy`, `crate`";
 
 /// One comma-separated piece of the attribute, as written.
 enum RawArg {
@@ -70,6 +70,7 @@ pub(crate) fn parse(
         count: None,
         exempt: None,
         dry_run: None,
+        enforce: None,
         policy: None,
         krate: None,
         per_given: false,
@@ -115,6 +116,7 @@ pub(crate) fn parse(
                     "count" => attr.count = parse_count(&value, errors),
                     "exempt" => attr.exempt = parse_function(&value, "exempt", "fn(&HttpRequest) -> bool", errors),
                     "dry_run" => attr.dry_run = parse_bool(&value, "dry_run", errors),
+                    "enforce" => attr.enforce = parse_share(&value, errors),
                     "policy" => {
                         attr.policy = parse_function(
                             &value,

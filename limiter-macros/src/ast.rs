@@ -108,6 +108,8 @@ pub(crate) struct LimitAttr {
     pub(crate) count: Option<Spanned<Count>>,
     pub(crate) exempt: Option<Spanned<syn::Path>>,
     pub(crate) dry_run: Option<Spanned<bool>>,
+    /// `enforce = "10%"`, in millionths of the clients.
+    pub(crate) enforce: Option<Spanned<u32>>,
     pub(crate) policy: Option<Spanned<syn::Path>>,
     pub(crate) krate: Option<syn::Path>,
     /// Whether `per` was written at all (even with a bad value).

@@ -175,6 +175,9 @@ pub(crate) fn handler(function: ItemFn, limits: &[Limit], krate: &syn::Path) -> 
         if limit.dry_run {
             options.extend(quote!(.dry_run()));
         }
+        if let Some(share) = limit.enforce {
+            options.extend(quote!(.enforce(#private::Share::per_million_of(#share))));
+        }
         if let Some(policy) = &limit.policy {
             options.extend(call("choose_policy", first_span(policy), quote!(#policy)));
         }

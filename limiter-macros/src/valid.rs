@@ -19,6 +19,8 @@ pub(crate) struct Limit {
     pub(crate) failures_only: bool,
     pub(crate) exempt: Option<syn::Path>,
     pub(crate) dry_run: bool,
+    /// The share of clients it is enforced on, in millionths, when not all.
+    pub(crate) enforce: Option<u32>,
     pub(crate) policy: Option<syn::Path>,
 }
 
@@ -114,6 +116,12 @@ pub(crate) fn limit(attr: LimitAttr, errors: &mut Errors) -> Option<Limit> {
             );
         }
     }
+    if let (Some(enforce), Some(Spanned { value: true, .. })) = (&attr.enforce, &attr.dry_run) {
+        errors.at(
+            enforce.span,
+            "`dry_run = true` enforces the limit on no client, and `enforce` on a share of them: give one of the two (`enforce = \"0%\"` is a dry run)",
+        );
+    }
     names_self(&attr, errors);
     if errors.count() != before {
         return None;
@@ -129,6 +137,10 @@ pub(crate) fn limit(attr: LimitAttr, errors: &mut Errors) -> Option<Limit> {
         failures_only: attr.count.is_some_and(|c| c.value == Count::Failures),
         exempt: attr.exempt.map(|e| e.value),
         dry_run: attr.dry_run.is_some_and(|d| d.value),
+        enforce: attr
+            .enforce
+            .map(|e| e.value)
+            .filter(|&share| share < 1_000_000),
         policy: attr.policy.map(|p| p.value),
     })
 }

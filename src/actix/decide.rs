@@ -115,7 +115,6 @@ impl Limiter {
         if let Some(spec) = self.lean(limits) {
             return self.decide_one(req, limits, spec).await;
         }
-        let http = self.http();
         if self.is_exempt(req) {
             for spec in &limits.limits {
                 spec.counters.add(spec.limit.scope(), Outcome::Exempt);
@@ -135,15 +134,16 @@ impl Limiter {
             planned.push(Planned {
                 spec,
                 limit: self.limit_for(limits, spec, req),
+                dry_run: !self.enforces(spec, &key),
                 key,
                 cost: spec.options.cost.of(req),
-                dry_run: http.dry_run || spec.options.dry_run,
             });
         }
         if planned.is_empty() {
             return Ok(Decided::none());
         }
         let mut refunds = Vec::new();
+        let mut let_through = Vec::new();
         // Enforced limits first, all or nothing.
         let enforced: Vec<&Planned<'_>> = planned.iter().filter(|p| !p.dry_run).collect();
         let mut decisions: Vec<Option<Decision>> = vec![None; planned.len()];
@@ -253,6 +253,7 @@ impl Limiter {
                 None => Outcome::StoreError,
             });
             if let Some(decision) = decision.filter(|d| !d.allowed()) {
+                let_through.push(p.spec.name.clone());
                 tracing::warn!(
                     scope = p.limit.scope(),
                     key = %p.spec.key.kind(),
@@ -267,10 +268,24 @@ impl Limiter {
             .zip(&decisions)
             .filter_map(|(p, d)| d.map(|d| (p.member(), d)))
             .unzip();
+        let mut fields = RateLimitFields::of_members(answers, members);
+        fields.let_through(let_through);
         Ok(Decided {
-            fields: RateLimitFields::of_members(answers, members),
+            fields,
             refund: (!refunds.is_empty()).then(|| Refund::new(refunds)),
         })
+    }
+
+    /// Whether `spec`'s limit is enforced on the client `key` names: not in a dry run, and
+    /// within the share of clients configuration (else the attribute) sets for its scope.
+    fn enforces(&self, spec: &LimitSpec, key: &ClientKey) -> bool {
+        let http = self.http();
+        if http.dry_run {
+            return false;
+        }
+        let scope = spec.limit.scope();
+        let share = http.enforcement.of(scope).unwrap_or(spec.options.enforce);
+        share.includes(scope, key.as_bytes())
     }
 
     /// The `debug` event of a rejected request (`decision` is `None` for a cost no budget

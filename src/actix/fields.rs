@@ -14,6 +14,9 @@ use crate::{Decision, Policy};
 pub(crate) static RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
 /// `RateLimit` (draft-ietf-httpapi-ratelimit-headers-10).
 pub(crate) static RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
+/// The limits that would have rejected a request that was let through (a dry run, or a
+/// client outside the share a limit is enforced on), as a list of their names.
+pub(crate) static X_RATELIMIT_DRY_RUN: HeaderName = HeaderName::from_static("x-ratelimit-dry-run");
 static X_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
 static X_REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
 static X_RESET: HeaderName = HeaderName::from_static("x-ratelimit-reset");
@@ -66,6 +69,9 @@ pub(crate) struct RateLimitFields {
     /// A limit went undecided (the store failed open): `RateLimit` is left out, since its
     /// members would no longer line up with the limits.
     incomplete: bool,
+    /// The limits that would have rejected the request but were not enforced on it (a dry
+    /// run, or a client outside the share a limit is enforced on), by name.
+    let_through: Vec<Cow<'static, str>>,
 }
 
 /// The decisions of limits checked inside a handler, waiting in the request's extensions
@@ -106,6 +112,7 @@ impl RateLimitFields {
             stacked: Vec::new(),
             members: None,
             incomplete: false,
+            let_through: Vec::new(),
         }
     }
 
@@ -117,6 +124,7 @@ impl RateLimitFields {
             stacked: decisions,
             members: None,
             incomplete: false,
+            let_through: Vec::new(),
         }
     }
 
@@ -134,6 +142,7 @@ impl RateLimitFields {
             stacked: Vec::new(),
             members: None,
             incomplete: true,
+            let_through: Vec::new(),
         }
     }
 
@@ -170,6 +179,12 @@ impl RateLimitFields {
         checked.refunds
     }
 
+    /// Names the limits that would have rejected the request and were not enforced on it:
+    /// its response says so in [`X_RATELIMIT_DRY_RUN`].
+    pub(crate) fn let_through(&mut self, names: Vec<Cow<'static, str>>) {
+        self.let_through = names;
+    }
+
     fn decisions(&self) -> impl Iterator<Item = &Decision> {
         self.first.iter().chain(&self.stacked)
     }
@@ -192,7 +207,11 @@ impl RateLimitFields {
             Write::KeepExisting => set_if_absent(headers, name, value),
             Write::Prepend => match headers.get(name) {
                 // Fields a handler below wrote: ours come first, theirs follow.
-                Some(theirs) if name == RATELIMIT_POLICY || name == RATELIMIT => {
+                Some(theirs)
+                    if name == RATELIMIT_POLICY
+                        || name == RATELIMIT
+                        || name == X_RATELIMIT_DRY_RUN =>
+                {
                     let mut joined = value.as_bytes().to_vec();
                     joined.extend_from_slice(b", ");
                     joined.extend_from_slice(theirs.as_bytes());
@@ -239,6 +258,20 @@ impl RateLimitFields {
             }
             if let Ok(value) = HeaderValue::from_maybe_shared(bytes_of(value)) {
                 set(headers, &RATELIMIT, value);
+            }
+        }
+        if !self.let_through.is_empty() {
+            let mut names = Vec::with_capacity(16 * self.let_through.len());
+            for name in &self.let_through {
+                if !names.is_empty() {
+                    names.extend_from_slice(b", ");
+                }
+                names.push(b'"');
+                names.extend_from_slice(name.as_bytes());
+                names.push(b'"');
+            }
+            if let Ok(names) = HeaderValue::from_maybe_shared(bytes_of(names)) {
+                set(headers, &X_RATELIMIT_DRY_RUN, names);
             }
         }
         if options.legacy {

@@ -21,6 +21,7 @@ impl Limiter {
             [spec]
                 if limits.plain
                     && self.http().plain()
+                    && self.http().enforcement.of(spec.limit.scope()).is_none()
                     && self.overridden(&spec.limit).is_none() =>
             {
                 Some(spec)

@@ -10,7 +10,7 @@ use actix_web::HttpRequest;
 
 use super::fields::{self, Member};
 use super::keys::KeySpec;
-use crate::{Limit, Limiter, Policy};
+use crate::{Limit, Limiter, Policy, Share};
 
 /// One `#[rate_limit(...)]`: the limit, the name its header fields use, and its key.
 #[derive(Debug)]
@@ -25,13 +25,14 @@ pub struct LimitSpec {
 }
 
 /// What a limit does besides counting one unit per request: the attribute's `exempt`,
-/// `cost`, `count`, `dry_run` and `policy`.
+/// `cost`, `count`, `dry_run`, `enforce` and `policy`.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Options {
     pub(crate) exempt: Option<fn(&HttpRequest) -> bool>,
     pub(crate) cost: Cost,
     pub(crate) failures_only: bool,
-    pub(crate) dry_run: bool,
+    /// The share of clients it is enforced on ([`Share::NONE`]: a dry run).
+    pub(crate) enforce: Share,
     pub(crate) policy: Option<fn(&HttpRequest) -> Option<Policy>>,
 }
 
@@ -54,7 +55,7 @@ impl Options {
         self.exempt.is_none()
             && matches!(self.cost, Cost::Units(1))
             && !self.failures_only
-            && !self.dry_run
+            && self.enforce.is_all()
             && self.policy.is_none()
     }
 }
@@ -144,7 +145,14 @@ impl LimitSpec {
     /// Decided and counted, but never enforced: a would-be rejection passes, with a `warn`
     /// event (`dry_run = true`).
     pub fn dry_run(mut self) -> LimitSpec {
-        self.options.dry_run = true;
+        self.options.enforce = Share::NONE;
+        self
+    }
+
+    /// Enforced on `share` of the clients, each consistently in or out; the others'
+    /// would-be rejections pass as in a dry run (`enforce = "10%"`).
+    pub fn enforce(mut self, share: Share) -> LimitSpec {
+        self.options.enforce = share;
         self
     }
 
@@ -375,8 +383,10 @@ impl Options {
         if self.exempt.is_some() {
             words.push("exempt=fn".to_string());
         }
-        if self.dry_run {
-            words.push("dry_run".to_string());
+        match self.enforce {
+            Share::ALL => {}
+            Share::NONE => words.push("dry_run".to_string()),
+            share => words.push(format!("enforce={share}")),
         }
         if self.policy.is_some() {
             words.push("policy=fn".to_string());

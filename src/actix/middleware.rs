@@ -15,7 +15,7 @@ use actix_web::{Error, HttpMessage};
 use super::fields::Write;
 use super::keys::KeySpec;
 use super::limits::{HandlerLimits, LimitSpec};
-use crate::{Limit, Limiter, Policy};
+use crate::{Limit, Limiter, Policy, Share};
 
 /// A limit over everything it wraps: an `App`, a `web::scope`, a resource.
 ///
@@ -44,6 +44,7 @@ pub struct RateLimit {
     policy: Policy,
     key: KeySpec,
     scope: Cow<'static, str>,
+    enforce: Share,
 }
 
 impl RateLimit {
@@ -54,6 +55,7 @@ impl RateLimit {
             policy,
             key: KeySpec::Ip,
             scope: Cow::Borrowed("app"),
+            enforce: Share::ALL,
         }
     }
 
@@ -70,6 +72,15 @@ impl RateLimit {
         self
     }
 
+    /// Enforced on `share` of the clients, each consistently in or out; the others'
+    /// would-be rejections pass as in a dry run, with a `warn` event and an
+    /// `X-RateLimit-Dry-Run` field (default [`Share::ALL`]; [`Share::NONE`] is a dry run).
+    /// Configuration overrides it per scope ([`Limiter::set_enforcement`]).
+    pub fn enforce(mut self, share: Share) -> RateLimit {
+        self.enforce = share;
+        self
+    }
+
     /// The limit it applies.
     pub fn limit(&self) -> Limit {
         Limit::new(self.scope.clone(), self.policy)
@@ -82,6 +93,7 @@ impl std::fmt::Debug for RateLimit {
             .field("scope", &self.scope)
             .field("policy", &self.policy)
             .field("key", &self.key)
+            .field("enforce", &self.enforce)
             .finish()
     }
 }
@@ -98,7 +110,8 @@ where
     type Future = Ready<Result<Self::Transform, Self::InitError>>;
 
     fn new_transform(&self, service: S) -> Self::Future {
-        let spec = LimitSpec::for_middleware(self.scope.clone(), self.policy, self.key.clone());
+        let spec = LimitSpec::for_middleware(self.scope.clone(), self.policy, self.key.clone())
+            .enforce(self.enforce);
         let limits = Arc::new(HandlerLimits::new(vec![spec]));
         limiter_core::__private::register(limits.clone());
         ready(Ok(RateLimitService {

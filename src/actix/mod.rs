@@ -9,10 +9,15 @@
 //! | `inline.rs` | [`check`](crate::check): a limit decided inside a handler |
 //! | `routes_page.rs` | [`routes_service`](crate::routes_service): the route table as a page and as JSON |
 //! | `reset.rs` | [`Limiter::reset`](crate::Limiter::reset): forgetting one client's budget |
+//! | `limits.rs` | a handler's limits as declared: each limit's spec and options, the set checked together |
 //! | `decide.rs` | the one decide path: the limiter of a request, its keys, one check, the fields or the response |
+//! | `lean.rs` | the decide path of a handler's one plain limit, without a future when the store answers at once |
+//! | `enforcement.rs` | [`Share`](crate::Share): a limit enforced on a share of its clients, the rest a dry run |
+//! | `refund.rs` | what a success gives back (`count = "failures"`) |
 //! | `body.rs` | the body of a refused request: read only when small and quick, else the connection closes |
 //! | `keys.rs`, `proxy.rs` | who a request is counted as: keys, trusted proxies, forwarding headers |
-//! | `response.rs` | the RateLimit header fields, the 429's and the failures' bodies |
+//! | `fields.rs` | the RateLimit header fields |
+//! | `problem.rs` | the 429's and the failures' bodies, as problem details |
 //! | `respond.rs` | the one place that builds every response: 429, 503, 500, 400 |
 //! | `settings.rs` | the builder's HTTP settings |
 //! | `mistakes.rs` | setups that cannot do what their author meant, reported once |
@@ -21,6 +26,7 @@
 pub(crate) mod attribute;
 pub(crate) mod body;
 pub(crate) mod decide;
+pub(crate) mod enforcement;
 pub(crate) mod fields;
 pub(crate) mod inline;
 pub(crate) mod keys;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use actix_web::{HttpRequest, HttpResponse};
 
+use super::enforcement::Enforcement;
 use super::fields::HeaderOptions;
 use super::problem::{Failure, Rejection};
 use super::proxy::{ForwardingHeaders, TrustedProxies};
@@ -38,6 +39,8 @@ pub(crate) struct HttpSettings {
     pub(crate) exempt: TrustedProxies,
     pub(crate) exempt_when: Option<Arc<ExemptWhen>>,
     pub(crate) dry_run: bool,
+    /// The share of each configured scope's clients its limits are enforced on.
+    pub(crate) enforcement: Enforcement,
     /// Whether rejection events carry the client's key (it may be personal data).
     pub(crate) trace_keys: bool,
 }
@@ -62,6 +65,7 @@ impl Default for HttpSettings {
             exempt: TrustedProxies::none(),
             exempt_when: None,
             dry_run: false,
+            enforcement: Enforcement::default(),
             trace_keys: false,
         }
     }

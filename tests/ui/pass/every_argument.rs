@@ -67,7 +67,7 @@ fn plan(_: &HttpRequest) -> Option<limiter::Policy> {
 const BATCH: u32 = 10;
 
 #[rate_limit(100, per = "1m", cost = 10, count = "failures", dry_run = true)]
-#[rate_limit(1000, per = "1h", cost = BATCH, count = "all", dry_run = false, scope = "hourly")]
+#[rate_limit(1000, per = "1h", cost = BATCH, count = "all", dry_run = false, enforce = "12.5%", scope = "hourly")]
 async fn literal_options() -> &'static str {
     "ok"
 }
