@@ -155,6 +155,8 @@ fn serve(variant: &str, listener: TcpListener) -> std::io::Result<()> {
                     .build()
             }
             "quiet" => Limiter::builder().ietf_headers(false).build(),
+            // The rejected flood without the summary of who is rejected (callgrind.sh only).
+            "rejecting_untracked" => Limiter::builder().track_rejected_clients(false).build(),
             // A rejected body left unread closes its connection.
             "post_closed" => Limiter::builder().keep_alive_body_limit(0).build(),
             // Loopback plays the proxy: the client is read from X-Forwarded-For.
@@ -228,7 +230,9 @@ fn serve(variant: &str, listener: TcpListener) -> std::io::Result<()> {
                 "limiter" | "quiet" | "proxied" | "redis" | "metrics" => {
                     app.route("/", web::get().to(limited_hello))
                 }
-                "rejecting" | "redis_rejecting" => app.route("/", web::get().to(rejecting_hello)),
+                "rejecting" | "redis_rejecting" | "rejecting_untracked" => {
+                    app.route("/", web::get().to(rejecting_hello))
+                }
                 "redis_fixed" => app.route("/", web::get().to(fixed_hello)),
                 "redis_many" => app.route("/", web::get().to(many_fixed_hello)),
                 "redis_many_log" => app.route("/", web::get().to(many_log_hello)),

@@ -48,6 +48,7 @@ pub use actix::problem::{Failure, Rejection};
 pub use actix::proxy::{
     client_of, Client, Contradiction, ForwardingHeaders, InvalidNetwork, TrustedProxies,
 };
+pub use actix::rejected::RejectedClient;
 pub use actix::reset::Subject;
 pub use actix::routes_page::routes_service;
 #[doc(inline)]

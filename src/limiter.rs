@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 use actix_web::HttpRequest;
 
 use crate::actix::settings::HttpSettings;
-use crate::{Client, Failure, LimiterBuilder, Share, TrustedProxies};
+use crate::{Client, Failure, LimiterBuilder, RejectedClient, Share, TrustedProxies};
 
 /// Decides requests: reads its clock, asks its store, applies its policy when the store
 /// fails — and knows who a request's client is, and how a rejection is answered.
@@ -151,6 +151,36 @@ impl Limiter {
     /// ([`set_enforcement`](Self::set_enforcement)); `None`: as each limit declares.
     pub fn enforcement(&self, scope: &str) -> Option<Share> {
         self.http().enforcement.of(scope)
+    }
+
+    /// Who is being limited right now: the clients `scope`'s limits rejected most over the
+    /// last one to two minutes, most first, at most 10 — exact for any client with more
+    /// than a 64th of the scope's rejections, which a flood of distinct clients cannot push
+    /// out (a space-saving summary of 64 counters per scope and minute). Header and key
+    /// function values show as a digest unless [`trace_keys`](LimiterBuilder::trace_keys)
+    /// is on. The [routes page](crate::routes_service) shows them for every scope. Empty
+    /// when [`track_rejected_clients`](LimiterBuilder::track_rejected_clients) is off.
+    ///
+    /// ```
+    /// use limiter::Limiter;
+    ///
+    /// let limiter = Limiter::builder().build();
+    /// // Rejections by the attribute, the middleware and `limiter::check` are counted;
+    /// // nobody was rejected yet.
+    /// assert!(limiter.rejected_clients("login").is_empty());
+    /// for client in limiter.rejected_clients("login") {
+    ///     println!("{}: {} rejections", client.client, client.rejections);
+    /// }
+    /// ```
+    pub fn rejected_clients(&self, scope: &str) -> Vec<RejectedClient> {
+        let http = self.http();
+        http.rejected
+            .top(scope, self.now(), |key| key.shown(http.trace_keys))
+    }
+
+    /// The scopes [`rejected_clients`](Self::rejected_clients) has clients of, sorted.
+    pub(crate) fn scopes_rejecting(&self) -> Vec<String> {
+        self.http().rejected.scopes()
     }
 
     /// The engine's limiter, which this one derefs to.

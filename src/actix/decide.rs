@@ -310,8 +310,12 @@ impl Limiter {
         {
             tracing::Span::current().record("rate_limit", "rejected");
         }
+        let http = self.http();
+        if http.track_rejected {
+            http.rejected.add(scope, key, self.now());
+        }
         let retry_after_secs = decision.map(|d| d.retry_after_secs());
-        if self.http().trace_keys {
+        if http.trace_keys {
             tracing::debug!(
                 scope,
                 key = kind,

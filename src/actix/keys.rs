@@ -97,6 +97,28 @@ impl ClientKey {
         }
     }
 
+    /// The key in words for an operator's page: as [`describe`](Self::describe) says, but a
+    /// header's, a key function's or a handler's own value — often a secret, an API key —
+    /// as the first 8 bytes of its SHA-1 digest unless `reveal`.
+    pub(crate) fn shown(&self, reveal: bool) -> String {
+        let bytes = self.as_bytes();
+        match bytes.split_first() {
+            Some((&tag, value))
+                if !reveal && matches!(tag, tag::HEADER | tag::FUNCTION | tag::INLINE) =>
+            {
+                let kind = match tag {
+                    tag::HEADER => "header",
+                    tag::FUNCTION => "function",
+                    _ => "checked",
+                };
+                let digest = sha1_smol::Sha1::from(value).digest().bytes();
+                let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+                format!("{kind}:sha1:{hex}")
+            }
+            _ => self.describe(),
+        }
+    }
+
     pub(crate) fn as_bytes(&self) -> &[u8] {
         match self {
             ClientKey::Stack { bytes, len } => &bytes[..usize::from(*len)],

@@ -14,6 +14,7 @@
 //! | `lean.rs` | the decide path of a handler's one plain limit, without a future when the store answers at once |
 //! | `enforcement.rs` | [`Share`](crate::Share): a limit enforced on a share of its clients, the rest a dry run |
 //! | `refund.rs` | what a success gives back (`count = "failures"`) |
+//! | `rejected.rs` | who is being limited right now: each scope's most rejected clients |
 //! | `body.rs` | the body of a refused request: read only when small and quick, else the connection closes |
 //! | `keys.rs`, `proxy.rs` | who a request is counted as: keys, trusted proxies, forwarding headers |
 //! | `fields.rs` | the RateLimit header fields |
@@ -38,6 +39,7 @@ pub(crate) mod observe;
 pub(crate) mod problem;
 pub(crate) mod proxy;
 pub(crate) mod refund;
+pub(crate) mod rejected;
 pub(crate) mod reset;
 pub(crate) mod respond;
 pub(crate) mod routes_page;

@@ -6,12 +6,13 @@ use std::fmt::Write as _;
 use actix_web::http::header::{self, ContentType};
 use actix_web::{web, HttpRequest, HttpResponse, Resource};
 
-use crate::{Limiter, Routes};
+use crate::{Limiter, RejectedClient, Routes};
 
 /// A resource at `path` that serves the program's rate-limited routes with the policies the
-/// request's [`Limiter`] applies (configured and changed-at-run-time ones included): a
-/// small HTML page with no external assets, or JSON for a client that asks for it (`Accept:
-/// application/json`, or `?format=json`).
+/// request's [`Limiter`] applies (configured and changed-at-run-time ones included), and
+/// who is being limited right now — each scope's most rejected clients of the last minutes
+/// ([`Limiter::rejected_clients`]): a small HTML page with no external assets, or JSON for a
+/// client that asks for it (`Accept: application/json`, or `?format=json`).
 ///
 /// Mount it where only operators reach it (an admin scope behind your authentication):
 /// it tells anyone who sees it what your limits are.
@@ -25,7 +26,17 @@ pub fn routes_service(path: &str) -> Resource {
 }
 
 async fn serve(req: HttpRequest) -> HttpResponse {
-    let routes = Limiter::of(&req).routes();
+    let limiter = Limiter::of(&req);
+    let routes = limiter.routes();
+    let rejected: Vec<(String, Vec<RejectedClient>)> = limiter
+        .scopes_rejecting()
+        .into_iter()
+        .map(|scope| {
+            let clients = limiter.rejected_clients(&scope);
+            (scope, clients)
+        })
+        .filter(|(_, clients)| !clients.is_empty())
+        .collect();
     let wants_json = req.query_string().split('&').any(|p| p == "format=json")
         || req
             .headers()
@@ -37,11 +48,11 @@ async fn serve(req: HttpRequest) -> HttpResponse {
     let response = if wants_json {
         HttpResponse::Ok()
             .content_type(ContentType::json())
-            .body(json(&routes))
+            .body(json(&routes, &rejected))
     } else {
         HttpResponse::Ok()
             .content_type(ContentType::html())
-            .body(html(&routes))
+            .body(html(&routes, &rejected))
     };
     let mut response = response;
     response.headers_mut().insert(
@@ -51,9 +62,13 @@ async fn serve(req: HttpRequest) -> HttpResponse {
     response
 }
 
+/// The most rejected clients of each scope that has some.
+type Rejected = [(String, Vec<RejectedClient>)];
+
 /// `{"routes":[{"handler":…,"location":…,"limits":[{"scope":…,"max":…,"window_ms":…,
-/// "algorithm":…,"burst":…,"key":…,"options":[…]}]}]}`
-pub(crate) fn json(routes: &Routes) -> String {
+/// "algorithm":…,"burst":…,"key":…,"options":[…]}]}],"rejected":[{"scope":…,
+/// "clients":[{"client":…,"rejections":…,"overcount":…}]}]}`
+pub(crate) fn json(routes: &Routes, rejected: &Rejected) -> String {
     let mut out = String::from("{\"routes\":[");
     for (i, route) in routes.iter().enumerate() {
         if i > 0 {
@@ -85,6 +100,26 @@ pub(crate) fn json(routes: &Routes) -> String {
                 string(policy.algorithm().name()),
                 string(&limit.key),
                 options.join(",")
+            );
+        }
+        out.push_str("]}");
+    }
+    out.push_str("],\"rejected\":[");
+    for (i, (scope, clients)) in rejected.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "{{\"scope\":{},\"clients\":[", string(scope));
+        for (j, client) in clients.iter().enumerate() {
+            if j > 0 {
+                out.push(',');
+            }
+            let _ = write!(
+                out,
+                "{{\"client\":{},\"rejections\":{},\"overcount\":{}}}",
+                string(&client.client),
+                client.rejections,
+                client.overcount
             );
         }
         out.push_str("]}");
@@ -127,7 +162,7 @@ fn escape(text: &str) -> String {
     out
 }
 
-pub(crate) fn html(routes: &Routes) -> String {
+pub(crate) fn html(routes: &Routes, rejected: &Rejected) -> String {
     let mut rows = String::new();
     for [scope, limit, key, options, handler] in routes.rows() {
         let configured = options.contains("configured");
@@ -147,6 +182,26 @@ pub(crate) fn html(routes: &Routes) -> String {
             escape(&handler)
         );
     }
+    let mut limited = String::new();
+    for (scope, clients) in rejected {
+        for client in clients {
+            let _ = write!(
+                limited,
+                "<tr><td><code>{}</code></td><td><code>{}</code></td><td>{}</td></tr>",
+                escape(scope),
+                escape(&client.client),
+                client.rejections
+            );
+        }
+    }
+    let limited = if limited.is_empty() {
+        "<p>Nobody was rejected in the last minutes.</p>".to_string()
+    } else {
+        format!(
+            "<table>\n<thead><tr><th>scope</th><th>client</th><th>rejections</th></tr></thead>\n\
+             <tbody>{limited}</tbody>\n</table>"
+        )
+    };
     let count = routes.rows().len();
     format!(
         r#"<!doctype html>
@@ -158,6 +213,7 @@ pub(crate) fn html(routes: &Routes) -> String {
 <style>
   body {{ font: 15px/1.45 system-ui, sans-serif; margin: 2rem; color: #1d2125; background: #fff; }}
   h1 {{ font-size: 1.4rem; margin: 0 0 .25rem; }}
+  h2 {{ font-size: 1.1rem; margin: 2rem 0 .25rem; }}
   p {{ color: #555; margin: 0 0 1.25rem; }}
   table {{ border-collapse: collapse; width: 100%; }}
   th, td {{ text-align: left; padding: .45rem .7rem; border-bottom: 1px solid #e3e6ea; vertical-align: top; }}
@@ -173,6 +229,9 @@ pub(crate) fn html(routes: &Routes) -> String {
 <thead><tr><th>scope</th><th>limit</th><th>key</th><th>options</th><th>handler</th></tr></thead>
 <tbody>{rows}</tbody>
 </table>
+<h2>Limited right now</h2>
+<p>The clients each scope rejected most over the last one to two minutes, at most ten per scope.</p>
+{limited}
 </body>
 </html>
 "#,

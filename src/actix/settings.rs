@@ -10,6 +10,7 @@ use super::enforcement::Enforcement;
 use super::fields::HeaderOptions;
 use super::problem::{Failure, Rejection};
 use super::proxy::{ForwardingHeaders, TrustedProxies};
+use super::rejected::RejectedClients;
 use crate::LimiterBuilder;
 
 pub(crate) type UserKey = dyn Fn(&HttpRequest) -> Option<String> + Send + Sync;
@@ -43,6 +44,10 @@ pub(crate) struct HttpSettings {
     pub(crate) enforcement: Enforcement,
     /// Whether rejection events carry the client's key (it may be personal data).
     pub(crate) trace_keys: bool,
+    /// Whether the most rejected clients of each scope are kept (for the routes page).
+    pub(crate) track_rejected: bool,
+    /// The most rejected clients of each scope, lately.
+    pub(crate) rejected: RejectedClients,
 }
 
 impl Default for HttpSettings {
@@ -67,6 +72,8 @@ impl Default for HttpSettings {
             dry_run: false,
             enforcement: Enforcement::default(),
             trace_keys: false,
+            track_rejected: true,
+            rejected: RejectedClients::default(),
         }
     }
 }
