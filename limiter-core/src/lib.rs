@@ -39,7 +39,9 @@ pub use policy::{Algorithm, Policy, PolicyError};
 pub use registry::{routes, Declaration, Route, RouteLimit, Routes, ScopeConflict};
 #[cfg(feature = "redis")]
 pub use store::RedisStore;
-pub use store::{Charge, Check, Checked, Limit, MemoryStore, Receipt, Store, StoreError};
+pub use store::{
+    Charge, Check, Checked, Limit, MemoryStore, Receipt, RestoreError, Store, StoreError,
+};
 
 /// What the glue on top (the `limiter` crate) reaches of the engine's insides. Not a
 /// public API.

@@ -38,3 +38,59 @@
 //! - The default clock is the kernel's coarse monotonic clock: 3 ns a read instead of 23 ns,
 //!   resolution 1–4 ms, never backwards. `PreciseClock` and the test `ManualClock` plug into
 //!   `Limiter::builder().clock(...)`. See [the guarantees](super::guarantees) for what a tick means.
+//!
+//! ## A restart is not an amnesty
+//!
+//! Without more, every deploy or crash hands every client a fresh budget: a brute-forcer
+//! blocked on login gets new tries at each restart. Save the store when the server stops and
+//! read it back when it starts:
+//!
+//! ```rust,no_run
+//! use actix_web::{web, App, HttpServer};
+//! use limiter::{rate_limit, Limiter, MemoryStore};
+//!
+//! #[rate_limit(5, per = "15m", count = "failures", scope = "login")]
+//! async fn login() -> &'static str { "ok" }
+//!
+//! #[actix_web::main]
+//! async fn main() -> std::io::Result<()> {
+//!     let state = "/var/lib/my-service/limiter.state"; // readable by the service only
+//!     let store = MemoryStore::new().restore_or_empty(state);
+//!     let limiter = Limiter::builder().store(store.clone()).build();
+//!     HttpServer::new(move || {
+//!         App::new().app_data(limiter.clone()).route("/login", web::post().to(login))
+//!     })
+//!     .bind("127.0.0.1:8080")?
+//!     .run()
+//!     .await?; // returns after a graceful stop (SIGTERM, SIGINT)
+//!     store.save(state)?;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! - **What is kept**: every state that still counts (expired ones are left out), with the
+//!   fingerprints' secret, since the store knows keys only by their fingerprints — so keep
+//!   the file where only the service reads it. States that do not fit the restored store's
+//!   bounds are left out, as newcomers would be without an eviction.
+//! - **Downtime is time gone by**: the file carries the clock reading and the wall time of
+//!   the save, and the restore moves every state by what the clocks say passed — a client
+//!   blocked for 15 minutes by a store saved 10 minutes ago has 5 left, on the same machine
+//!   (whose monotonic clock ran on: states keep their instants exactly) or on another (whose
+//!   clock started again: the wall time's downtime is counted, to the millisecond). The
+//!   counter's windows are aligned to the clock, so on a new clock its state moves by whole
+//!   windows (up to half a window off); the other algorithms move exactly.
+//! - **Checked, never trusted blindly**: a versioned format with a hash of its contents and
+//!   the fingerprint of a probe key. A damaged file, one of another format version or written
+//!   by a build that hashes keys otherwise (std's `DefaultHasher` may change between Rust
+//!   releases), or a missing one, is refused with its reason (`RestoreError`), and
+//!   `restore_or_empty` then starts empty with a `warn` event (an `info` for a first start):
+//!   a wrong state would refuse innocent clients, an empty one only forgives. Never a panic.
+//! - **Fast**: a million keys (sliding logs of one instant) written in 38–71 ms and read back in
+//!   85–92 ms, 14 bytes a key, in a release build here (`limiter-core/tests/restart.rs`).
+//! - **Tested**: random schedules of every algorithm, saved, restored on the clock that ran
+//!   on or on another, decide afterwards exactly as the store kept running through the
+//!   downtime (`limiter-core/tests/restart.rs`); over HTTP, a blocked client is still refused
+//!   after a graceful stop and ten minutes down, with `Retry-After: 300` (`tests/restart.rs`).
+//! - `save_at` / `restore_at` take the clock reading and the wall time for a store read with
+//!   another clock (a `ManualClock` in tests). The Redis store needs none of this: Redis keeps
+//!   the budgets across the service's restarts.

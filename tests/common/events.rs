@@ -88,15 +88,20 @@ pub(crate) fn record() {
     });
 }
 
-/// The `warn` events whose text contains `needle`.
-pub(crate) fn warnings(needle: &str) -> Vec<String> {
+/// The events of `level` whose text contains `needle`.
+fn of_level(level: Level, needle: &str) -> Vec<String> {
     EVENTS
         .lock()
         .unwrap()
         .iter()
-        .filter(|(level, text)| *level == Level::WARN && text.contains(needle))
+        .filter(|(at, text)| *at == level && text.contains(needle))
         .map(|(_, text)| text.clone())
         .collect()
+}
+
+/// The `warn` events whose text contains `needle`.
+pub(crate) fn warnings(needle: &str) -> Vec<String> {
+    of_level(Level::WARN, needle)
 }
 
 /// Every `warn` or `error` event.
@@ -110,24 +115,17 @@ pub(crate) fn all_warnings() -> Vec<String> {
         .collect()
 }
 
+/// The `info` events whose text contains `needle`.
+pub(crate) fn infos(needle: &str) -> Vec<String> {
+    of_level(Level::INFO, needle)
+}
+
 /// The `debug` events whose text contains `needle`.
 pub(crate) fn debug_events(needle: &str) -> Vec<String> {
-    EVENTS
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|(level, text)| *level == Level::DEBUG && text.contains(needle))
-        .map(|(_, text)| text.clone())
-        .collect()
+    of_level(Level::DEBUG, needle)
 }
 
 /// The fields recorded on spans, as `span record NAME=VALUE`.
 pub(crate) fn span_records(needle: &str) -> Vec<String> {
-    EVENTS
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|(level, text)| *level == Level::TRACE && text.contains(needle))
-        .map(|(_, text)| text.clone())
-        .collect()
+    of_level(Level::TRACE, needle)
 }

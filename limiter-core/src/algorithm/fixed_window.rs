@@ -18,6 +18,27 @@ pub struct FixedWindow {
 }
 
 impl FixedWindow {
+    /// The state as 64 bits, for a store's saved file.
+    pub(crate) fn to_raw(self) -> u64 {
+        (u64::from(self.start.to_bits()) << 32) | u64::from(self.count)
+    }
+
+    /// A state from [`to_raw`](Self::to_raw)'s bits.
+    pub(crate) fn from_raw(raw: u64) -> FixedWindow {
+        FixedWindow {
+            start: Stamp::from_bits((raw >> 32) as u32),
+            count: raw as u32,
+        }
+    }
+
+    /// The same state on a clock `by_ms` ahead of the one it was counted on.
+    pub(crate) fn shifted(self, by_ms: i64) -> FixedWindow {
+        FixedWindow {
+            start: Stamp::from_bits(self.start.to_bits().wrapping_add(by_ms as u32)),
+            count: self.count,
+        }
+    }
+
     /// Counts a request at `now_ms`.
     ///
     /// ```

@@ -26,6 +26,26 @@ pub struct SlidingWindowCounter {
 }
 
 impl SlidingWindowCounter {
+    /// The state as 64 bits, for a store's saved file.
+    pub(crate) fn to_raw(self) -> u64 {
+        self.packed
+    }
+
+    /// A state from [`to_raw`](Self::to_raw)'s bits.
+    pub(crate) fn from_raw(raw: u64) -> SlidingWindowCounter {
+        SlidingWindowCounter { packed: raw }
+    }
+
+    /// The same state on a clock `by_ms` ahead of the one it was counted on: its windows
+    /// move by `by_ms` rounded to whole windows (windows are aligned to the clock), exact
+    /// when `by_ms` is a multiple of the window.
+    pub(crate) fn shifted(self, by_ms: i64, policy: &Policy) -> SlidingWindowCounter {
+        let t = policy.window_ms() as i64;
+        let windows = (by_ms + by_ms.signum() * t / 2) / t;
+        let (window, previous, current) = self.unpack();
+        SlidingWindowCounter::pack(window.wrapping_add(windows as u16), previous, current)
+    }
+
     fn unpack(self) -> (u16, u64, u64) {
         let p = self.packed;
         (

@@ -19,6 +19,24 @@ pub struct TokenBucket {
 }
 
 impl TokenBucket {
+    /// The state as 64 bits, for a store's saved file.
+    pub(crate) fn to_raw(self) -> u64 {
+        self.tat_ns
+    }
+
+    /// A state from [`to_raw`](Self::to_raw)'s bits.
+    pub(crate) fn from_raw(raw: u64) -> TokenBucket {
+        TokenBucket { tat_ns: raw }
+    }
+
+    /// The same state on a clock `by_ms` ahead of the one it was counted on. A bucket full
+    /// again before that clock's zero is a fresh one.
+    pub(crate) fn shifted(self, by_ms: i64) -> TokenBucket {
+        let by_ns = i128::from(by_ms) * 1_000_000;
+        let tat = (i128::from(self.tat_ns) + by_ns).clamp(0, i128::from(u64::MAX));
+        TokenBucket { tat_ns: tat as u64 }
+    }
+
     /// Counts a request at `now_ms`.
     ///
     /// ```

@@ -4,10 +4,11 @@ mod compact;
 mod fingerprint_table;
 mod log;
 mod ring;
+mod saved;
 mod shard;
 mod table;
 
-use std::collections::hash_map::RandomState;
+use std::collections::hash_map::{DefaultHasher, RandomState};
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -19,6 +20,8 @@ use parking_lot::Mutex;
 use super::{Charge, Check, Checked, Limit, Receipt, Store};
 use crate::Decision;
 use shard::{Bounds, Padded, Shard};
+
+pub use saved::RestoreError;
 
 /// The most shards a store splits its keys over.
 const MAX_SHARDS: usize = 64;
@@ -39,7 +42,11 @@ const HOUSEKEEPING_TICK_MS: u64 = 10;
 ///   [`algorithm`](crate::algorithm) for the sliding log's extra. A check of a key the store
 ///   already holds allocates nothing. Two distinct keys share a budget only if their
 ///   fingerprints collide: about one chance in 2⁶⁴ per pair, unpredictable to clients since
-///   the secret never leaves the process.
+///   the secret never leaves the process (but in a file [`save`](MemoryStore::save) writes:
+///   keep that file where only the service reads it).
+/// - **A restart is not an amnesty**: [`save`](MemoryStore::save) writes what still counts
+///   to a file at shutdown, and [`restore`](MemoryStore::restore) reads it back at start,
+///   the downtime counted as time gone by.
 /// - **Self-cleaning**: state that no longer counts is dropped as time passes, without any
 ///   call from you: a window after a key's last request (two for the counter, whose
 ///   estimate weighs the previous window; for the token bucket, once it is full again). A
@@ -79,7 +86,11 @@ pub struct MemoryStore {
 }
 
 struct Inner {
-    secret: RandomState,
+    /// The fingerprints' secret: 128 random bits, kept so that a saved store can be
+    /// restored (its keys are known only by their fingerprints).
+    secret: (u64, u64),
+    /// SipHash-1-3 having absorbed the secret: a fingerprint continues it with the key.
+    hasher: DefaultHasher,
     shards: Box<[Padded<Mutex<Shard>>]>,
     shard_mask: usize,
     bounds: Bounds,
@@ -129,6 +140,17 @@ impl MemoryStore {
     /// An empty store with both bounds: at most `max_keys` keys (at least 1) and `max_bytes`
     /// of tables and logs (at least 64 KiB).
     pub fn with_bounds(max_keys: usize, max_bytes: usize) -> MemoryStore {
+        let random = RandomState::new();
+        let draw = |n: u64| {
+            let mut hasher = random.build_hasher();
+            hasher.write_u64(n);
+            hasher.finish()
+        };
+        MemoryStore::with_secret(max_keys, max_bytes, (draw(1), draw(2)))
+    }
+
+    /// An empty store with both bounds whose fingerprints are keyed by `secret`.
+    fn with_secret(max_keys: usize, max_bytes: usize, secret: (u64, u64)) -> MemoryStore {
         let max_keys = max_keys.max(1);
         let max_bytes = max_bytes.max(64 << 10);
         // Small stores get fewer shards, so that each shard still has room for many keys
@@ -140,7 +162,8 @@ impl MemoryStore {
         let shards = 1 << fit.ilog2();
         MemoryStore {
             inner: Arc::new(Inner {
-                secret: RandomState::new(),
+                secret,
+                hasher: keyed(secret),
                 shards: (0..shards).map(|_| Padded(Mutex::default())).collect(),
                 shard_mask: shards - 1,
                 bounds: Bounds {
@@ -170,8 +193,8 @@ impl MemoryStore {
 
     #[inline]
     fn fingerprint(&self, key: &[u8]) -> u64 {
-        // The key's bytes alone: SipHash mixes in the length itself, so no prefix is needed.
-        let mut hasher = self.inner.secret.build_hasher();
+        // The key's bytes alone after the secret: SipHash mixes in the length itself.
+        let mut hasher = self.inner.hasher.clone();
         hasher.write(key);
         hasher.finish()
     }
@@ -433,6 +456,18 @@ impl Store for MemoryStore {
     fn name(&self) -> &'static str {
         "memory"
     }
+}
+
+/// SipHash-1-3 (std's `DefaultHasher`, whose own key is zero) having absorbed `secret`:
+/// what follows is hashed under a key nobody outside the process knows, as with
+/// `RandomState`, and the secret can be written down. std does not promise the algorithm
+/// across releases: a saved file carries a probe fingerprint, and a build that computes
+/// another refuses the file.
+fn keyed(secret: (u64, u64)) -> DefaultHasher {
+    let mut hasher = DefaultHasher::new();
+    hasher.write_u64(secret.0);
+    hasher.write_u64(secret.1);
+    hasher
 }
 
 /// A reading in whole milliseconds (saturating: no clock reads 584 million years).

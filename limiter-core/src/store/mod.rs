@@ -20,7 +20,7 @@ pub use receipt::{Checked, Receipt};
 
 #[cfg(feature = "redis")]
 pub use self::redis::RedisStore;
-pub use memory::MemoryStore;
+pub use memory::{MemoryStore, RestoreError};
 
 /// A policy under a scope name: the unit a budget belongs to. Keys are counted per limit,
 /// so two handlers given the same scope (and policy) share one budget.

@@ -23,6 +23,11 @@ pub(super) trait CompactState: Copy + Default {
     fn status(&self, now_ms: u64, policy: &Policy) -> Decision;
     fn is_expired(&self, now_ms: u64, policy: &Policy) -> bool;
     fn expires_in(&self, now_ms: u64, policy: &Policy) -> u64;
+    /// The state as 64 bits, for a saved file.
+    fn to_raw(self) -> u64;
+    fn from_raw(raw: u64) -> Self;
+    /// The same state on a clock `by_ms` ahead of the one it was counted on.
+    fn shifted(self, by_ms: i64, policy: &Policy) -> Self;
 }
 
 impl CompactState for FixedWindow {
@@ -43,6 +48,15 @@ impl CompactState for FixedWindow {
     }
     fn expires_in(&self, now_ms: u64, policy: &Policy) -> u64 {
         FixedWindow::expires_in(self, now_ms, policy)
+    }
+    fn to_raw(self) -> u64 {
+        FixedWindow::to_raw(self)
+    }
+    fn from_raw(raw: u64) -> Self {
+        FixedWindow::from_raw(raw)
+    }
+    fn shifted(self, by_ms: i64, _: &Policy) -> Self {
+        FixedWindow::shifted(self, by_ms)
     }
 }
 
@@ -65,6 +79,15 @@ impl CompactState for SlidingWindowCounter {
     fn expires_in(&self, now_ms: u64, policy: &Policy) -> u64 {
         SlidingWindowCounter::expires_in(self, now_ms, policy)
     }
+    fn to_raw(self) -> u64 {
+        SlidingWindowCounter::to_raw(self)
+    }
+    fn from_raw(raw: u64) -> Self {
+        SlidingWindowCounter::from_raw(raw)
+    }
+    fn shifted(self, by_ms: i64, policy: &Policy) -> Self {
+        SlidingWindowCounter::shifted(self, by_ms, policy)
+    }
 }
 
 impl CompactState for TokenBucket {
@@ -86,6 +109,15 @@ impl CompactState for TokenBucket {
     }
     fn expires_in(&self, now_ms: u64, _: &Policy) -> u64 {
         TokenBucket::expires_in(self, now_ms)
+    }
+    fn to_raw(self) -> u64 {
+        TokenBucket::to_raw(self)
+    }
+    fn from_raw(raw: u64) -> Self {
+        TokenBucket::from_raw(raw)
+    }
+    fn shifted(self, by_ms: i64, _: &Policy) -> Self {
+        TokenBucket::shifted(self, by_ms)
     }
 }
 
@@ -223,5 +255,29 @@ impl<S: Compact> CompactTable<S> {
         let removed = self.map.len();
         *self = CompactTable::new();
         removed
+    }
+
+    /// Every key held, with its state as 64 bits.
+    pub(super) fn saved(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.map.entries().map(|(fp, state)| (fp, state.to_raw()))
+    }
+
+    /// Holds `fp` with the saved state `raw`, moved `by_ms` ahead, unless it no longer counts
+    /// at `now_ms` or `fp` is held already. Whether it was added.
+    pub(super) fn restore(
+        &mut self,
+        fp: u64,
+        raw: u64,
+        by_ms: i64,
+        now_ms: u64,
+        policy: &Policy,
+    ) -> bool {
+        let state = S::from_raw(raw).shifted(by_ms, policy);
+        if state.is_expired(now_ms, policy) || self.map.find(fp).is_some() {
+            return false;
+        }
+        let slot = self.map.insert(fp);
+        *self.map.at(slot) = state;
+        true
     }
 }

@@ -267,6 +267,11 @@ impl<V: Copy + Default> FingerprintTable<V> {
         }
     }
 
+    /// Every fingerprint held, with its state.
+    pub(super) fn entries(&self) -> impl Iterator<Item = (u64, V)> + '_ {
+        self.slots.iter().copied().filter(|(fp, _)| *fp != 0)
+    }
+
     /// Every state held.
     pub(super) fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
         self.slots

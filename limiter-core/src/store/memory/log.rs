@@ -8,8 +8,9 @@
 //! ring is taken from the log closest to expiring.
 
 use super::fingerprint_table::FingerprintTable;
-use super::ring::{life, newest, LogEntry, LogView, Slab, EMPTY, INLINE};
+use super::ring::{life, newest, wrap, LogEntry, LogView, Slab, EMPTY, INLINE};
 use crate::algorithm::sliding_window::{self, InstantLog};
+use crate::algorithm::Stamp;
 use crate::{Decision, Policy};
 
 /// The sliding-window logs of one limit in one shard.
@@ -42,6 +43,62 @@ impl LogTable {
         self.map.bytes() + self.slab.bytes()
     }
 
+    /// Calls `f` with every key held and the stamps of its log, oldest first.
+    pub(super) fn each_saved(&self, mut f: impl FnMut(u64, &[u32])) {
+        let mut stamps = Vec::new();
+        for (fp, entry) in self.map.entries() {
+            stamps.clear();
+            match entry.meta {
+                EMPTY => {}
+                INLINE => stamps.push(entry.data),
+                _ => {
+                    let (head, len) = entry.head_len();
+                    let capacity = self.slab.capacity;
+                    let start = entry.data as usize * capacity;
+                    stamps.extend(
+                        (0..len).map(|i| self.slab.stamps[start + wrap(head + i, capacity)]),
+                    );
+                }
+            }
+            f(fp, &stamps);
+        }
+    }
+
+    /// Holds `fp` with a log of the saved `stamps` (oldest first, at most `N`), moved `by_ms`
+    /// ahead, unless it no longer counts at `now_ms`, `fp` is held already, or its ring would
+    /// grow the slab past `room` bytes. Whether it was added.
+    pub(super) fn restore(
+        &mut self,
+        fp: u64,
+        stamps: &[u32],
+        by_ms: i64,
+        now_ms: u64,
+        policy: &Policy,
+        room: usize,
+    ) -> bool {
+        let newest = match stamps.last() {
+            Some(&newest) => Stamp::from_bits(newest.wrapping_add(by_ms as u32)),
+            None => return false,
+        };
+        let max = self.slab.capacity;
+        if stamps.len() > max
+            || newest.age(now_ms) >= policy.window_ms()
+            || self.map.find(fp).is_some()
+            || (stamps.len() >= 2 && self.ring_room() > room)
+        {
+            return false;
+        }
+        let slot = self.map.insert(fp);
+        let mut log = LogView {
+            entry: self.map.at(slot),
+            slab: &mut self.slab,
+        };
+        for &stamp in stamps {
+            log.push(Stamp::from_bits(stamp.wrapping_add(by_ms as u32)));
+        }
+        true
+    }
+
     /// The bytes its keys use: their entries and the rings in use.
     pub(super) fn live_bytes(&self) -> usize {
         let rings = self.slab.rings() - self.slab.free.len();
@@ -62,6 +119,14 @@ impl LogTable {
             return 0;
         }
         if self.slab.stamps.len() < self.slab.stamps.capacity() {
+            return 0;
+        }
+        self.slab.growth_rings() * self.slab.capacity * 4
+    }
+
+    /// The bytes the slab adds for one more ring: none while a ring is free or reserved.
+    fn ring_room(&self) -> usize {
+        if !self.slab.free.is_empty() || self.slab.stamps.len() < self.slab.stamps.capacity() {
             return 0;
         }
         self.slab.growth_rings() * self.slab.capacity * 4

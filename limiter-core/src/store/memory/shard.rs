@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use super::fingerprint_table::SLOT_BYTES;
-use super::table::{Counted, Prior, Table};
-use crate::{Decision, Limit};
+use super::table::{Counted, Prior, SavedState, Table};
+use crate::{Decision, Limit, Policy};
 
 /// What one shard may hold.
 #[derive(Clone, Copy)]
@@ -271,6 +271,47 @@ impl Shard {
         if forgotten {
             self.keys -= 1;
         }
+    }
+
+    /// Its tables, for a saved file.
+    pub(super) fn tables(&self) -> &[Table] {
+        &self.tables
+    }
+
+    /// Holds `fp` under the limit `limit_id` with a saved state moved `by_ms` ahead, within
+    /// the shard's bounds (a state that does not fit is left out, as a newcomer would be
+    /// without an eviction). Whether it was added.
+    #[allow(clippy::too_many_arguments)] // one entry of a file, and where it goes
+    pub(super) fn restore(
+        &mut self,
+        limit_id: u64,
+        policy: Policy,
+        fp: u64,
+        state: SavedState<'_>,
+        by_ms: i64,
+        now_ms: u64,
+        bounds: Bounds,
+    ) -> bool {
+        if self.keys >= bounds.keys {
+            return false;
+        }
+        let t = match self.tables.iter().position(|t| t.limit_id() == limit_id) {
+            Some(t) => t,
+            None => {
+                self.tables.push(Table::of(limit_id, policy, now_ms));
+                self.tables.len() - 1
+            }
+        };
+        let table = &self.tables[t];
+        let used = self.bytes() - table.bytes() + table.bytes_after_insert();
+        if *table.policy() != policy || used > bounds.bytes {
+            return false;
+        }
+        let added = self.tables[t].restore(fp, state, by_ms, now_ms, bounds.bytes - used);
+        if added {
+            self.keys += 1;
+        }
+        added
     }
 
     pub(super) fn maintain(&mut self, now_ms: u64) {

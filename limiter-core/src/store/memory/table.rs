@@ -56,9 +56,20 @@ pub(super) struct Table {
     counts: Counts,
 }
 
+/// One key's state as a saved file holds it: 64 bits, or a log's stamps.
+pub(super) enum SavedState<'a> {
+    Raw(u64),
+    Log(&'a [u32]),
+}
+
 impl Table {
     pub(super) fn new(limit: &Limit, now_ms: u64) -> Table {
-        let policy = *limit.policy();
+        Table::of(limit.id(), *limit.policy(), now_ms)
+    }
+
+    /// The table of the limit whose id is `limit_id` (a restored one: its scope's name is
+    /// not needed to count it).
+    pub(super) fn of(limit_id: u64, policy: Policy, now_ms: u64) -> Table {
         let counts = match policy.algorithm() {
             Algorithm::FixedWindow => Counts::Fixed(CompactTable::new()),
             Algorithm::SlidingWindowCounter => Counts::Counter(CompactTable::new()),
@@ -66,7 +77,7 @@ impl Table {
             Algorithm::SlidingWindow => Counts::Log(LogTable::new(policy.max().get())),
         };
         Table {
-            limit_id: limit.id(),
+            limit_id,
             policy,
             swept_at: now_ms,
             last_seen: now_ms,
@@ -76,6 +87,43 @@ impl Table {
 
     pub(super) fn limit_id(&self) -> u64 {
         self.limit_id
+    }
+
+    pub(super) fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Calls `f` with every key held and its state.
+    pub(super) fn each_saved(&self, mut f: impl FnMut(u64, SavedState<'_>)) {
+        match &self.counts {
+            Counts::Fixed(t) => t.saved().for_each(|(fp, raw)| f(fp, SavedState::Raw(raw))),
+            Counts::Counter(t) => t.saved().for_each(|(fp, raw)| f(fp, SavedState::Raw(raw))),
+            Counts::Bucket(t) => t.saved().for_each(|(fp, raw)| f(fp, SavedState::Raw(raw))),
+            Counts::Log(t) => t.each_saved(|fp, stamps| f(fp, SavedState::Log(stamps))),
+        }
+    }
+
+    /// Holds `fp` with a saved state moved `by_ms` ahead, unless it no longer counts at
+    /// `now_ms`, is held already, is not of this table's kind, or would grow the table's
+    /// logs past `room` bytes. Whether it was added.
+    pub(super) fn restore(
+        &mut self,
+        fp: u64,
+        state: SavedState<'_>,
+        by_ms: i64,
+        now_ms: u64,
+        room: usize,
+    ) -> bool {
+        let policy = &self.policy;
+        match (&mut self.counts, state) {
+            (Counts::Fixed(t), SavedState::Raw(raw)) => t.restore(fp, raw, by_ms, now_ms, policy),
+            (Counts::Counter(t), SavedState::Raw(raw)) => t.restore(fp, raw, by_ms, now_ms, policy),
+            (Counts::Bucket(t), SavedState::Raw(raw)) => t.restore(fp, raw, by_ms, now_ms, policy),
+            (Counts::Log(t), SavedState::Log(stamps)) => {
+                t.restore(fp, stamps, by_ms, now_ms, policy, room)
+            }
+            _ => false,
+        }
     }
 
     /// Keys held.

@@ -1,0 +1,372 @@
+//! A restart is not an amnesty: the store's states written to a file at shutdown and read
+//! back at start, with the downtime counted as time gone by.
+//!
+//! The file, little-endian: a 16-byte magic, the format's version (`u32`), the
+//! fingerprints' secret (2 × `u64`), a probe fingerprint (`u64`: the fingerprint of a fixed
+//! key, which a build hashing otherwise would not reproduce), the clock reading and the wall
+//! time (ms since the UNIX epoch) it was saved at (2 × `u64`), the number of tables (`u32`);
+//! per table its limit's id (`u64`), its policy (algorithm `u8`, max `u32`, window in ms
+//! `u64`, burst `u32`, 0 for none) and its entries (`u32`), each a fingerprint (`u64`) and
+//! the state: 64 bits, or for a sliding log its length (`u16`) and stamps (`u32` each);
+//! last, an FNV-1a hash (`u64`) of everything before it.
+
+use std::fmt;
+use std::io;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::table::SavedState;
+use super::{millis, MemoryStore};
+use crate::{Algorithm, Clock, Policy};
+
+const MAGIC: &[u8; 16] = b"limiter:memory\0\0";
+/// The format this build writes and reads.
+const VERSION: u32 = 1;
+/// The key whose fingerprint the file carries, to tell a build that hashes otherwise.
+const PROBE: &[u8] = b"limiter: the probe of a saved memory store";
+/// A clock that moved within this much of the wall time across the downtime kept running
+/// (the same boot): its readings are the truth, and states keep their instants exactly.
+const SAME_CLOCK_MS: i64 = 2_000;
+
+/// Why a saved store could not be read back. The store then starts empty: no state is
+/// better than a wrong one (a client refused for another's requests).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RestoreError {
+    /// There is no file (a first start).
+    Missing,
+    /// The file could not be read.
+    Io(io::Error),
+    /// The file is not a saved memory store.
+    NotSaved,
+    /// The file was written in another format version.
+    Version {
+        /// The file's version.
+        found: u32,
+        /// The version this build reads.
+        reads: u32,
+    },
+    /// The file is damaged: its hash or its structure does not hold.
+    Corrupt(&'static str),
+    /// The file was written by a build that fingerprints keys otherwise (another Rust
+    /// release may change the hash std provides).
+    OtherBuild,
+}
+
+impl fmt::Display for RestoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RestoreError::Missing => f.write_str("no saved store (a first start)"),
+            RestoreError::Io(error) => write!(f, "the saved store could not be read: {error}"),
+            RestoreError::NotSaved => f.write_str("the file is not a saved limiter memory store"),
+            RestoreError::Version { found, reads } => write!(
+                f,
+                "the saved store is of format {found}, this build reads format {reads}"
+            ),
+            RestoreError::Corrupt(why) => write!(f, "the saved store is damaged ({why})"),
+            RestoreError::OtherBuild => f.write_str(
+                "the saved store was written by a build that fingerprints keys otherwise \
+                 (another Rust release)",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RestoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RestoreError::Io(error) => Some(error),
+            _ => None,
+        }
+    }
+}
+
+impl MemoryStore {
+    /// Writes what the store holds to `path` (through a temporary file beside it, renamed
+    /// over it: a crash mid-write leaves the previous file), for [`restore`](Self::restore)
+    /// at the next start. Call it once the server has stopped (`HttpServer::run().await`
+    /// returns after a graceful stop). Returns how many keys it wrote. The file holds the
+    /// fingerprints' secret: keep it where only the service reads it.
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use limiter::{Limit, MemoryStore, Policy};
+    ///
+    /// let path = std::env::temp_dir().join(format!("limiter-doc-{}.state", std::process::id()));
+    /// let login = Limit::new("login", Policy::new(1, Duration::from_secs(900))?);
+    /// let (now, wall) = (Duration::from_secs(3_600), SystemTime::now());
+    /// let store = MemoryStore::new();
+    /// assert!(store.check_at(&login, b"203.0.113.7", now).allowed());
+    /// assert_eq!(store.save_at(&path, now, wall)?, 1);
+    ///
+    /// // Ten minutes later, a new process whose clock reads 5 s: 5 minutes of the block left.
+    /// let later = wall + Duration::from_secs(600);
+    /// let store = MemoryStore::new().restore_at(&path, Duration::from_secs(5), later)?;
+    /// let refused = store.check_at(&login, b"203.0.113.7", Duration::from_secs(5));
+    /// assert_eq!(refused.retry_after(), Some(Duration::from_secs(300)));
+    /// # std::fs::remove_file(&path)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn save(&self, path: impl AsRef<Path>) -> io::Result<usize> {
+        self.save_at(path, crate::SystemClock.now(), SystemTime::now())
+    }
+
+    /// [`save`](Self::save) for a store read with another clock: `now` is its reading, `wall`
+    /// the time of day at that reading.
+    pub fn save_at(
+        &self,
+        path: impl AsRef<Path>,
+        now: Duration,
+        wall: SystemTime,
+    ) -> io::Result<usize> {
+        let path = path.as_ref();
+        let mut out = Vec::with_capacity(1 << 16);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&VERSION.to_le_bytes());
+        put(&mut out, self.inner.secret.0);
+        put(&mut out, self.inner.secret.1);
+        put(&mut out, self.fingerprint(PROBE));
+        put(&mut out, millis(now));
+        put(&mut out, wall_ms(wall));
+        let tables_at = out.len();
+        out.extend_from_slice(&0u32.to_le_bytes());
+        let (mut tables, mut keys) = (0u32, 0usize);
+        for shard in self.inner.shards.iter() {
+            let shard = shard.0.lock();
+            for table in shard.tables() {
+                let policy = table.policy();
+                put(&mut out, table.limit_id());
+                out.push(policy.algorithm() as u8);
+                out.extend_from_slice(&policy.max().get().to_le_bytes());
+                put(&mut out, policy.window_ms());
+                let burst = match policy.algorithm() {
+                    Algorithm::TokenBucket => policy.burst().get(),
+                    _ => 0,
+                };
+                out.extend_from_slice(&burst.to_le_bytes());
+                let entries_at = out.len();
+                out.extend_from_slice(&0u32.to_le_bytes());
+                let mut entries = 0u32;
+                table.each_saved(|fp, state| {
+                    put(&mut out, fp);
+                    match state {
+                        SavedState::Raw(raw) => put(&mut out, raw),
+                        SavedState::Log(stamps) => {
+                            // A log holds at most N ≤ 65,535 instants.
+                            out.extend_from_slice(&(stamps.len() as u16).to_le_bytes());
+                            for stamp in stamps {
+                                out.extend_from_slice(&stamp.to_le_bytes());
+                            }
+                        }
+                    }
+                    entries += 1;
+                });
+                out[entries_at..entries_at + 4].copy_from_slice(&entries.to_le_bytes());
+                keys += entries as usize;
+                tables += 1;
+            }
+        }
+        out[tables_at..tables_at + 4].copy_from_slice(&tables.to_le_bytes());
+        let hash = fnv(&out);
+        put(&mut out, hash);
+        let mut temporary = path.as_os_str().to_owned();
+        temporary.push(".tmp");
+        std::fs::write(&temporary, &out)?;
+        std::fs::rename(&temporary, path)?;
+        Ok(keys)
+    }
+
+    /// A store with this one's bounds holding what [`save`](Self::save) wrote to `path` that
+    /// still counts, the time since the save counted as gone by: a client blocked for 15
+    /// minutes by a store saved 10 minutes ago has 5 left. States that no longer fit the
+    /// bounds are left out. `Err` says why nothing was read (then use this store, empty):
+    /// a missing, damaged or foreign file, or one of another format version.
+    pub fn restore(&self, path: impl AsRef<Path>) -> Result<MemoryStore, RestoreError> {
+        self.restore_at(path, crate::SystemClock.now(), SystemTime::now())
+    }
+
+    /// [`restore`](Self::restore) for a store read with another clock: `now` is its reading,
+    /// `wall` the time of day at that reading.
+    pub fn restore_at(
+        &self,
+        path: impl AsRef<Path>,
+        now: Duration,
+        wall: SystemTime,
+    ) -> Result<MemoryStore, RestoreError> {
+        let bytes = match std::fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                return Err(RestoreError::Missing)
+            }
+            Err(error) => return Err(RestoreError::Io(error)),
+        };
+        if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
+            return Err(RestoreError::NotSaved);
+        }
+        let mut file = Reader {
+            bytes: &bytes,
+            at: MAGIC.len(),
+        };
+        let version = file.u32()?;
+        if version != VERSION {
+            return Err(RestoreError::Version {
+                found: version,
+                reads: VERSION,
+            });
+        }
+        let (body, hash) = bytes.split_at(bytes.len() - 8);
+        if hash != fnv(body).to_le_bytes() {
+            return Err(RestoreError::Corrupt(
+                "its hash does not match its contents",
+            ));
+        }
+        let secret = (file.u64()?, file.u64()?);
+        let store = MemoryStore::with_secret(self.inner.max_keys, self.inner.max_bytes, secret);
+        if file.u64()? != store.fingerprint(PROBE) {
+            return Err(RestoreError::OtherBuild);
+        }
+        let (saved_ms, saved_wall) = (file.u64()?, file.u64()?);
+        let now_ms = millis(now);
+        let downtime = wall_ms(wall).saturating_sub(saved_wall);
+        let mut by_ms = now_ms as i64 - saved_ms as i64 - downtime as i64;
+        if by_ms.abs() <= SAME_CLOCK_MS {
+            by_ms = 0;
+        }
+        let mut stamps = Vec::new();
+        for _ in 0..file.u32()? {
+            let limit_id = file.u64()?;
+            let policy = file.policy()?;
+            for _ in 0..file.u32()? {
+                let fp = file.u64()?;
+                let state = match policy.algorithm() {
+                    Algorithm::SlidingWindow => {
+                        let len = file.u16()?;
+                        stamps.clear();
+                        for _ in 0..len {
+                            stamps.push(file.u32()?);
+                        }
+                        SavedState::Log(&stamps)
+                    }
+                    _ => SavedState::Raw(file.u64()?),
+                };
+                let shard = &store.inner.shards[store.shard_of(fp)].0;
+                let bounds = store.inner.bounds;
+                shard
+                    .lock()
+                    .restore(limit_id, policy, fp, state, by_ms, now_ms, bounds);
+            }
+        }
+        if file.at != body.len() {
+            return Err(RestoreError::Corrupt("it holds more than its tables"));
+        }
+        Ok(store)
+    }
+
+    /// [`restore`](Self::restore), or this store (empty) when there is nothing to read: the
+    /// outcome is an `info` event (a missing file: a first start) or a `warn` event naming
+    /// why the file was not read.
+    pub fn restore_or_empty(self, path: impl AsRef<Path>) -> MemoryStore {
+        self.restore_or_empty_at(path, crate::SystemClock.now(), SystemTime::now())
+    }
+
+    /// [`restore_or_empty`](Self::restore_or_empty) for a store read with another clock.
+    pub fn restore_or_empty_at(
+        self,
+        path: impl AsRef<Path>,
+        now: Duration,
+        wall: SystemTime,
+    ) -> MemoryStore {
+        let path = path.as_ref();
+        match self.restore_at(path, now, wall) {
+            Ok(store) => {
+                tracing::info!(
+                    path = %path.display(),
+                    keys = store.len(),
+                    "rate limit: the memory store's saved states were restored"
+                );
+                store
+            }
+            Err(RestoreError::Missing) => {
+                tracing::info!(
+                    path = %path.display(),
+                    "rate limit: no saved memory store; it starts empty"
+                );
+                self
+            }
+            Err(error) => {
+                tracing::warn!(
+                    path = %path.display(),
+                    "rate limit: {error}; the memory store starts empty"
+                );
+                self
+            }
+        }
+    }
+}
+
+fn put(out: &mut Vec<u8>, value: u64) {
+    out.extend_from_slice(&value.to_le_bytes());
+}
+
+fn wall_ms(wall: SystemTime) -> u64 {
+    millis(wall.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO))
+}
+
+/// FNV-1a over the file: it tells damage, not an adversary (whoever writes the file can
+/// write its hash).
+fn fnv(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for &byte in bytes {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
+}
+
+/// Reads the file's numbers in order; running out is damage.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    fn take<const N: usize>(&mut self) -> Result<[u8; N], RestoreError> {
+        // The hash's 8 bytes at the end are not contents.
+        let end = self.at + N;
+        if end > self.bytes.len().saturating_sub(8) {
+            return Err(RestoreError::Corrupt("it ends too soon"));
+        }
+        let mut taken = [0; N];
+        taken.copy_from_slice(&self.bytes[self.at..end]);
+        self.at = end;
+        Ok(taken)
+    }
+
+    fn u16(&mut self) -> Result<u16, RestoreError> {
+        self.take().map(u16::from_le_bytes)
+    }
+
+    fn u32(&mut self) -> Result<u32, RestoreError> {
+        self.take().map(u32::from_le_bytes)
+    }
+
+    fn u64(&mut self) -> Result<u64, RestoreError> {
+        self.take().map(u64::from_le_bytes)
+    }
+
+    fn policy(&mut self) -> Result<Policy, RestoreError> {
+        let [algorithm] = self.take::<1>()?;
+        let (max, window_ms, burst) = (self.u32()?, self.u64()?, self.u32()?);
+        let algorithm = *Algorithm::ALL
+            .get(usize::from(algorithm))
+            .ok_or(RestoreError::Corrupt("an unknown algorithm"))?;
+        let policy = Policy::for_algorithm(algorithm, max, Duration::from_millis(window_ms))
+            .map_err(|_| RestoreError::Corrupt("a policy no build makes"))?;
+        match burst {
+            0 => Ok(policy),
+            burst => policy
+                .with_burst(burst)
+                .map_err(|_| RestoreError::Corrupt("a policy no build makes")),
+        }
+    }
+}
