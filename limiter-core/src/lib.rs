@@ -27,6 +27,7 @@ mod decision;
 mod limiter;
 mod observe;
 mod policy;
+mod policy_text;
 mod registry;
 mod store;
 
@@ -36,6 +37,7 @@ pub use decision::Decision;
 pub use limiter::Verdict;
 pub use limiter::{Limiter, LimiterBuilder, OnStoreError, RETRY_INTERVAL};
 pub use policy::{Algorithm, Policy, PolicyError};
+pub use policy_text::InvalidPolicy;
 pub use registry::{routes, Declaration, Route, RouteLimit, Routes, ScopeConflict};
 #[cfg(feature = "redis")]
 pub use store::RedisStore;

@@ -25,6 +25,9 @@ pub struct LimiterBuilder {
     overrides: Overrides,
     rejection_cache: usize,
     fallback_share: u32,
+    /// A Redis store, whose stored policies the limiter follows.
+    #[cfg(feature = "redis")]
+    follows: Option<crate::RedisStore>,
 }
 
 impl fmt::Debug for LimiterBuilder {
@@ -46,6 +49,8 @@ impl Default for LimiterBuilder {
             rejection_cache: LimiterBuilder::DEFAULT_REJECTION_CACHE,
             overrides: Overrides::new(),
             fallback_share: 1,
+            #[cfg(feature = "redis")]
+            follows: None,
         }
     }
 }
@@ -113,6 +118,11 @@ impl LimiterBuilder {
     /// Where counts live (default: a fresh [`MemoryStore`] owned by this limiter and its
     /// clones). Pass `MemoryStore::global().clone()` to share the process-wide one.
     pub fn store(mut self, store: impl Store) -> LimiterBuilder {
+        #[cfg(feature = "redis")]
+        {
+            let any = &store as &dyn std::any::Any;
+            self.follows = any.downcast_ref::<crate::RedisStore>().cloned();
+        }
         self.store = Some(Backend::of(store));
         self
     }
@@ -186,7 +196,7 @@ impl LimiterBuilder {
             Backend::Other(store) => store.accept_timeout(self.store_timeout),
             Backend::Memory(_) => false,
         };
-        Limiter {
+        let limiter = Limiter {
             inner: Arc::new(Settings {
                 store,
                 clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
@@ -201,6 +211,11 @@ impl LimiterBuilder {
                 forgetful: AtomicBool::new(false),
                 rejections: rejections::Rejections::new(self.rejection_cache),
             }),
+        };
+        #[cfg(feature = "redis")]
+        if let Some(redis) = &self.follows {
+            redis.follow_overrides(limiter.downgrade());
         }
+        limiter
     }
 }

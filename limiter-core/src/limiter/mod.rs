@@ -101,6 +101,25 @@ fn parts(store: &dyn Store, charges: &[Charge<'_>]) -> Vec<u16> {
     parts
 }
 
+/// A limiter that does not keep its settings alive: what a store's background task holds.
+#[derive(Clone)]
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
+pub(crate) struct WeakLimiter(std::sync::Weak<Settings>);
+
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
+impl WeakLimiter {
+    pub(crate) fn upgrade(&self) -> Option<Limiter> {
+        self.0.upgrade().map(|inner| Limiter { inner })
+    }
+}
+
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
+impl Limiter {
+    pub(crate) fn downgrade(&self) -> WeakLimiter {
+        WeakLimiter(Arc::downgrade(&self.inner))
+    }
+}
+
 impl Backend {
     fn of<S: Store>(store: S) -> Backend {
         let any = &store as &dyn Any;

@@ -112,6 +112,28 @@ impl Limiter {
         self.inner.overridden.store(true, Ordering::Relaxed);
     }
 
+    /// Takes back what [`set_policy`](Self::set_policy) (or the builder's
+    /// [`policy`](crate::LimiterBuilder::policy)) set for `scope`: from the next request
+    /// on, its limits are as declared (and start a new budget, as with any change).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use limiter::{Limiter, Policy};
+    /// let limiter = Limiter::builder().build();
+    /// limiter.set_policy("login", Policy::new(10, Duration::from_secs(60))?);
+    /// limiter.clear_policy("login");
+    /// assert_eq!(limiter.policy("login"), None);
+    /// # Ok::<(), limiter::PolicyError>(())
+    /// ```
+    pub fn clear_policy(&self, scope: &str) {
+        // The flag stays up: lowering it could race with a `set_policy` of another scope.
+        self.inner.overrides.rcu(|current| {
+            let mut next = Overrides::clone(current);
+            next.remove(scope);
+            next
+        });
+    }
+
     /// The policy configuration gives `scope`, if any: as given, before it keeps a declared
     /// limit's algorithm.
     pub fn policy(&self, scope: &str) -> Option<Policy> {

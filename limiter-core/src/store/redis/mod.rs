@@ -6,6 +6,7 @@ mod connection;
 mod deadline;
 mod keys;
 mod nodes;
+mod overrides;
 mod refund;
 mod reply;
 mod runtime;
@@ -94,6 +95,8 @@ struct Inner {
     runtime: Arc<Runtime>,
     /// How long Redis may take to answer a call (the limiter's `store_timeout`).
     timeout_ns: AtomicU64,
+    /// How often a limiter over it reads the policies stored in Redis.
+    overrides_every: Option<Duration>,
 }
 
 /// The store's timeout until a limiter gives it its own.
@@ -198,6 +201,7 @@ impl RedisStore {
                 batcher: Batcher::default(),
                 runtime,
                 timeout_ns: AtomicU64::new(DEFAULT_TIMEOUT.as_nanos() as u64),
+                overrides_every: Some(overrides::DEFAULT_EVERY),
             }),
         }
     }
@@ -236,6 +240,7 @@ impl RedisStore {
             batcher: Batcher::default(),
             runtime: Arc::clone(&shared.runtime),
             timeout_ns: AtomicU64::new(shared.timeout_ns.load(Ordering::Relaxed)),
+            overrides_every: shared.overrides_every,
         });
         change(&mut inner);
         RedisStore {

@@ -1,0 +1,153 @@
+//! A policy written as text — `"10 per 1m"`, `"100 per 1s, token_bucket, burst 20"` — the
+//! form a policy prints in, for configuration files and for overrides stored in Redis.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use crate::{Algorithm, Policy};
+
+/// A text that is not a policy, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InvalidPolicy(String);
+
+impl fmt::Display for InvalidPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InvalidPolicy {}
+
+impl FromStr for Policy {
+    type Err = InvalidPolicy;
+
+    /// `MAX per WINDOW`, then optionally `, ALGORITHM` and `, burst B` — what a policy's
+    /// `Display` writes. The window is number+unit parts, largest first (`500ms`, `30s`,
+    /// `1m`, `1h30m`, `1d`). Without an algorithm it is [`Policy::new`]'s: over a declared
+    /// limit it keeps the declared one.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use limiter::{Algorithm, Policy};
+    /// let policy: Policy = "100 per 1s, token_bucket, burst 20".parse()?;
+    /// assert_eq!(policy.algorithm(), Algorithm::TokenBucket);
+    /// assert_eq!(policy.burst().get(), 20);
+    /// assert_eq!("5 per 1h30m".parse::<Policy>()?.window(), Duration::from_secs(5_400));
+    /// assert_eq!(policy.to_string().parse::<Policy>()?, policy);
+    /// assert!("5 a minute".parse::<Policy>().is_err());
+    /// # Ok::<(), limiter::InvalidPolicy>(())
+    /// ```
+    fn from_str(text: &str) -> Result<Policy, InvalidPolicy> {
+        let bad = |why: String| InvalidPolicy(format!("\"{text}\" is not a policy: {why}"));
+        let mut parts = text.split(',').map(str::trim);
+        let head = parts.next().unwrap_or_default();
+        let Some((max, window)) = head.split_once(" per ") else {
+            return Err(bad("write `MAX per WINDOW`, e.g. \"10 per 1m\"".into()));
+        };
+        let max: u32 = max
+            .trim()
+            .parse()
+            .map_err(|_| bad(format!("the maximum \"{}\" is not a number", max.trim())))?;
+        let window = window_of(window.trim()).map_err(&bad)?;
+        let (mut algorithm, mut burst) = (None, None);
+        for part in parts {
+            if let Some(b) = part.strip_prefix("burst ") {
+                let b: u32 = b
+                    .trim()
+                    .parse()
+                    .map_err(|_| bad(format!("the burst \"{}\" is not a number", b.trim())))?;
+                burst = Some(b);
+            } else if let Some(named) = Algorithm::from_name(part) {
+                algorithm = Some(named);
+            } else {
+                return Err(bad(format!(
+                    "\"{part}\" is neither an algorithm (sliding_window, fixed_window, \
+                     sliding_window_counter, token_bucket) nor `burst N`"
+                )));
+            }
+        }
+        let policy = match algorithm {
+            Some(algorithm) => Policy::for_algorithm(algorithm, max, window),
+            None => Policy::new(max, window),
+        }
+        .map_err(|e| bad(e.to_string()))?;
+        match burst {
+            Some(b) => policy.with_burst(b).map_err(|e| bad(e.to_string())),
+            None => Ok(policy),
+        }
+    }
+}
+
+/// `1h30m`, `500ms`: number+unit parts, largest first.
+fn window_of(text: &str) -> Result<Duration, String> {
+    const UNITS: [(&str, u64); 5] = [
+        ("d", 86_400_000),
+        ("h", 3_600_000),
+        ("ms", 1),
+        ("m", 60_000),
+        ("s", 1_000),
+    ];
+    let mut rest = text;
+    let (mut ms, mut last) = (0u64, u64::MAX);
+    if rest.is_empty() {
+        return Err("the window is missing".into());
+    }
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let number: u64 = rest[..digits]
+            .parse()
+            .map_err(|_| format!("the window \"{text}\" is not number+unit parts, e.g. 1m"))?;
+        rest = &rest[digits..];
+        let Some(&(unit, size)) = UNITS.iter().find(|(unit, _)| rest.starts_with(unit)) else {
+            return Err(format!(
+                "the window \"{text}\" needs a unit: ms, s, m, h or d"
+            ));
+        };
+        if size >= last {
+            return Err(format!(
+                "the window \"{text}\" must give its units largest first"
+            ));
+        }
+        rest = &rest[unit.len()..];
+        ms = number
+            .checked_mul(size)
+            .and_then(|part| ms.checked_add(part))
+            .ok_or_else(|| format!("the window \"{text}\" is too long"))?;
+        last = size;
+    }
+    Ok(Duration::from_millis(ms))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_a_policy_prints_reads_back() {
+        for text in [
+            "10 per 1m, sliding_window",
+            "3 per 1h30m, fixed_window",
+            "7 per 1d2h3m4s5ms, sliding_window_counter",
+            "100 per 1s, token_bucket, burst 20",
+        ] {
+            let policy: Policy = text.parse().unwrap();
+            assert_eq!(policy.to_string(), text);
+        }
+        let kept: Policy = "10 per 1m".parse().unwrap();
+        assert!(!kept.names_algorithm());
+        for (text, says) in [
+            ("10/1m", "MAX per WINDOW"),
+            ("ten per 1m", "not a number"),
+            ("10 per 1 minute", "needs a unit"),
+            ("10 per 1m30h", "largest first"),
+            ("10 per 5", "needs a unit"),
+            ("10 per 1m, leaky", "neither an algorithm"),
+            ("0 per 1m", "at least 1"),
+            ("10 per 1m, burst 5", "token_bucket"),
+        ] {
+            let error = text.parse::<Policy>().unwrap_err().to_string();
+            assert!(error.contains(says), "{text}: {error}");
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! Acting without a deploy (feature `redis`): a policy an operator stores in Redis
+//! (`HSET PREFIX:overrides SCOPE "2 per 1m"`) reaches two running instances within their
+//! reading interval, over real HTTP and a real `redis-server`; removing it takes it back;
+//! a text that is not a policy is reported and left out.
+#![cfg(feature = "redis")]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
+
+mod common;
+
+use std::net::{SocketAddr, TcpListener};
+use std::time::{Duration, Instant};
+
+use actix_web::{web, App, HttpServer};
+use common::events;
+use common::redis_server::RedisServer;
+use limiter::{rate_limit, Limiter, RedisStore};
+
+#[rate_limit(5, per = "1m", key = "header:x-client", scope = "ops-login")]
+async fn login() -> &'static str {
+    "ok"
+}
+
+/// How often the instances read the overrides here.
+const EVERY: Duration = Duration::from_millis(100);
+
+async fn instance(redis: &RedisServer) -> SocketAddr {
+    let store = RedisStore::connect(&redis.url())
+        .await
+        .unwrap()
+        .with_prefix("ops")
+        .overrides_every(Some(EVERY));
+    let limiter = Limiter::builder().store(store).build();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(limiter.clone())
+            .route("/login", web::post().to(login))
+    })
+    .workers(1)
+    .listen(listener)
+    .unwrap()
+    .run();
+    actix_web::rt::spawn(server);
+    addr
+}
+
+/// A login from `client` at the instance at `addr`: the status and the raw response.
+async fn post(addr: SocketAddr, client: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let request = format!(
+            "POST /login HTTP/1.1\r\nHost: t\r\nX-Client: {client}\r\nContent-Length: 0\r\n\
+             Connection: close\r\n\r\n"
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).await.unwrap();
+        let text = String::from_utf8_lossy(&response).into_owned();
+        let status = text
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        (status, text)
+    };
+    tokio::time::timeout(Duration::from_secs(10), exchange)
+        .await
+        .unwrap()
+}
+
+/// The quota the instance at `addr` announces for its limit now (to a client of its own).
+async fn quota(addr: SocketAddr) -> String {
+    let (_, response) = post(addr, "probe").await;
+    response
+        .lines()
+        .find_map(|l| l.strip_prefix("ratelimit-policy: "))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// Waits, at most two seconds, until both instances announce `want`; how long it took.
+async fn until_both(addrs: &[SocketAddr], want: &str) -> Duration {
+    let started = Instant::now();
+    loop {
+        let mut seen = Vec::new();
+        for &addr in addrs {
+            seen.push(quota(addr).await);
+        }
+        if seen.iter().all(|q| q == want) {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "still {seen:?}, not {want}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[actix_web::test]
+async fn a_policy_stored_in_redis_reaches_every_instance_and_goes_when_removed() {
+    events::record();
+    let redis = RedisServer::start();
+    let addrs = [instance(&redis).await, instance(&redis).await];
+    until_both(&addrs, "\"ops-login\";q=5;w=60").await;
+
+    redis.command(&["HSET", "ops:overrides", "ops-login", "2 per 1m"]);
+    let took = until_both(&addrs, "\"ops-login\";q=2;w=60").await;
+    println!("an override stored in Redis reached both instances within {took:?} (reading every {EVERY:?})");
+    // One budget of 2 over both instances.
+    let mut statuses = Vec::new();
+    for i in 0..6 {
+        statuses.push(post(addrs[i % 2], "ann").await.0);
+    }
+    assert_eq!(statuses, [200, 200, 429, 429, 429, 429]);
+
+    redis.command(&["HSET", "ops:overrides", "ops-login", "two a minute"]);
+    let started = Instant::now();
+    while events::warnings("two a minute").is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "the bad text was not reported"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Left out: what was applied stays.
+    assert_eq!(quota(addrs[0]).await, "\"ops-login\";q=2;w=60");
+
+    redis.command(&["HDEL", "ops:overrides", "ops-login"]);
+    let took = until_both(&addrs, "\"ops-login\";q=5;w=60").await;
+    println!("removed from Redis, the declared limit was back on both within {took:?}");
+}
