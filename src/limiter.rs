@@ -133,7 +133,9 @@ impl Limiter {
     /// limit out gradually, raised while serving. Each client is consistently in or out of
     /// the share (see [`Share`]); the others' would-be rejections pass as in a dry run
     /// — counted as `dry_run`, with a `warn` event and an `X-RateLimit-Dry-Run` field naming
-    /// the limit. [`LimiterBuilder::dry_run`] still enforces nothing.
+    /// the limit (beside the IETF fields, when they are on). [`LimiterBuilder::dry_run`]
+    /// still enforces nothing. Limits checked inside handlers ([`check`](crate::check)) are
+    /// always enforced: they take no share.
     ///
     /// ```
     /// use limiter::{Limiter, Share};
@@ -154,9 +156,12 @@ impl Limiter {
     }
 
     /// Who is being limited right now: the clients `scope`'s limits rejected most over the
-    /// last one to two minutes, most first, at most 10 — exact for any client with more
-    /// than a 64th of the scope's rejections, which a flood of distinct clients cannot push
-    /// out (a space-saving summary of 64 counters per scope and minute). Header and key
+    /// last one to two minutes, at most 10, most first by the rejections that are sure
+    /// (`rejections - overcount`). Any client with more than a 64th of the scope's rejections
+    /// is among them, whatever a flood of distinct clients sends (a space-saving summary of
+    /// 64 counters per scope and minute); its count is over by at most its `overcount`.
+    /// Under a flood of many clients, rejections that meet another worker's update of the
+    /// summary go uncounted (a sample; rejections never wait for it). Header and key
     /// function values show as a digest unless [`trace_keys`](LimiterBuilder::trace_keys)
     /// is on. The [routes page](crate::routes_service) shows them for every scope. Empty
     /// when [`track_rejected_clients`](LimiterBuilder::track_rejected_clients) is off.

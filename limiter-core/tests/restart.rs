@@ -69,7 +69,7 @@ proptest! {
         burst in 1u32..6,
         before in schedule(),
         after in schedule(),
-        downtime_ms in 0u64..30_000,
+        downtime_ms in prop_oneof![3 => 0u64..30_000, 1 => 30_000u64..40 * 86_400_000],
         same_clock in any::<bool>(),
         windows_off in -3i64..40,
         start_s in 600u64..700,
@@ -160,6 +160,106 @@ fn a_block_of_15_minutes_has_5_left_after_10_minutes_down() {
         assert!(restored
             .check_at(&limit, b"198.51.100.1", ms(clock))
             .allowed());
+    }
+}
+
+#[test]
+fn a_long_downtime_forgets_what_it_outlived() {
+    // Hours past a counter's 2^15 windows of 1 s, and weeks past the 2^31 ms a 32-bit stamp
+    // tells apart: the blocks are over, on the clock that ran on and on a new one.
+    for algorithm in Algorithm::ALL {
+        let policy = policy(algorithm, 2, 1, 2);
+        let limit = Limit::new("down", policy);
+        for downtime in [ms(10 * 3_600_000), ms(30 * 86_400_000), ms(45 * 86_400_000)] {
+            for same_clock in [true, false] {
+                let store = MemoryStore::new();
+                let at = ms(1_000_000);
+                for _ in 0..3 {
+                    store.check_at(&limit, b"c", at);
+                }
+                let file = Scratch::new();
+                store.save_at(&file.0, at, wall()).unwrap();
+                let now = if same_clock { at + downtime } else { ms(7_000) };
+                let restored = MemoryStore::new()
+                    .restore_at(&file.0, now, wall() + downtime)
+                    .unwrap();
+                assert!(restored.is_empty(), "{algorithm} after {downtime:?}");
+                assert!(
+                    restored.check_at(&limit, b"c", now).allowed(),
+                    "{algorithm}"
+                );
+            }
+        }
+    }
+}
+
+/// FNV-1a, as the file's hash: a crafted file is one whose hash matches.
+fn fnv(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for &byte in bytes {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
+}
+
+/// `bytes` with the field at `at` replaced and the hash made to match.
+fn crafted(bytes: &[u8], at: usize, field: &[u8]) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    out[at..at + field.len()].copy_from_slice(field);
+    let body = out.len() - 8;
+    let hash = fnv(&out[..body]);
+    out[body..].copy_from_slice(&hash.to_le_bytes());
+    out
+}
+
+#[test]
+fn a_crafted_file_cannot_block_anyone_or_panic() {
+    // The header: magic 16, version 4, secret 16, probe 8, clock 8, wall 8, tables 4 (64
+    // bytes); a table: id 8, algorithm 1, max 4, window 8, burst 4, entries 4 (29); then
+    // each entry: fingerprint 8 and its state 8.
+    const CLOCK: usize = 52;
+    const STATE: usize = 64 + 29 + 8;
+    for algorithm in [
+        Algorithm::FixedWindow,
+        Algorithm::TokenBucket,
+        Algorithm::SlidingWindowCounter,
+    ] {
+        let limit = Limit::new("crafted", policy(algorithm, 2, 60, 2));
+        let store = MemoryStore::new();
+        store.check_at(&limit, b"c", ms(1_000_000));
+        let file = Scratch::new();
+        store.save_at(&file.0, ms(1_000_000), wall()).unwrap();
+        let good = std::fs::read(&file.0).unwrap();
+        let restore = |bytes: &[u8]| {
+            std::fs::write(&file.0, bytes).unwrap();
+            MemoryStore::new().restore_at(&file.0, ms(1_000_000), wall())
+        };
+        assert_eq!(restore(&good).unwrap().len(), 1);
+        // States no policy counts: a count far above the maximum, a window or a bucket far
+        // in the future, every bit set.
+        for state in [
+            (1_000_000u64 << 32) | 1_000,
+            u64::from(u32::MAX) << 32 | 1,
+            u64::MAX,
+            (2_000_000_000u64 * 1_000_000) << 1,
+        ] {
+            let restored = restore(&crafted(&good, STATE, &state.to_le_bytes())).unwrap();
+            let decision = restored.check_at(&limit, b"c", ms(1_000_000));
+            let wait = decision.retry_after().unwrap_or_default();
+            assert!(
+                wait <= ms(60_000),
+                "{algorithm}, state {state:#x}: refused for {wait:?}"
+            );
+        }
+        // Clock readings at the ends of their range.
+        for clock in [u64::MAX, 1 << 63, 0] {
+            let result = restore(&crafted(&good, CLOCK, &clock.to_le_bytes()));
+            if let Ok(restored) = result {
+                let decision = restored.check_at(&limit, b"c", ms(1_000_000));
+                assert!(decision.retry_after().unwrap_or_default() <= ms(60_000));
+            }
+        }
     }
 }
 

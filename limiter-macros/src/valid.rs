@@ -116,6 +116,18 @@ pub(crate) fn limit(attr: LimitAttr, errors: &mut Errors) -> Option<Limit> {
             );
         }
     }
+    if let (
+        Some(enforce),
+        Some(Spanned {
+            value: Key::Global, ..
+        }),
+    ) = (&attr.enforce, &attr.key)
+    {
+        errors.at(
+            enforce.span,
+            "`enforce` takes a share of the clients, and `key = \"global\"` counts everyone as one: the share would enforce on all or none; use `dry_run = true` to try the limit out",
+        );
+    }
     if let (Some(enforce), Some(Spanned { value: true, .. })) = (&attr.enforce, &attr.dry_run) {
         errors.at(
             enforce.span,

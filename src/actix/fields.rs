@@ -260,7 +260,8 @@ impl RateLimitFields {
                 set(headers, &RATELIMIT, value);
             }
         }
-        if !self.let_through.is_empty() {
+        // Beside the RateLimit fields, which already tell the client its `r=0`.
+        if options.ietf && !self.let_through.is_empty() {
             let mut names = Vec::with_capacity(16 * self.let_through.len());
             for name in &self.let_through {
                 if !names.is_empty() {

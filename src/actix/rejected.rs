@@ -4,6 +4,7 @@
 //! no more memory than one.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -44,24 +45,31 @@ pub struct RejectedClient {
     pub overcount: u64,
 }
 
+/// Scope → its summaries. Scopes are the program's own names, not a client's: a hash of a
+/// few instructions serves them (SipHash would cost a rejection more than the rest).
+type Scopes = HashMap<Box<str>, Arc<Mutex<Recent>>, BuildHasherDefault<Fnv>>;
+
 /// The rejected clients of every scope of one limiter.
 #[derive(Default)]
 pub(crate) struct RejectedClients {
-    scopes: ArcSwap<HashMap<Box<str>, Arc<Mutex<Recent>>>>,
+    scopes: ArcSwap<Scopes>,
     adding: Mutex<()>,
 }
 
 impl RejectedClients {
     /// Counts one rejection of `key` under `scope` at `now` (the limiter's clock).
+    /// A summary is a sample of a flood: a rejection that finds the scope's summary busy
+    /// on another worker is not counted, rather than make rejections queue for it.
     pub(crate) fn add(&self, scope: &str, key: &ClientKey, now: Duration) {
-        let recent = match self.scopes.load().get(scope) {
-            Some(recent) => Arc::clone(recent),
-            None => match self.scope(scope) {
-                Some(recent) => recent,
-                None => return,
-            },
-        };
-        recent.lock().add(key, now);
+        if let Some(recent) = self.scopes.load().get(scope) {
+            if let Some(mut recent) = recent.try_lock() {
+                recent.add(key, now);
+            }
+            return;
+        }
+        if let Some(recent) = self.scope(scope) {
+            recent.lock().add(key, now);
+        }
     }
 
     /// The summary of a scope seen for the first time; `None` past [`MOST_SCOPES`].
@@ -76,7 +84,7 @@ impl RejectedClients {
             return None;
         }
         let recent = Arc::new(Mutex::new(Recent::default()));
-        let mut more = HashMap::clone(&scopes);
+        let mut more = Scopes::clone(&scopes);
         more.insert(scope.into(), Arc::clone(&recent));
         self.scopes.store(Arc::new(more));
         Some(recent)
@@ -121,29 +129,36 @@ struct Recent {
 }
 
 impl Recent {
-    fn roll(&mut self, now: Duration) {
-        let epoch = (now.as_nanos() / EPOCH.as_nanos()) as u64;
-        if epoch == self.epoch {
-            return;
+    /// Moves on to the epoch of `now`; `false` when `now` lies in an earlier one (another
+    /// worker's later reading came first).
+    fn roll(&mut self, now: Duration) -> bool {
+        let epoch = now.as_secs() / EPOCH.as_secs();
+        if epoch <= self.epoch {
+            return epoch == self.epoch;
         }
-        self.previous = match epoch.checked_sub(self.epoch) {
-            Some(1) => std::mem::take(&mut self.current),
+        self.previous = match epoch - self.epoch {
+            1 => std::mem::take(&mut self.current),
             _ => {
                 self.current = Summary::default();
                 Summary::default()
             }
         };
         self.epoch = epoch;
+        true
     }
 
     fn add(&mut self, key: &ClientKey, now: Duration) {
-        self.roll(now);
-        self.current.add(key);
+        match self.roll(now) {
+            true => self.current.add(key),
+            // A reading of the epoch just ended counts there; an older one is dropped.
+            false if now.as_secs() / EPOCH.as_secs() + 1 == self.epoch => self.previous.add(key),
+            false => {}
+        }
     }
 
     /// The two epochs' counts summed per client, most first, the first [`SHOWN`].
     fn top(&mut self, now: Duration) -> Vec<(ClientKey, u64, u64)> {
-        self.roll(now);
+        let _ = self.roll(now);
         let mut merged: Vec<(ClientKey, u64, u64)> = Vec::with_capacity(2 * SLOTS);
         for slot in self.current.slots.iter().chain(&self.previous.slots) {
             match merged
@@ -175,7 +190,10 @@ impl Recent {
                 *over += floor_previous;
             }
         }
-        merged.sort_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)));
+        // Most rejected first by what is sure (the count less its overcount): under a flood
+        // of distinct clients every counter holds about the same upper bound, and only the
+        // sure part tells a heavy client from a newcomer that took a light one's place.
+        merged.sort_by(|a, b| (b.1 - b.2).cmp(&(a.1 - a.2)).then(b.1.cmp(&a.1)));
         merged.truncate(SHOWN);
         merged
     }
@@ -228,12 +246,31 @@ impl Summary {
 /// FNV-1a: a handful of instructions for a short key. Keys chosen to collide only cost the
 /// byte comparison that follows.
 fn hash(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for &byte in bytes {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    let mut fnv = Fnv::default();
+    fnv.write(bytes);
+    fnv.finish()
+}
+
+/// FNV-1a as a `Hasher`.
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
     }
-    hash
+}
+
+impl Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 ^= u64::from(byte);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 #[cfg(test)]
@@ -298,6 +335,23 @@ mod tests {
             [("[0, 0, 0, 2]".to_string(), 1)]
         );
         assert!(top_of(&clients, start + 5 * EPOCH).is_empty());
+    }
+
+    #[test]
+    fn a_late_reading_never_erases_the_summary() {
+        // Worker B's reading of the new minute takes the lock before worker A's of the old.
+        let clients = RejectedClients::default();
+        let minute = Duration::from_secs(600);
+        for _ in 0..5 {
+            clients.add("s", &key(1), minute - Duration::from_millis(1));
+        }
+        clients.add("s", &key(2), minute);
+        clients.add("s", &key(1), minute - Duration::from_millis(1));
+        clients.add("s", &key(3), minute - EPOCH - Duration::from_millis(1));
+        assert_eq!(
+            top_of(&clients, minute),
+            [("[0, 0, 0, 1]".to_string(), 6), ("[0, 0, 0, 2]".to_string(), 1)]
+        );
     }
 
     #[test]

@@ -185,12 +185,16 @@ pub(crate) fn html(routes: &Routes, rejected: &Rejected) -> String {
     let mut limited = String::new();
     for (scope, clients) in rejected {
         for client in clients {
+            let sure = client.rejections - client.overcount;
+            let count = match client.overcount {
+                0 => sure.to_string(),
+                over => format!("{sure} to {}", sure + over),
+            };
             let _ = write!(
                 limited,
-                "<tr><td><code>{}</code></td><td><code>{}</code></td><td>{}</td></tr>",
+                "<tr><td><code>{}</code></td><td><code>{}</code></td><td>{count}</td></tr>",
                 escape(scope),
                 escape(&client.client),
-                client.rejections
             );
         }
     }

@@ -153,7 +153,8 @@
 //! `RateLimit::new(policy).enforce(share)` on the middleware) enforces the limit on a tenth
 //! of the clients and is a dry run for the others: their would-be rejections pass, counted
 //! as `dry_run` in `limiter_decisions_total` (the enforced ones as `rejected`), with the dry
-//! run's `warn` event and a response field naming the limits that let them through:
+//! run's `warn` event and a response field naming the limits that let them through (sent
+//! beside the IETF fields, so `.ietf_headers(false)` leaves it out too):
 //!
 //! ```text
 //! X-RateLimit-Dry-Run: "search"

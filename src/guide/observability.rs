@@ -53,7 +53,9 @@
 //! keeps, per scope, the clients it rejected most over the last one to two minutes
 //! ([`Limiter::rejected_clients`](crate::Limiter::rejected_clients), and a "Limited right
 //! now" table on the routes page, `"rejected"` in its JSON): at most ten per scope, most
-//! first, each with its rejections and how much that count may be over. It is a space-saving
+//! first by the rejections that are sure, each with its count and how much that count may be
+//! over (under a flood of distinct clients every counter holds about the same upper bound;
+//! the sure part is what tells a heavy client from a newcomer). It is a space-saving
 //! summary of 64 counters per scope and minute, so memory stays fixed (at most 13 KiB per scope,
 //! 1,024 scopes) whatever a flood of distinct clients sends, and any client with more than a
 //! 64th of a minute's rejections is named with a count at most that much over — in
@@ -64,7 +66,10 @@
 //! [`trace_keys`](crate::LimiterBuilder::trace_keys) is on. There is no per-client metric on
 //! purpose: a label per client is a new time series for every address a rotating flood
 //! uses, which is what breaks a Prometheus during an attack; the page's JSON is the
-//! machine-readable source. Off with
+//! machine-readable source. The summary is a sample: a rejection that finds its scope's
+//! summary being updated by another worker is not counted, so that rejections never queue
+//! for it. The page now names clients (addresses, user ids): mount it behind your
+//! operators' authentication. Off with
 //! [`.track_rejected_clients(false)`](crate::LimiterBuilder::track_rejected_clients).
 //!
 //! **Metrics** (feature `metrics`), through the `metrics` facade, so any exporter plugs in:

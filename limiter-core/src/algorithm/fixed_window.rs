@@ -31,6 +31,12 @@ impl FixedWindow {
         }
     }
 
+    /// Whether a state read from a file could have been counted by `policy` before
+    /// `saved_ms`: no more than `max` counted, no window opened later.
+    pub(crate) fn plausible(self, saved_ms: u64, policy: &Policy) -> bool {
+        self.count <= policy.max().get() && self.start.signed_age(saved_ms) >= 0
+    }
+
     /// The same state on a clock `by_ms` ahead of the one it was counted on.
     pub(crate) fn shifted(self, by_ms: i64) -> FixedWindow {
         FixedWindow {

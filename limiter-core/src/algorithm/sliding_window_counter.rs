@@ -36,6 +36,15 @@ impl SlidingWindowCounter {
         SlidingWindowCounter { packed: raw }
     }
 
+    /// Whether a state read from a file could have been counted by `policy` before
+    /// `saved_ms`: no count above `max`, no window later than the save's.
+    pub(crate) fn plausible(self, saved_ms: u64, policy: &Policy) -> bool {
+        let (window, previous, current) = self.unpack();
+        let max = u64::from(policy.max().get());
+        let behind = ((saved_ms / policy.window_ms()) as u16).wrapping_sub(window) as i16;
+        previous <= max && current <= max && behind >= 0
+    }
+
     /// The same state on a clock `by_ms` ahead of the one it was counted on: its windows
     /// move by `by_ms` rounded to whole windows (windows are aligned to the clock), exact
     /// when `by_ms` is a multiple of the window.

@@ -29,6 +29,13 @@ impl TokenBucket {
         TokenBucket { tat_ns: raw }
     }
 
+    /// Whether a state read from a file could have been counted by `policy` before
+    /// `saved_ms`: no more of the bucket used than it holds.
+    pub(crate) fn plausible(self, saved_ms: u64, policy: &Policy) -> bool {
+        let most = u128::from(policy.burst().get()) * u128::from(policy.emission_interval_ns());
+        u128::from(self.tat_ns) <= u128::from(nanos(saved_ms)) + most
+    }
+
     /// The same state on a clock `by_ms` ahead of the one it was counted on. A bucket full
     /// again before that clock's zero is a fresh one.
     pub(crate) fn shifted(self, by_ms: i64) -> TokenBucket {

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::fingerprint_table::FingerprintTable;
+use super::table::Moved;
 use crate::algorithm::fixed_window::FixedWindow;
 use crate::algorithm::sliding_window_counter::SlidingWindowCounter;
 use crate::algorithm::token_bucket::TokenBucket;
@@ -28,6 +29,8 @@ pub(super) trait CompactState: Copy + Default {
     fn from_raw(raw: u64) -> Self;
     /// The same state on a clock `by_ms` ahead of the one it was counted on.
     fn shifted(self, by_ms: i64, policy: &Policy) -> Self;
+    /// Whether a state read from a file could have been counted before `saved_ms`.
+    fn plausible(self, saved_ms: u64, policy: &Policy) -> bool;
 }
 
 impl CompactState for FixedWindow {
@@ -57,6 +60,9 @@ impl CompactState for FixedWindow {
     }
     fn shifted(self, by_ms: i64, _: &Policy) -> Self {
         FixedWindow::shifted(self, by_ms)
+    }
+    fn plausible(self, saved_ms: u64, policy: &Policy) -> bool {
+        FixedWindow::plausible(self, saved_ms, policy)
     }
 }
 
@@ -88,6 +94,9 @@ impl CompactState for SlidingWindowCounter {
     fn shifted(self, by_ms: i64, policy: &Policy) -> Self {
         SlidingWindowCounter::shifted(self, by_ms, policy)
     }
+    fn plausible(self, saved_ms: u64, policy: &Policy) -> bool {
+        SlidingWindowCounter::plausible(self, saved_ms, policy)
+    }
 }
 
 impl CompactState for TokenBucket {
@@ -118,6 +127,9 @@ impl CompactState for TokenBucket {
     }
     fn shifted(self, by_ms: i64, _: &Policy) -> Self {
         TokenBucket::shifted(self, by_ms)
+    }
+    fn plausible(self, saved_ms: u64, policy: &Policy) -> bool {
+        TokenBucket::plausible(self, saved_ms, policy)
     }
 }
 
@@ -262,20 +274,19 @@ impl<S: Compact> CompactTable<S> {
         self.map.entries().map(|(fp, state)| (fp, state.to_raw()))
     }
 
-    /// Holds `fp` with the saved state `raw`, moved `by_ms` ahead, unless it no longer counts
-    /// at `now_ms` or `fp` is held already. Whether it was added.
-    pub(super) fn restore(
-        &mut self,
-        fp: u64,
-        raw: u64,
-        by_ms: i64,
-        now_ms: u64,
-        policy: &Policy,
-    ) -> bool {
-        let state = S::from_raw(raw).shifted(by_ms, policy);
-        if state.is_expired(now_ms, policy) || self.map.find(fp).is_some() {
+    /// Holds `fp` with the saved state `raw`, moved as `moved` says, unless it could not have
+    /// been counted, no longer counts, or `fp` is held already. Whether it was added.
+    pub(super) fn restore(&mut self, fp: u64, raw: u64, moved: Moved, policy: &Policy) -> bool {
+        let saved = S::from_raw(raw);
+        // Judged on the clock it was counted on: its life then is exact, where a stamp
+        // moved past weeks of downtime would wrap.
+        if !saved.plausible(moved.saved_ms, policy)
+            || saved.expires_in(moved.saved_ms, policy) <= moved.elapsed_ms
+            || self.map.find(fp).is_some()
+        {
             return false;
         }
+        let state = saved.shifted(moved.by_ms, policy);
         let slot = self.map.insert(fp);
         *self.map.at(slot) = state;
         true

@@ -9,6 +9,7 @@
 
 use super::fingerprint_table::FingerprintTable;
 use super::ring::{life, newest, wrap, LogEntry, LogView, Slab, EMPTY, INLINE};
+use super::table::Moved;
 use crate::algorithm::sliding_window::{self, InstantLog};
 use crate::algorithm::Stamp;
 use crate::{Decision, Policy};
@@ -64,25 +65,31 @@ impl LogTable {
         }
     }
 
-    /// Holds `fp` with a log of the saved `stamps` (oldest first, at most `N`), moved `by_ms`
-    /// ahead, unless it no longer counts at `now_ms`, `fp` is held already, or its ring would
-    /// grow the slab past `room` bytes. Whether it was added.
+    /// Holds `fp` with a log of the saved `stamps` (oldest first, at most `N`), moved as
+    /// `moved` says, unless it could not have been counted (out of order, later than the
+    /// save), no longer counts, `fp` is held already, or its ring would grow the slab past
+    /// `room` bytes. Whether it was added.
     pub(super) fn restore(
         &mut self,
         fp: u64,
         stamps: &[u32],
-        by_ms: i64,
-        now_ms: u64,
+        moved: Moved,
         policy: &Policy,
         room: usize,
     ) -> bool {
-        let newest = match stamps.last() {
-            Some(&newest) => Stamp::from_bits(newest.wrapping_add(by_ms as u32)),
-            None => return false,
+        let Some(&newest) = stamps.last() else {
+            return false;
         };
-        let max = self.slab.capacity;
-        if stamps.len() > max
-            || newest.age(now_ms) >= policy.window_ms()
+        // Judged on the clock they were counted on (see `CompactTable::restore`).
+        let age = Stamp::from_bits(newest).signed_age(moved.saved_ms);
+        let in_order = stamps
+            .windows(2)
+            .all(|pair| pair[1].wrapping_sub(pair[0]) as i32 >= 0);
+        let by_ms = moved.by_ms;
+        if stamps.len() > self.slab.capacity
+            || !in_order
+            || age < 0
+            || age as u64 + moved.elapsed_ms >= policy.window_ms()
             || self.map.find(fp).is_some()
             || (stamps.len() >= 2 && self.ring_room() > room)
         {

@@ -15,7 +15,7 @@ use std::io;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::table::SavedState;
+use super::table::{Moved, SavedState};
 use super::{millis, MemoryStore};
 use crate::{Algorithm, Clock, Policy};
 
@@ -26,7 +26,9 @@ const VERSION: u32 = 1;
 const PROBE: &[u8] = b"limiter: the probe of a saved memory store";
 /// A clock that moved within this much of the wall time across the downtime kept running
 /// (the same boot): its readings are the truth, and states keep their instants exactly.
-const SAME_CLOCK_MS: i64 = 2_000;
+const SAME_CLOCK_MS: i128 = 2_000;
+/// Two clocks further apart than this (4,000 years) are a file's damage, not a restart.
+const MOST_APART_MS: i128 = 1 << 47;
 
 /// Why a saved store could not be read back. The store then starts empty: no state is
 /// better than a wrong one (a client refused for another's requests).
@@ -82,11 +84,16 @@ impl std::error::Error for RestoreError {
 }
 
 impl MemoryStore {
-    /// Writes what the store holds to `path` (through a temporary file beside it, renamed
-    /// over it: a crash mid-write leaves the previous file), for [`restore`](Self::restore)
-    /// at the next start. Call it once the server has stopped (`HttpServer::run().await`
-    /// returns after a graceful stop). Returns how many keys it wrote. The file holds the
-    /// fingerprints' secret: keep it where only the service reads it.
+    /// Writes what the store holds to `path` (through a new temporary file beside it, synced
+    /// and renamed over it: a crash or a power cut mid-write leaves the previous file), for
+    /// [`restore`](Self::restore) at the next start. Call it once the server has stopped
+    /// (`HttpServer::run().await` returns after a graceful stop). Returns how many keys it
+    /// wrote. The file holds the fingerprints' secret: it is made readable by its owner only
+    /// (mode 0600); keep it where only the service reads it.
+    ///
+    /// `save` and `restore` read the [`SystemClock`](crate::SystemClock), the limiter's
+    /// default: a store counted on another clock is saved and restored with that clock's
+    /// readings, by [`save_at`](Self::save_at) and [`restore_at`](Self::restore_at).
     ///
     /// ```
     /// use std::time::{Duration, SystemTime};
@@ -120,6 +127,9 @@ impl MemoryStore {
         wall: SystemTime,
     ) -> io::Result<usize> {
         let path = path.as_ref();
+        // What no longer counts goes first: a table left idle for weeks holds stamps that
+        // would read as recent once their 32 bits wrapped.
+        self.sweep(now);
         let mut out = Vec::with_capacity(1 << 16);
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&VERSION.to_le_bytes());
@@ -136,7 +146,7 @@ impl MemoryStore {
             for table in shard.tables() {
                 let policy = table.policy();
                 put(&mut out, table.limit_id());
-                out.push(policy.algorithm() as u8);
+                out.push(code_of(policy.algorithm()));
                 out.extend_from_slice(&policy.max().get().to_le_bytes());
                 put(&mut out, policy.window_ms());
                 let burst = match policy.algorithm() {
@@ -169,10 +179,7 @@ impl MemoryStore {
         out[tables_at..tables_at + 4].copy_from_slice(&tables.to_le_bytes());
         let hash = fnv(&out);
         put(&mut out, hash);
-        let mut temporary = path.as_os_str().to_owned();
-        temporary.push(".tmp");
-        std::fs::write(&temporary, &out)?;
-        std::fs::rename(&temporary, path)?;
+        write_privately(path, &out)?;
         Ok(keys)
     }
 
@@ -228,10 +235,23 @@ impl MemoryStore {
         let (saved_ms, saved_wall) = (file.u64()?, file.u64()?);
         let now_ms = millis(now);
         let downtime = wall_ms(wall).saturating_sub(saved_wall);
-        let mut by_ms = now_ms as i64 - saved_ms as i64 - downtime as i64;
-        if by_ms.abs() <= SAME_CLOCK_MS {
-            by_ms = 0;
+        // In 128 bits: a crafted file's readings cannot overflow it.
+        let mut by = i128::from(now_ms) - i128::from(saved_ms) - i128::from(downtime);
+        if by.abs() <= SAME_CLOCK_MS {
+            by = 0;
         }
+        if by.abs() > MOST_APART_MS {
+            return Err(RestoreError::Corrupt("its clock reading is implausible"));
+        }
+        let moved = Moved {
+            saved_ms,
+            // On the clock the states were counted on: the downtime, or (on the clock that
+            // ran on) the time since the save.
+            elapsed_ms: (i128::from(now_ms) - by - i128::from(saved_ms)).clamp(0, MOST_APART_MS)
+                as u64,
+            by_ms: by as i64,
+            now_ms,
+        };
         let mut stamps = Vec::new();
         for _ in 0..file.u32()? {
             let limit_id = file.u64()?;
@@ -253,7 +273,7 @@ impl MemoryStore {
                 let bounds = store.inner.bounds;
                 shard
                     .lock()
-                    .restore(limit_id, policy, fp, state, by_ms, now_ms, bounds);
+                    .restore((limit_id, policy), fp, state, moved, bounds);
             }
         }
         if file.at != body.len() {
@@ -302,6 +322,45 @@ impl MemoryStore {
             }
         }
     }
+}
+
+/// Writes `bytes` to `path` through a new temporary file beside it, readable by its owner
+/// only (it holds the fingerprints' secret) and on disk before it is renamed over `path`:
+/// a crash or a power cut leaves the previous file. A file already at the temporary name
+/// (a crash's leftover, a planted link) is removed, never followed.
+fn write_privately(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write as _;
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(format!(".{}.tmp", std::process::id()));
+    let temporary = std::path::PathBuf::from(temporary);
+    match std::fs::remove_file(&temporary) {
+        Err(error) if error.kind() != io::ErrorKind::NotFound => return Err(error),
+        _ => {}
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(&temporary)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    drop(file);
+    std::fs::rename(&temporary, path)?;
+    // The rename itself on disk.
+    #[cfg(unix)]
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}
+
+/// An algorithm's code in the file: its place in [`Algorithm::ALL`], which the file's
+/// version pins (not the enum's layout).
+fn code_of(algorithm: Algorithm) -> u8 {
+    Algorithm::ALL
+        .iter()
+        .position(|&a| a == algorithm)
+        .unwrap_or_default() as u8
 }
 
 fn put(out: &mut Vec<u8>, value: u64) {

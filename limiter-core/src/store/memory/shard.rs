@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::fingerprint_table::SLOT_BYTES;
-use super::table::{Counted, Prior, SavedState, Table};
+use super::table::{Counted, Moved, Prior, SavedState, Table};
 use crate::{Decision, Limit, Policy};
 
 /// What one shard may hold.
@@ -278,20 +278,18 @@ impl Shard {
         &self.tables
     }
 
-    /// Holds `fp` under the limit `limit_id` with a saved state moved `by_ms` ahead, within
+    /// Holds `fp` under the limit `limit_id` with a saved state moved as `moved` says, within
     /// the shard's bounds (a state that does not fit is left out, as a newcomer would be
     /// without an eviction). Whether it was added.
-    #[allow(clippy::too_many_arguments)] // one entry of a file, and where it goes
     pub(super) fn restore(
         &mut self,
-        limit_id: u64,
-        policy: Policy,
+        (limit_id, policy): (u64, Policy),
         fp: u64,
         state: SavedState<'_>,
-        by_ms: i64,
-        now_ms: u64,
+        moved: Moved,
         bounds: Bounds,
     ) -> bool {
+        let now_ms = moved.now_ms;
         if self.keys >= bounds.keys {
             return false;
         }
@@ -307,7 +305,7 @@ impl Shard {
         if *table.policy() != policy || used > bounds.bytes {
             return false;
         }
-        let added = self.tables[t].restore(fp, state, by_ms, now_ms, bounds.bytes - used);
+        let added = self.tables[t].restore(fp, state, moved, bounds.bytes - used);
         if added {
             self.keys += 1;
         }

@@ -56,6 +56,17 @@ pub(super) struct Table {
     counts: Counts,
 }
 
+/// How a saved state is moved onto the restoring store's clock: the reading it was saved
+/// at, the time gone by since on that clock, how far ahead the new clock is, and its
+/// reading now.
+#[derive(Clone, Copy)]
+pub(super) struct Moved {
+    pub(super) saved_ms: u64,
+    pub(super) elapsed_ms: u64,
+    pub(super) by_ms: i64,
+    pub(super) now_ms: u64,
+}
+
 /// One key's state as a saved file holds it: 64 bits, or a log's stamps.
 pub(super) enum SavedState<'a> {
     Raw(u64),
@@ -103,25 +114,22 @@ impl Table {
         }
     }
 
-    /// Holds `fp` with a saved state moved `by_ms` ahead, unless it no longer counts at
-    /// `now_ms`, is held already, is not of this table's kind, or would grow the table's
-    /// logs past `room` bytes. Whether it was added.
+    /// Holds `fp` with a saved state moved as `moved` says, unless it could not have been
+    /// counted, no longer counts, is held already, is not of this table's kind, or would grow
+    /// the table's logs past `room` bytes. Whether it was added.
     pub(super) fn restore(
         &mut self,
         fp: u64,
         state: SavedState<'_>,
-        by_ms: i64,
-        now_ms: u64,
+        moved: Moved,
         room: usize,
     ) -> bool {
         let policy = &self.policy;
         match (&mut self.counts, state) {
-            (Counts::Fixed(t), SavedState::Raw(raw)) => t.restore(fp, raw, by_ms, now_ms, policy),
-            (Counts::Counter(t), SavedState::Raw(raw)) => t.restore(fp, raw, by_ms, now_ms, policy),
-            (Counts::Bucket(t), SavedState::Raw(raw)) => t.restore(fp, raw, by_ms, now_ms, policy),
-            (Counts::Log(t), SavedState::Log(stamps)) => {
-                t.restore(fp, stamps, by_ms, now_ms, policy, room)
-            }
+            (Counts::Fixed(t), SavedState::Raw(raw)) => t.restore(fp, raw, moved, policy),
+            (Counts::Counter(t), SavedState::Raw(raw)) => t.restore(fp, raw, moved, policy),
+            (Counts::Bucket(t), SavedState::Raw(raw)) => t.restore(fp, raw, moved, policy),
+            (Counts::Log(t), SavedState::Log(stamps)) => t.restore(fp, stamps, moved, policy, room),
             _ => false,
         }
     }

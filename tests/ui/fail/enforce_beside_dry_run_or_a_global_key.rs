@@ -5,4 +5,9 @@ async fn both() -> &'static str {
     "ok"
 }
 
+#[rate_limit(5, per = "1m", key = "global", enforce = "10%")]
+async fn everyone() -> &'static str {
+    "ok"
+}
+
 fn main() {}
