@@ -350,7 +350,10 @@ mod tests {
         clients.add("s", &key(3), minute - EPOCH - Duration::from_millis(1));
         assert_eq!(
             top_of(&clients, minute),
-            [("[0, 0, 0, 1]".to_string(), 6), ("[0, 0, 0, 2]".to_string(), 1)]
+            [
+                ("[0, 0, 0, 1]".to_string(), 6),
+                ("[0, 0, 0, 2]".to_string(), 1)
+            ]
         );
     }
 

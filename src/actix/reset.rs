@@ -55,6 +55,20 @@ impl Limiter {
     }
 }
 
+impl Limiter {
+    /// The key a store counts `subject` under, with this limiter's IPv6 grouping: for tools
+    /// that look a client up in a store (`RedisStore::status`, feature `redis`).
+    ///
+    /// ```
+    /// use limiter::{Limiter, Subject};
+    /// let limiter = Limiter::builder().build();
+    /// assert_eq!(limiter.store_key(Subject::User("ann")), b"uann");
+    /// ```
+    pub fn store_key(&self, subject: Subject<'_>) -> Vec<u8> {
+        subject.key(self).as_bytes().to_vec()
+    }
+}
+
 impl Subject<'_> {
     fn key(self, limiter: &Limiter) -> ClientKey {
         match self {

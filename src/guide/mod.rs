@@ -15,6 +15,7 @@
 //! 10. [Common mistakes](mistakes) — what is reported once, and the fix.
 //! 11. [Guarantees](guarantees) — what holds at every edge, and against an attacker.
 //! 12. [Performance](performance) — side by side with the peers.
+//! 13. [Operating it](operations) — restarts, who is limited, rollouts, `limiter-cli`.
 //!
 //! The attribute's reference is [`rate_limit`](crate::rate_limit).
 
@@ -27,6 +28,7 @@ pub mod keys;
 pub mod memory;
 pub mod mistakes;
 pub mod observability;
+pub mod operations;
 pub mod performance;
 pub mod responses;
 pub mod testing;

@@ -118,6 +118,12 @@ impl Limiter {
     pub(crate) fn downgrade(&self) -> WeakLimiter {
         WeakLimiter(Arc::downgrade(&self.inner))
     }
+
+    /// Forgets every rejection this instance remembers: a client reset by another
+    /// instance or a tool is then asked about in the store again.
+    pub(crate) fn forget_remembered(&self) {
+        self.inner.rejections.clear();
+    }
 }
 
 impl Backend {

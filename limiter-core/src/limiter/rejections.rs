@@ -147,6 +147,14 @@ impl Rejections {
         self.forget(limit, key);
     }
 
+    /// Forgets every remembered rejection (a reset made elsewhere, of clients unknown here).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn clear(&self) {
+        for shard in self.shards.iter() {
+            shard.lock().clear();
+        }
+    }
+
     /// Forgets what is remembered of `key` under `limit` (a reset).
     pub(crate) fn forget(&self, limit: &Limit, key: &[u8]) {
         let id = limit.id();

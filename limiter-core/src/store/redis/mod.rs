@@ -4,6 +4,7 @@ mod batch;
 mod call;
 mod connection;
 mod deadline;
+mod inspect;
 mod keys;
 mod nodes;
 mod overrides;
@@ -97,6 +98,8 @@ struct Inner {
     timeout_ns: AtomicU64,
     /// How often a limiter over it reads the policies stored in Redis.
     overrides_every: Option<Duration>,
+    /// The ids of the limits written into `PREFIX:limits` (see `inspect.rs`).
+    registered: arc_swap::ArcSwap<std::collections::HashSet<u64>>,
 }
 
 /// The store's timeout until a limiter gives it its own.
@@ -202,6 +205,7 @@ impl RedisStore {
                 runtime,
                 timeout_ns: AtomicU64::new(DEFAULT_TIMEOUT.as_nanos() as u64),
                 overrides_every: Some(overrides::DEFAULT_EVERY),
+                registered: Default::default(),
             }),
         }
     }
@@ -241,6 +245,7 @@ impl RedisStore {
             runtime: Arc::clone(&shared.runtime),
             timeout_ns: AtomicU64::new(shared.timeout_ns.load(Ordering::Relaxed)),
             overrides_every: shared.overrides_every,
+            registered: Default::default(),
         });
         change(&mut inner);
         RedisStore {
@@ -296,6 +301,9 @@ impl RedisStore {
                     unique.len() - 1
                 }
             });
+        }
+        for charge in &unique {
+            self.register(charge.limit);
         }
         let names: Vec<String> = unique
             .iter()
@@ -484,12 +492,21 @@ impl Store for RedisStore {
         Check::pending(async move {
             let mut command = redis::cmd("DEL");
             command.arg(self.key_name(limit, key));
+            // Every limiter over this Redis forgets the rejections it remembers within its
+            // reading interval (see `overrides.rs`), so that a reset reaches them all.
+            let mut count = redis::cmd("INCR");
+            count.arg(self.resets_key());
             let connection = self.inner.connection.clone();
             let timeout = self.timeout();
             self.inner
                 .runtime
                 .run(async move {
-                    deadline::within(timeout, connection.query::<i64>(&command)).await
+                    deadline::within(timeout, async {
+                        let deleted = connection.query::<i64>(&command).await;
+                        let _ = connection.query::<i64>(&count).await;
+                        deleted
+                    })
+                    .await
                 })
                 .await?
                 .map_err(|_| StoreError::msg(format!("Redis did not answer within {timeout:?}")))?

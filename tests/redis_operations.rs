@@ -1,7 +1,8 @@
 //! Acting without a deploy (feature `redis`): a policy an operator stores in Redis
 //! (`HSET PREFIX:overrides SCOPE "2 per 1m"`) reaches two running instances within their
 //! reading interval, over real HTTP and a real `redis-server`; removing it takes it back;
-//! a text that is not a policy is reported and left out.
+//! a text that is not a policy is reported and left out. And what tools read: a client's
+//! state under each algorithm and representation, without counting.
 #![cfg(feature = "redis")]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
 
@@ -13,7 +14,7 @@ use std::time::{Duration, Instant};
 use actix_web::{web, App, HttpServer};
 use common::events;
 use common::redis_server::RedisServer;
-use limiter::{rate_limit, Limiter, RedisStore};
+use limiter::{rate_limit, Algorithm, Limit, Limiter, Policy, RedisStore, Store};
 
 #[rate_limit(5, per = "1m", key = "header:x-client", scope = "ops-login")]
 async fn login() -> &'static str {
@@ -132,4 +133,58 @@ async fn a_policy_stored_in_redis_reaches_every_instance_and_goes_when_removed()
     redis.command(&["HDEL", "ops:overrides", "ops-login"]);
     let took = until_both(&addrs, "\"ops-login\";q=5;w=60").await;
     println!("removed from Redis, the declared limit was back on both within {took:?}");
+}
+
+#[actix_web::test]
+async fn a_clients_state_is_read_without_counting_under_every_algorithm() {
+    let redis = RedisServer::start();
+    let store = RedisStore::connect(&redis.url())
+        .await
+        .unwrap()
+        .with_prefix("status");
+    let hour = Duration::from_secs(3_600);
+    for (algorithm, max) in [
+        (Algorithm::SlidingWindow, 5),
+        // Above 128: a long log, kept as a list.
+        (Algorithm::SlidingWindow, 200),
+        (Algorithm::FixedWindow, 5),
+        (Algorithm::SlidingWindowCounter, 5),
+        (Algorithm::TokenBucket, 5),
+    ] {
+        let limit = Limit::new(
+            format!("status-{algorithm}-{max}"),
+            Policy::for_algorithm(algorithm, max, hour).unwrap(),
+        );
+        let fresh = store.status(&limit, b"k").await.unwrap();
+        assert_eq!(fresh.remaining(), limit.policy().capacity(), "{algorithm}");
+        let mut last = None;
+        for _ in 0..3 {
+            last = Some(store.check(&limit, b"k", Duration::ZERO).await.unwrap());
+        }
+        let last = last.unwrap();
+        for _ in 0..2 {
+            let status = store.status(&limit, b"k").await.unwrap();
+            assert_eq!(status.remaining(), last.remaining(), "{algorithm} {max}");
+            assert!(status.allowed(), "{algorithm}");
+            let apart = status.reset_after().abs_diff(last.reset_after());
+            assert!(apart < Duration::from_secs(2), "{algorithm}: {apart:?}");
+        }
+        // Used up: blocked, with the wait the next check gets.
+        while store
+            .check(&limit, b"k", Duration::ZERO)
+            .await
+            .unwrap()
+            .allowed()
+        {}
+        let status = store.status(&limit, b"k").await.unwrap();
+        let refused = store.check(&limit, b"k", Duration::ZERO).await.unwrap();
+        assert_eq!(status.remaining(), 0, "{algorithm}");
+        let apart = status
+            .reset_after()
+            .abs_diff(refused.retry_after().unwrap());
+        assert!(
+            apart < Duration::from_secs(2),
+            "{algorithm} {max}: {apart:?}"
+        );
+    }
 }

@@ -1,0 +1,161 @@
+//! What operators' tools read: the limits the fleet's instances use (each instance writes a
+//! limit it counts, once, into the hash `PREFIX:limits`), and where a client stands under
+//! one of them, read without counting anything.
+
+use std::collections::{HashSet, VecDeque};
+
+use super::{error, RedisStore};
+use crate::algorithm::fixed_window::FixedWindow;
+use crate::algorithm::sliding_window;
+use crate::algorithm::sliding_window_counter::SlidingWindowCounter;
+use crate::algorithm::token_bucket::TokenBucket;
+use crate::algorithm::Stamp;
+use crate::{Algorithm, Decision, Limit, Policy, StoreError};
+
+/// The most limits one instance writes into `PREFIX:limits`: policies chosen per request
+/// could be many.
+const MOST_REGISTERED: usize = 10_000;
+
+impl RedisStore {
+    /// The name of the hash of the limits instances use.
+    fn limits_key(&self) -> String {
+        format!("{}:limits", self.inner.prefix)
+    }
+
+    /// Writes `limit` into `PREFIX:limits` the first time this store counts it (an `HSET`
+    /// on the store's thread, not waited for): what [`limits`](Self::limits) lists.
+    pub(super) fn register(&self, limit: &Limit) {
+        let id = limit.id();
+        if self.inner.registered.load().contains(&id) {
+            return;
+        }
+        let mut new = false;
+        self.inner.registered.rcu(|known| {
+            let mut known = HashSet::clone(known);
+            new = known.len() < MOST_REGISTERED && known.insert(id);
+            known
+        });
+        if !new {
+            return;
+        }
+        let mut command = redis::cmd("HSET");
+        command
+            .arg(self.limits_key())
+            .arg(format!("{id:016x}"))
+            .arg(format!("{}\t{}", limit.policy(), limit.scope()));
+        let connection = self.inner.connection.clone();
+        self.inner.runtime.spawn(async move {
+            let _ = connection.query::<i64>(&command).await;
+        });
+    }
+
+    /// The limits the instances over this Redis (and prefix) have counted with, each with
+    /// its scope and policy: what an operator's tool lists, and looks clients up under.
+    pub async fn limits(&self) -> Result<Vec<Limit>, StoreError> {
+        let mut command = redis::cmd("HGETALL");
+        command.arg(self.limits_key());
+        let stored: Vec<(String, String)> = self.query(command).await?;
+        let mut limits: Vec<Limit> = stored
+            .into_iter()
+            .filter_map(|(_, entry)| {
+                let (policy, scope) = entry.split_once('\t')?;
+                Some(Limit::new(
+                    scope.to_string(),
+                    policy.parse::<Policy>().ok()?,
+                ))
+            })
+            .collect();
+        limits.sort_by(|a, b| (a.scope(), a.id()).cmp(&(b.scope(), b.id())));
+        Ok(limits)
+    }
+
+    /// Where `key` stands under `limit` now, on the Redis server's clock, with nothing
+    /// counted: what it would admit, and when used quota next comes back (a `Retry-After`
+    /// when nothing is left). Reads the state (a long sliding log whole: an operator's
+    /// tool, not a request's path).
+    pub async fn status(&self, limit: &Limit, key: &[u8]) -> Result<Decision, StoreError> {
+        let name = self.key_name(limit, key);
+        let (secs, micros): (u64, u64) = self.query(redis::cmd("TIME")).await?;
+        let now_ms = secs * 1_000 + micros / 1_000;
+        let mut kind = redis::cmd("TYPE");
+        kind.arg(&name);
+        let kind: String = self.query(kind).await?;
+        let policy = limit.policy();
+        if kind == "list" {
+            let mut range = redis::cmd("LRANGE");
+            range.arg(&name).arg(0).arg(-1);
+            let instants: Vec<u64> = self.query(range).await?;
+            return Ok(log_status(&instants, now_ms, policy));
+        }
+        let mut get = redis::cmd("GET");
+        get.arg(&name);
+        let raw: Option<Vec<u8>> = self.query(get).await?;
+        let raw = raw.unwrap_or_default();
+        decode(&raw, now_ms, policy)
+            .ok_or_else(|| StoreError::msg(format!("the state at {name} is not of its limit")))
+    }
+
+    /// Runs one command on the store's thread.
+    pub(super) async fn query<T: redis::FromRedisValue + Send + 'static>(
+        &self,
+        command: redis::Cmd,
+    ) -> Result<T, StoreError> {
+        let connection = self.inner.connection.clone();
+        self.inner
+            .runtime
+            .run(async move { connection.query::<T>(&command).await })
+            .await?
+            .map_err(|e| error("Redis did not answer", e))
+    }
+}
+
+/// A big-endian unsigned integer of `bytes.len()` bytes.
+fn be(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0, |n, &b| (n << 8) | u64::from(b))
+}
+
+/// Where a packed state (check.lua's formats) stands at `now_ms`; `None` when it is not of
+/// the limit's algorithm.
+fn decode(raw: &[u8], now_ms: u64, policy: &Policy) -> Option<Decision> {
+    Some(match policy.algorithm() {
+        // No state: the algorithm's fresh one.
+        Algorithm::FixedWindow if raw.is_empty() => FixedWindow::default().status(now_ms, policy),
+        Algorithm::SlidingWindowCounter if raw.is_empty() => {
+            SlidingWindowCounter::default().status(now_ms, policy)
+        }
+        Algorithm::TokenBucket if raw.is_empty() => TokenBucket::default().status(now_ms, policy),
+        Algorithm::SlidingWindow if raw.is_empty() => log_status(&[], now_ms, policy),
+        // '>I6I4': the window's start (ms) and its count.
+        Algorithm::FixedWindow if raw.len() == 10 => {
+            let start = Stamp::at(be(&raw[..6])).to_bits();
+            let state = FixedWindow::from_raw((u64::from(start) << 32) | be(&raw[6..]));
+            state.status(now_ms, policy)
+        }
+        // '>I6I4I4': the window's index and the previous and current counts.
+        Algorithm::SlidingWindowCounter if raw.len() == 14 => {
+            let window = be(&raw[..6]) & 0xFFFF;
+            let (previous, current) = (be(&raw[6..10]), be(&raw[10..]));
+            SlidingWindowCounter::from_raw((window << 48) | (previous << 24) | current)
+                .status(now_ms, policy)
+        }
+        // '>I6I4': the theoretical arrival time in ms and the nanoseconds beyond.
+        Algorithm::TokenBucket if raw.len() == 10 => {
+            let tat_ns = be(&raw[..6]) * 1_000_000 + be(&raw[6..]);
+            TokenBucket::from_raw(tat_ns).status(now_ms, policy)
+        }
+        // '>I6' then 'I4' per later instant, as its distance from the oldest.
+        Algorithm::SlidingWindow if raw.len() >= 6 && (raw.len() - 6).is_multiple_of(4) => {
+            let oldest = be(&raw[..6]);
+            let instants: Vec<u64> = std::iter::once(oldest)
+                .chain(raw[6..].chunks(4).map(|d| oldest + be(d)))
+                .collect();
+            log_status(&instants, now_ms, policy)
+        }
+        _ => return None,
+    })
+}
+
+fn log_status(instants: &[u64], now_ms: u64, policy: &Policy) -> Decision {
+    let mut log: VecDeque<Stamp> = instants.iter().map(|&at| Stamp::at(at)).collect();
+    sliding_window::status(&mut log, now_ms, policy)
+}

@@ -1,0 +1,192 @@
+//! `limiter-cli`: acting on a running fleet without a deploy, through its Redis store — the
+//! limits its instances use, where a client stands under each, forgetting a client, and
+//! policies every instance applies within a second (feature `cli`).
+//!
+//! ```text
+//! limiter-cli [--redis URL] [--prefix PREFIX] [--ipv6-prefix BITS] COMMAND
+//!   limits                 the limits the instances count with, and the policies stored
+//!   show CLIENT            where CLIENT stands under every limit
+//!   reset CLIENT [SCOPE]   forgets CLIENT's state (under SCOPE's limits only)
+//!   set SCOPE POLICY       every instance applies POLICY ("10 per 1m") to SCOPE
+//!   unset SCOPE            every instance goes back to SCOPE's declared limit
+//! CLIENT: ip:ADDRESS, user:ID, header:VALUE, function:VALUE, checked:VALUE or global
+//! ```
+//!
+//! The URL defaults to `LIMITER_REDIS_URL`, else `redis://127.0.0.1:6379`; the prefix and
+//! the IPv6 grouping to the store's and the limiter's defaults (`limiter`, 56).
+
+use std::net::IpAddr;
+use std::process::ExitCode;
+
+use limiter::{Limit, Limiter, Policy, RedisStore, Store, Subject};
+
+const USAGE: &str = "usage: limiter-cli [--redis URL] [--prefix PREFIX] [--ipv6-prefix BITS] \
+COMMAND
+  limits                 the limits the instances count with, and the policies stored
+  show CLIENT            where CLIENT stands under every limit
+  reset CLIENT [SCOPE]   forgets CLIENT's state (under SCOPE's limits only)
+  set SCOPE POLICY       every instance applies POLICY (\"10 per 1m\") to SCOPE
+  unset SCOPE            every instance goes back to SCOPE's declared limit
+CLIENT: ip:ADDRESS, user:ID, header:VALUE, function:VALUE, checked:VALUE or global";
+
+/// What the command line asks.
+struct Asked {
+    url: String,
+    prefix: String,
+    ipv6_prefix: u8,
+    command: Vec<String>,
+}
+
+fn asked(args: Vec<String>) -> Result<Asked, String> {
+    let mut asked = Asked {
+        url: std::env::var("LIMITER_REDIS_URL")
+            .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_string()),
+        prefix: "limiter".to_string(),
+        ipv6_prefix: 56,
+        command: Vec::new(),
+    };
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
+        match arg.as_str() {
+            "--redis" => asked.url = value("--redis")?,
+            "--prefix" => asked.prefix = value("--prefix")?,
+            "--ipv6-prefix" => {
+                let bits = value("--ipv6-prefix")?;
+                asked.ipv6_prefix = bits
+                    .parse()
+                    .ok()
+                    .filter(|&b| b <= 128)
+                    .ok_or(format!("--ipv6-prefix takes 0 to 128 bits, not {bits}"))?;
+            }
+            "-h" | "--help" => return Err(String::new()),
+            _ => asked.command.push(arg),
+        }
+    }
+    Ok(asked)
+}
+
+/// A client as the command line names it.
+fn subject(text: &str) -> Result<Subject<'_>, String> {
+    let (kind, value) = text.split_once(':').unwrap_or((text, ""));
+    Ok(match kind {
+        "ip" => Subject::Address(
+            value
+                .parse::<IpAddr>()
+                .map_err(|_| format!("\"{value}\" is not an IP address"))?,
+        ),
+        "user" => Subject::User(value),
+        "header" => Subject::Header(value.as_bytes()),
+        "function" => Subject::Function(value),
+        "checked" => Subject::Checked(value),
+        "global" => Subject::Global,
+        _ => {
+            return Err(format!(
+                "\"{text}\" names no client: ip:ADDRESS, user:ID, header:VALUE, \
+                 function:VALUE, checked:VALUE or global"
+            ))
+        }
+    })
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    match run(std::env::args().skip(1).collect()).await {
+        Ok(out) => {
+            print!("{out}");
+            ExitCode::SUCCESS
+        }
+        Err(why) if why.is_empty() => {
+            println!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        Err(why) => {
+            eprintln!("limiter-cli: {why}\n\n{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(args: Vec<String>) -> Result<String, String> {
+    let asked = asked(args)?;
+    let store = RedisStore::connect(&asked.url)
+        .await
+        .map_err(|e| format!("cannot reach Redis at {}: {e}", asked.url))?
+        .with_prefix(asked.prefix.clone())
+        .overrides_every(None);
+    let failed = |e: limiter::StoreError| e.to_string();
+    let words: Vec<&str> = asked.command.iter().map(String::as_str).collect();
+    let mut out = String::new();
+    match words.as_slice() {
+        ["limits"] => {
+            for limit in store.limits().await.map_err(failed)? {
+                out += &format!(
+                    "{}\t{}\t{:016x}\n",
+                    limit.scope(),
+                    limit.policy(),
+                    limit.id()
+                );
+            }
+            for (scope, policy) in store.overrides().await.map_err(failed)? {
+                out += &format!("{scope}\t{policy}\tstored override\n");
+            }
+        }
+        ["show", client] => {
+            let key = key_of(&asked, client)?;
+            for limit in store.limits().await.map_err(failed)? {
+                let status = store.status(&limit, &key).await.map_err(failed)?;
+                let blocked = match status.remaining() {
+                    0 => format!(
+                        "blocked for {}s",
+                        status.reset_after().as_secs_f64().ceil() as u64
+                    ),
+                    _ => "not blocked".to_string(),
+                };
+                out += &format!(
+                    "{}\t{}\tremaining {} of {}\treset in {}s\t{blocked}\n",
+                    limit.scope(),
+                    limit.policy(),
+                    status.remaining(),
+                    status.limit(),
+                    status.reset_after_secs(),
+                );
+            }
+        }
+        ["reset", client, rest @ ..] if rest.len() <= 1 => {
+            let key = key_of(&asked, client)?;
+            let limits: Vec<Limit> = store
+                .limits()
+                .await
+                .map_err(failed)?
+                .into_iter()
+                .filter(|l| rest.first().is_none_or(|scope| l.scope() == *scope))
+                .collect();
+            if limits.is_empty() {
+                return Err("no limit of that scope is in use".into());
+            }
+            for limit in &limits {
+                Store::reset(&store, limit, &key).await.map_err(failed)?;
+                out += &format!("{}\t{}\tforgotten\n", limit.scope(), limit.policy());
+            }
+        }
+        ["set", scope, policy] => {
+            let policy: Policy = policy.parse().map_err(|e| format!("{e}"))?;
+            store.set_override(scope, &policy).await.map_err(failed)?;
+            out += &format!("{scope}\t{policy}\tstored: every instance applies it within its reading interval (1 s by default)\n");
+        }
+        ["unset", scope] => {
+            store.clear_override(scope).await.map_err(failed)?;
+            out += &format!("{scope}\tremoved: every instance goes back to its declared limit\n");
+        }
+        [] => return Err(String::new()),
+        _ => return Err(format!("cannot do \"{}\"", words.join(" "))),
+    }
+    Ok(out)
+}
+
+/// The store key of the client the command line names, as the service's limiter makes it.
+fn key_of(asked: &Asked, client: &str) -> Result<Vec<u8>, String> {
+    let subject = subject(client)?;
+    let limiter = Limiter::builder().ipv6_prefix(asked.ipv6_prefix).build();
+    Ok(limiter.store_key(subject))
+}

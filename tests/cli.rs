@@ -1,0 +1,202 @@
+//! `limiter-cli` (feature `cli`) against a real `redis-server` with two instances of a
+//! service running over real HTTP: it lists the limits they use, shows a blocked client's
+//! state, resets the client so that both instances admit it again, and sets a policy both
+//! pick up, then takes it back.
+#![cfg(feature = "cli")]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
+
+mod common;
+
+use std::net::{SocketAddr, TcpListener};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use actix_web::{web, App, HttpServer};
+use common::redis_server::RedisServer;
+use limiter::{rate_limit, Limiter, RedisStore};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+#[rate_limit(3, per = "15m", scope = "cli-login")]
+async fn login() -> &'static str {
+    "ok"
+}
+
+#[rate_limit(
+    10,
+    per = "1m",
+    algorithm = "fixed_window",
+    key = "header:x-api-key",
+    scope = "cli-api"
+)]
+async fn api() -> &'static str {
+    "ok"
+}
+
+async fn instance(redis: &RedisServer) -> SocketAddr {
+    let store = RedisStore::connect(&redis.url())
+        .await
+        .unwrap()
+        .with_prefix("cli")
+        .overrides_every(Some(Duration::from_millis(100)));
+    let limiter = Limiter::builder().store(store).build();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(limiter.clone())
+            .route("/login", web::post().to(login))
+            .route("/api", web::get().to(api))
+    })
+    .workers(1)
+    .listen(listener)
+    .unwrap()
+    .run();
+    actix_web::rt::spawn(server);
+    addr
+}
+
+/// A request on a fresh connection; the status and the raw response.
+async fn request(addr: SocketAddr, head: &str) -> (u16, String) {
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let request =
+            format!("{head}\r\nHost: t\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).await.unwrap();
+        let text = String::from_utf8_lossy(&response).into_owned();
+        let status = text
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        (status, text)
+    };
+    tokio::time::timeout(Duration::from_secs(10), exchange)
+        .await
+        .unwrap()
+}
+
+/// `limiter-cli --redis URL --prefix cli ARGS`: its output, and whether it succeeded.
+fn cli(redis: &RedisServer, args: &[&str]) -> (bool, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_limiter-cli"))
+        .args(["--redis", &redis.url(), "--prefix", "cli"])
+        .args(args)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    (output.status.success(), text)
+}
+
+/// Waits, at most two seconds, until `done`.
+async fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < Duration::from_secs(2), "{what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[actix_web::test]
+async fn an_operator_lists_inspects_resets_and_sets_limits_on_a_running_fleet() {
+    let redis = RedisServer::start();
+    let (one, two) = (instance(&redis).await, instance(&redis).await);
+    // A client blocked on login over both instances; an API key that used 2 of 10.
+    let mut statuses = Vec::new();
+    for i in 0..4 {
+        statuses.push(request([one, two][i % 2], "POST /login HTTP/1.1").await.0);
+    }
+    assert_eq!(statuses, [200, 200, 200, 429]);
+    for _ in 0..2 {
+        assert_eq!(
+            request(two, "GET /api HTTP/1.1\r\nX-Api-Key: k1").await.0,
+            200
+        );
+    }
+
+    // The limits in use: each instance wrote what it counts with.
+    until("both limits listed", || {
+        let (ok, out) = cli(&redis, &["limits"]);
+        ok && out.contains("cli-login\t3 per 15m, sliding_window")
+            && out.contains("cli-api\t10 per 1m, fixed_window")
+    })
+    .await;
+
+    // The blocked client's state, as the limiter keys it (its address).
+    let (ok, shown) = cli(&redis, &["show", "ip:127.0.0.1"]);
+    println!("limiter-cli show ip:127.0.0.1\n{shown}");
+    assert!(ok, "{shown}");
+    let login = shown.lines().find(|l| l.starts_with("cli-login")).unwrap();
+    assert!(
+        login.contains("remaining 0 of 3") && login.contains("blocked for 9"),
+        "{login}"
+    );
+    let api = shown.lines().find(|l| l.starts_with("cli-api")).unwrap();
+    assert!(
+        api.contains("remaining 10 of 10") && api.contains("not blocked"),
+        "{api}"
+    );
+    let (_, key) = cli(&redis, &["show", "header:k1"]);
+    assert!(key.contains("remaining 8 of 10"), "{key}");
+
+    // Support unblocks the customer: both instances admit it within their reading interval,
+    // the one that remembered its rejection included.
+    let (ok, out) = cli(&redis, &["reset", "ip:127.0.0.1", "cli-login"]);
+    assert!(ok && out.contains("forgotten"), "{out}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(request(one, "POST /login HTTP/1.1").await.0, 200);
+    assert_eq!(request(two, "POST /login HTTP/1.1").await.0, 200);
+
+    // A policy both instances apply, and take back.
+    let (ok, out) = cli(&redis, &["set", "cli-api", "1 per 1m"]);
+    assert!(ok, "{out}");
+    let quota = |addr| async move {
+        let (_, response) = request(addr, "GET /api HTTP/1.1\r\nX-Api-Key: probe").await;
+        response.contains("ratelimit-policy: \"cli-api\";q=1;w=60")
+    };
+    let started = Instant::now();
+    while !(quota(one).await && quota(two).await) {
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "the override did not arrive"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (_, listed) = cli(&redis, &["limits"]);
+    // As stored (naming no algorithm: the declared fixed window is kept), and in use.
+    assert!(
+        listed.contains("cli-api\t1 per 1m\tstored override"),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("cli-api\t1 per 1m, fixed_window\t"),
+        "{listed}"
+    );
+    assert!(cli(&redis, &["unset", "cli-api"]).0);
+
+    // Mistakes get their reason, and a failing exit.
+    for (args, says) in [
+        (&["show", "ip:nowhere"][..], "not an IP address"),
+        (&["set", "cli-api", "lots"][..], "not a policy"),
+        (&["dance"][..], "cannot do"),
+        (&["show", "mac:00:11"][..], "names no client"),
+    ] {
+        let (ok, out) = cli(&redis, args);
+        assert!(!ok && out.contains(says), "{args:?}: {out}");
+    }
+}
+
+#[test]
+fn an_unreachable_redis_is_a_clear_error() {
+    let output = Command::new(env!("CARGO_BIN_EXE_limiter-cli"))
+        .args(["--redis", "redis://127.0.0.1:1", "limits"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let error = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        error.contains("cannot reach Redis at redis://127.0.0.1:1"),
+        "{error}"
+    );
+}
