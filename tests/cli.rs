@@ -7,14 +7,14 @@
 
 mod common;
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use actix_web::{web, App, HttpServer};
+use actix_web::web;
 use common::redis_server::RedisServer;
+use common::serve;
 use limiter::{rate_limit, Limiter, RedisStore};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[rate_limit(3, per = "15m", scope = "cli-login")]
 async fn login() -> &'static str {
@@ -39,42 +39,17 @@ async fn instance(redis: &RedisServer) -> SocketAddr {
         .with_prefix("cli")
         .overrides_every(Some(Duration::from_millis(100)));
     let limiter = Limiter::builder().store(store).build();
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = HttpServer::new(move || {
-        App::new()
-            .app_data(limiter.clone())
+    serve(limiter, |routes| {
+        routes
             .route("/login", web::post().to(login))
-            .route("/api", web::get().to(api))
+            .route("/api", web::get().to(api));
     })
-    .workers(1)
-    .listen(listener)
-    .unwrap()
-    .run();
-    actix_web::rt::spawn(server);
-    addr
+    .0
 }
 
 /// A request on a fresh connection; the status and the raw response.
 async fn request(addr: SocketAddr, head: &str) -> (u16, String) {
-    let exchange = async {
-        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let request =
-            format!("{head}\r\nHost: t\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-        stream.write_all(request.as_bytes()).await.unwrap();
-        let mut response = Vec::new();
-        stream.read_to_end(&mut response).await.unwrap();
-        let text = String::from_utf8_lossy(&response).into_owned();
-        let status = text
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        (status, text)
-    };
-    tokio::time::timeout(Duration::from_secs(10), exchange)
-        .await
-        .unwrap()
+    common::request(addr, head, "").await
 }
 
 /// `limiter-cli --redis URL --prefix cli ARGS`: its output, and whether it succeeded.

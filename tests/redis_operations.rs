@@ -8,12 +8,12 @@
 
 mod common;
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use actix_web::{web, App, HttpServer};
-use common::events;
+use actix_web::web;
 use common::redis_server::RedisServer;
+use common::{events, request, serve};
 use limiter::{rate_limit, Algorithm, Limit, Limiter, Policy, RedisStore, Store};
 
 #[rate_limit(5, per = "1m", key = "header:x-client", scope = "ops-login")]
@@ -31,44 +31,20 @@ async fn instance(redis: &RedisServer) -> SocketAddr {
         .with_prefix("ops")
         .overrides_every(Some(EVERY));
     let limiter = Limiter::builder().store(store).build();
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = HttpServer::new(move || {
-        App::new()
-            .app_data(limiter.clone())
-            .route("/login", web::post().to(login))
+    serve(limiter, |routes| {
+        routes.route("/login", web::post().to(login));
     })
-    .workers(1)
-    .listen(listener)
-    .unwrap()
-    .run();
-    actix_web::rt::spawn(server);
-    addr
+    .0
 }
 
 /// A login from `client` at the instance at `addr`: the status and the raw response.
 async fn post(addr: SocketAddr, client: &str) -> (u16, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let exchange = async {
-        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let request = format!(
-            "POST /login HTTP/1.1\r\nHost: t\r\nX-Client: {client}\r\nContent-Length: 0\r\n\
-             Connection: close\r\n\r\n"
-        );
-        stream.write_all(request.as_bytes()).await.unwrap();
-        let mut response = Vec::new();
-        stream.read_to_end(&mut response).await.unwrap();
-        let text = String::from_utf8_lossy(&response).into_owned();
-        let status = text
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        (status, text)
-    };
-    tokio::time::timeout(Duration::from_secs(10), exchange)
-        .await
-        .unwrap()
+    request(
+        addr,
+        &format!("POST /login HTTP/1.1\r\nX-Client: {client}"),
+        "",
+    )
+    .await
 }
 
 /// The quota the instance at `addr` announces for its limit now (to a client of its own).

@@ -7,11 +7,11 @@
 
 mod common;
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-use actix_web::{web, App, HttpServer};
+use actix_web::web;
 use common::{events, http};
 use limiter::{rate_limit, Clock, Limiter, ManualClock, MemoryStore};
 
@@ -21,21 +21,10 @@ async fn login() -> &'static str {
 }
 
 fn serve(store: MemoryStore, clock: ManualClock) -> (SocketAddr, actix_web::dev::ServerHandle) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
     let limiter = Limiter::builder().store(store).clock(clock).build();
-    let server = HttpServer::new(move || {
-        App::new()
-            .app_data(limiter.clone())
-            .route("/login", web::post().to(login))
+    common::serve(limiter, |routes| {
+        routes.route("/login", web::post().to(login));
     })
-    .workers(1)
-    .listen(listener)
-    .unwrap()
-    .run();
-    let handle = server.handle();
-    actix_web::rt::spawn(server);
-    (addr, handle)
 }
 
 fn retry_after(response: &str) -> Option<&str> {

@@ -9,13 +9,12 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::dev::{Service, ServiceResponse};
-use actix_web::{test, web, App, HttpServer};
-use common::{events, header, peer};
+use actix_web::{test, web, App};
+use common::{events, header, peer, request, serve};
 use limiter::{rate_limit, Limiter, ManualClock, MemoryStore, Policy, RateLimit, Share};
 
 #[rate_limit(1, per = "1m", scope = "rollout", enforce = "10%")]
@@ -254,23 +253,15 @@ async fn over_http_two_instances_sharing_a_budget_agree_on_every_client() {
     let mut servers = Vec::new();
     let mut addrs = Vec::new();
     for _ in 0..2 {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        addrs.push(listener.local_addr().unwrap());
         let limiter = Limiter::builder()
             .store(Arc::clone(&store))
             .trusted_proxies(["127.0.0.1/32"])
             .build();
-        let server = HttpServer::new(move || {
-            App::new()
-                .app_data(limiter.clone())
-                .route("/r", web::get().to(rolled_out))
-        })
-        .workers(1)
-        .listen(listener)
-        .unwrap()
-        .run();
-        servers.push(server.handle());
-        actix_web::rt::spawn(server);
+        let (addr, server) = serve(limiter, |routes| {
+            routes.route("/r", web::get().to(rolled_out));
+        });
+        addrs.push(addr);
+        servers.push(server);
     }
     let mut enforced = 0;
     for n in 0..300u32 {
@@ -309,28 +300,12 @@ async fn over_http_two_instances_sharing_a_budget_agree_on_every_client() {
     }
 }
 
-/// A GET of `/r` on a fresh connection from the trusted proxy, for the client `forwarded`;
-/// the status and the raw response.
+/// A GET of `/r` from the trusted proxy, for the client `forwarded`.
 async fn forwarded_get(addr: std::net::SocketAddr, forwarded: &str) -> (u16, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let exchange = async {
-        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let request = format!(
-            "GET /r HTTP/1.1\r\nHost: {addr}\r\nX-Forwarded-For: {forwarded}\r\n\
-             Connection: close\r\n\r\n"
-        );
-        stream.write_all(request.as_bytes()).await.unwrap();
-        let mut response = Vec::new();
-        stream.read_to_end(&mut response).await.unwrap();
-        let text = String::from_utf8_lossy(&response).into_owned();
-        let status = text
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        (status, text)
-    };
-    tokio::time::timeout(Duration::from_secs(10), exchange)
-        .await
-        .expect("the server answered within 10 s")
+    request(
+        addr,
+        &format!("GET /r HTTP/1.1\r\nX-Forwarded-For: {forwarded}"),
+        "",
+    )
+    .await
 }

@@ -4,10 +4,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
 
-use std::net::{SocketAddr, TcpListener};
+mod common;
+
+use std::net::SocketAddr;
 use std::time::Duration;
 
-use actix_web::{web, App, HttpServer};
+use actix_web::web;
 use limiter::{rate_limit, Limiter, RejectedClient};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -21,24 +23,14 @@ async fn api() -> &'static str {
     "ok"
 }
 
-/// A server of one worker on loopback, which it trusts as a proxy; its address.
+/// A server of one worker on loopback; its address.
 fn serve(limiter: Limiter) -> (SocketAddr, actix_web::dev::ServerHandle) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = HttpServer::new(move || {
-        App::new()
-            .app_data(limiter.clone())
+    common::serve(limiter, |routes| {
+        routes
             .route("/login", web::get().to(login))
             .route("/api", web::get().to(api))
-            .service(limiter::routes_service("/limits"))
+            .service(limiter::routes_service("/limits"));
     })
-    .workers(1)
-    .listen(listener)
-    .unwrap()
-    .run();
-    let handle = server.handle();
-    actix_web::rt::spawn(server);
-    (addr, handle)
 }
 
 /// `count` GETs of `path` on one keep-alive connection, with `header` (a line, or empty);
@@ -77,21 +69,10 @@ async fn gets(addr: SocketAddr, path: &str, header: &str, count: usize) -> Vec<u
         .expect("answered within 60 s")
 }
 
-/// The routes page's body, as `format` says.
+/// The routes page's body, as `query` asks.
 async fn page(addr: SocketAddr, query: &str) -> String {
-    let exchange = async {
-        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let request =
-            format!("GET /limits{query} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
-        stream.write_all(request.as_bytes()).await.unwrap();
-        let mut response = Vec::new();
-        stream.read_to_end(&mut response).await.unwrap();
-        let text = String::from_utf8_lossy(&response).into_owned();
-        text.split_once("\r\n\r\n").unwrap().1.to_string()
-    };
-    tokio::time::timeout(Duration::from_secs(10), exchange)
-        .await
-        .unwrap()
+    let (_, response) = common::request(addr, &format!("GET /limits{query} HTTP/1.1"), "").await;
+    response.split_once("\r\n\r\n").unwrap().1.to_string()
 }
 
 fn forwarded(client: &str) -> String {

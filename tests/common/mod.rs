@@ -35,11 +35,19 @@ pub(crate) fn ms(v: u64) -> Duration {
 /// A minimal HTTP/1.1 request over a fresh connection, bounded in time; returns the status
 /// and the raw response.
 pub(crate) async fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
+    let head =
+        format!("{method} {path} HTTP/1.1\r\nContent-Type: application/x-www-form-urlencoded");
+    request(addr, &head, body).await
+}
+
+/// A request whose request line and header lines are `head` (without `Host`,
+/// `Content-Length` and `Connection`, which it adds) over a fresh connection, bounded in
+/// time; the status and the raw response.
+pub(crate) async fn request(addr: SocketAddr, head: &str, body: &str) -> (u16, String) {
     let exchange = async {
         let mut stream = TcpStream::connect(addr).await.unwrap();
         let request = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
-             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
+            "{head}\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
         );
         stream.write_all(request.as_bytes()).await.unwrap();
@@ -56,6 +64,28 @@ pub(crate) async fn http(addr: SocketAddr, method: &str, path: &str, body: &str)
     tokio::time::timeout(Duration::from_secs(10), exchange)
         .await
         .expect("the server answered within 10 s")
+}
+
+/// A server of one worker on loopback serving `routes` with `limiter`; its address and
+/// handle.
+pub(crate) fn serve(
+    limiter: limiter::Limiter,
+    routes: fn(&mut actix_web::web::ServiceConfig),
+) -> (SocketAddr, actix_web::dev::ServerHandle) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = actix_web::HttpServer::new(move || {
+        actix_web::App::new()
+            .app_data(limiter.clone())
+            .configure(routes)
+    })
+    .workers(1)
+    .listen(listener)
+    .unwrap()
+    .run();
+    let handle = server.handle();
+    actix_web::rt::spawn(server);
+    (addr, handle)
 }
 
 /// A store whose every operation fails with `message` (which clients must never see).
