@@ -479,13 +479,13 @@ async fn wait_until_counting_in_redis(server: &RedisServer, limiter: &Limiter) {
         Policy::new(1_000, Duration::from_secs(60)).unwrap(),
     );
     loop {
-        let before = server.integer(&["DBSIZE"]);
+        let before = server.state_keys();
         static PROBES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let key = PROBES
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             .to_be_bytes();
         let _ = limiter.check(&probe, &key).await;
-        if server.integer(&["DBSIZE"]) > before {
+        if server.state_keys() > before {
             return;
         }
         assert!(
@@ -613,7 +613,7 @@ fn empty_and_huge_checks_share_calls_with_the_others() {
         .block_on(redis.check_all(&charges, Duration::ZERO))
         .unwrap();
     assert!(second.decisions().iter().all(|d| !d.allowed()));
-    assert_eq!(server.integer(&["DBSIZE"]), 8_101);
+    assert_eq!(server.state_keys(), 8_101);
 }
 
 /// schedules of costs over few keys, sent in bursts of 1 to 12 checks that go out as one
@@ -859,12 +859,12 @@ fn every_key_expires_after_its_window() {
                 .unwrap();
         }
     }
-    assert_eq!(server.integer(&["DBSIZE"]), 80);
+    assert_eq!(server.state_keys(), 80);
     // Redis's own clock expires them after two windows at most (the counter's reach); its
     // expiry cycle then removes them within moments.
     std::thread::sleep(Duration::from_millis(600));
     let deadline = Instant::now() + Duration::from_secs(5);
-    while server.integer(&["DBSIZE"]) != 0 {
+    while server.state_keys() != 0 {
         assert!(Instant::now() < deadline, "keys outlived their windows");
         std::thread::sleep(Duration::from_millis(50));
     }

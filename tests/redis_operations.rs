@@ -24,17 +24,25 @@ async fn login() -> &'static str {
 /// How often the instances read the overrides here.
 const EVERY: Duration = Duration::from_millis(100);
 
-async fn instance(redis: &RedisServer) -> SocketAddr {
+/// An instance whose configuration gives the login 4 per minute (over the declared 5).
+async fn instance(redis: &RedisServer) -> (SocketAddr, Limiter) {
     let store = RedisStore::connect(&redis.url())
         .await
         .unwrap()
         .with_prefix("ops")
         .overrides_every(Some(EVERY));
-    let limiter = Limiter::builder().store(store).build();
-    serve(limiter, |routes| {
+    let limiter = Limiter::builder()
+        .store(store)
+        .policy(
+            "ops-login",
+            Policy::new(4, Duration::from_secs(60)).unwrap(),
+        )
+        .build();
+    let addr = serve(limiter.clone(), |routes| {
         routes.route("/login", web::post().to(login));
     })
-    .0
+    .0;
+    (addr, limiter)
 }
 
 /// A login from `client` at the instance at `addr`: the status and the raw response.
@@ -81,8 +89,9 @@ async fn until_both(addrs: &[SocketAddr], want: &str) -> Duration {
 async fn a_policy_stored_in_redis_reaches_every_instance_and_goes_when_removed() {
     events::record();
     let redis = RedisServer::start();
-    let addrs = [instance(&redis).await, instance(&redis).await];
-    until_both(&addrs, "\"ops-login\";q=5;w=60").await;
+    let ((one, limiter), (two, _)) = (instance(&redis).await, instance(&redis).await);
+    let addrs = [one, two];
+    until_both(&addrs, "\"ops-login\";q=4;w=60").await;
 
     redis.command(&["HSET", "ops:overrides", "ops-login", "2 per 1m"]);
     let took = until_both(&addrs, "\"ops-login\";q=2;w=60").await;
@@ -93,6 +102,23 @@ async fn a_policy_stored_in_redis_reaches_every_instance_and_goes_when_removed()
         statuses.push(post(addrs[i % 2], "ann").await.0);
     }
     assert_eq!(statuses, [200, 200, 429, 429, 429, 429]);
+
+    // Naming the algorithm is a change of its own (the declared sliding window either way,
+    // here, but a fixed-window route would turn into a sliding one).
+    redis.command(&[
+        "HSET",
+        "ops:overrides",
+        "ops-login",
+        "2 per 1m, fixed_window",
+    ]);
+    let started = Instant::now();
+    while limiter.policy("ops-login").unwrap().algorithm() != Algorithm::FixedWindow {
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "the algorithm did not change"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 
     redis.command(&["HSET", "ops:overrides", "ops-login", "two a minute"]);
     let started = Instant::now();
@@ -106,9 +132,10 @@ async fn a_policy_stored_in_redis_reaches_every_instance_and_goes_when_removed()
     // Left out: what was applied stays.
     assert_eq!(quota(addrs[0]).await, "\"ops-login\";q=2;w=60");
 
+    // Removed: the policy the configuration gave, not the declared one.
     redis.command(&["HDEL", "ops:overrides", "ops-login"]);
-    let took = until_both(&addrs, "\"ops-login\";q=5;w=60").await;
-    println!("removed from Redis, the declared limit was back on both within {took:?}");
+    let took = until_both(&addrs, "\"ops-login\";q=4;w=60").await;
+    println!("removed from Redis, the configured limit was back on both within {took:?}");
 }
 
 #[actix_web::test]

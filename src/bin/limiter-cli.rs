@@ -114,6 +114,8 @@ async fn run(args: Vec<String>) -> Result<String, String> {
         .map_err(|e| format!("cannot reach Redis at {}: {e}", asked.url))?
         .with_prefix(asked.prefix.clone())
         .overrides_every(None);
+    // A tool may be far from Redis: seconds, not the 50 ms a request gets.
+    store.accept_timeout(std::time::Duration::from_secs(5));
     let failed = |e: limiter::StoreError| e.to_string();
     let words: Vec<&str> = asked.command.iter().map(String::as_str).collect();
     let mut out = String::new();
@@ -165,7 +167,7 @@ async fn run(args: Vec<String>) -> Result<String, String> {
                 return Err("no limit of that scope is in use".into());
             }
             for limit in &limits {
-                Store::reset(&store, limit, &key).await.map_err(failed)?;
+                store.reset_everywhere(limit, &key).await.map_err(failed)?;
                 out += &format!("{}\t{}\tforgotten\n", limit.scope(), limit.policy());
             }
         }

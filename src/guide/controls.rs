@@ -223,8 +223,10 @@
 //!   ```
 //!
 //!   `RedisStore::overrides_every(Some(interval))` changes the interval, `None` turns it
-//!   off; a text that is not a policy is reported once (`warn`) and left out, and while Redis
-//!   is away what was applied stays. Measured in `tests/redis_overrides.rs`: two running
+//!   off; a text that is not a policy is reported once (`warn`) and left out (the last
+//!   good policy stays), and while Redis is away what was applied stays; removed, a scope
+//!   gets back the policy it had before (declared or configured). Whoever can write the
+//!   hash sets the fleet's limits: give the service's Redis user read access to it only. Measured in `tests/redis_operations.rs`: two running
 //!   instances reading every 100 ms announced the new quota within 118 ms and counted one
 //!   budget of it between them; removed, the declared limit was back within 96 ms. Each
 //!   reading is one `HGETALL` of a small hash per instance.

@@ -176,10 +176,14 @@
 //!   or that this instance has refunded — only handlers (and middlewares) with one plain limit
 //!   use it; stacks and handlers with options always ask Redis — and a policy changed at run
 //!   time is another limit. A
-//!   `reset` forgets this instance's entries at once, and counts one in `PREFIX:resets`:
-//!   every other instance forgets all it remembers within its reading interval (a second by
-//!   default, with the overrides; `RedisStore::overrides_every`), so a customer support
-//!   unblocks is admitted everywhere within a second (`tests/cli.rs`).
+//!   `reset` forgets this instance's entries at once; other instances answer theirs until
+//!   they end (at most the `Retry-After` they announced), so that no client can empty every
+//!   instance's cache by getting itself reset. A tool's reset
+//!   (`RedisStore::reset_everywhere`, `limiter-cli reset`) also counts one in
+//!   `PREFIX:resets`, and every instance then forgets all it remembers within its reading
+//!   interval (a second by default; `RedisStore::overrides_every`): a customer support
+//!   unblocks is admitted everywhere (`tests/cli.rs`). A check whose rejection was on its
+//!   way back from Redis while the reset happened can still be remembered after it.
 //! - `RedisStore::connect_lazily(url)` starts even while Redis is down;
 //!   `RedisStore::from_manager(...)`/`from_client(...)` take a connection you configured.
 //!

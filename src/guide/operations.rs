@@ -40,15 +40,23 @@
 //!   back, and how long it stays blocked. `CLIENT` is the client as the limit keys it:
 //!   `ip:ADDRESS` (an IPv6 address stands for its /56, or `--ipv6-prefix`), `user:ID`,
 //!   `header:VALUE`, `function:VALUE`, `checked:VALUE` or `global`.
-//! - **`reset CLIENT [SCOPE]`** forgets the client's state (as `Limiter::reset` does) and
-//!   counts one in `PREFIX:resets`: every instance forgets the rejections it remembers
-//!   within its reading interval, so the client is admitted everywhere.
+//! - **`reset CLIENT [SCOPE]`** forgets the client's state under every registered limit (of
+//!   `SCOPE`) and counts one in `PREFIX:resets` (`RedisStore::reset_everywhere`): every
+//!   instance forgets the rejections it remembers within its reading interval, so the
+//!   client is admitted everywhere. What it cannot reach: an instance's in-memory fallback
+//!   counts (while Redis was away), and a limit no running instance registered (the
+//!   registry is written once per limit and process: after a `FLUSHALL`, until the
+//!   instances restart).
 //! - **`set SCOPE POLICY`** / **`unset SCOPE`** write the hash `PREFIX:overrides`, which
 //!   every limiter over the store reads every second (`RedisStore::overrides_every`). A
 //!   policy naming no algorithm keeps each declared limit's.
 //! - `--redis URL` (default `LIMITER_REDIS_URL`, else `redis://127.0.0.1:6379`),
 //!   `--prefix PREFIX` (default `limiter`, as `RedisStore::with_prefix`). A mistake is an
-//!   error naming it, with exit status 2.
+//!   error naming it, with exit status 2. It talks to one Redis server (or a primary
+//!   behind a proxy), not to a Redis Cluster, and waits up to 5 s for each answer.
+//! - The keys `PREFIX:limits`, `PREFIX:overrides` and `PREFIX:resets` have no expiry: keep
+//!   an eviction policy that spares them (`volatile-*` or `noeviction`), or an evicted
+//!   override is taken back.
 //!
 //! Tested against a real `redis-server` with two instances of a service running over HTTP
 //! (`tests/cli.rs`, feature `cli`): the limits listed, a blocked client shown with its

@@ -180,6 +180,20 @@ impl RedisServer {
         cmd.query(&mut connection).ok()
     }
 
+    /// The keys holding clients' states (their names carry a hash tag; the registry of
+    /// limits, the overrides and the resets counter do not), if Redis answers.
+    pub(crate) fn try_state_keys(&self) -> Option<i64> {
+        match self.try_command(&["EVAL", "return #redis.call('KEYS', '*{*')", "0"])? {
+            redis::Value::Int(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// [`try_state_keys`](Self::try_state_keys), which must answer.
+    pub(crate) fn state_keys(&self) -> i64 {
+        self.try_state_keys().expect("redis answered")
+    }
+
     pub(crate) fn integer(&self, args: &[&str]) -> i64 {
         match self.command(args) {
             redis::Value::Int(n) => n,

@@ -70,7 +70,8 @@ impl LimiterBuilder {
     /// instance asks the store about once per retry window. Only checks of one unit are
     /// remembered, from limits that refund nothing (no `count = "failures"`, no cost);
     /// [`reset`](Limiter::reset) forgets this instance's entries at once, while
-    /// other instances keep answering theirs until they end.
+    /// other instances keep answering theirs until they end (a tool's
+    /// `RedisStore::reset_everywhere` reaches them all within a second).
     pub fn rejection_cache(mut self, capacity: usize) -> LimiterBuilder {
         self.rejection_cache = capacity;
         self
@@ -121,7 +122,10 @@ impl LimiterBuilder {
         #[cfg(feature = "redis")]
         {
             let any = &store as &dyn std::any::Any;
-            self.follows = any.downcast_ref::<crate::RedisStore>().cloned();
+            self.follows = any
+                .downcast_ref::<crate::RedisStore>()
+                .or_else(|| any.downcast_ref::<Arc<crate::RedisStore>>().map(|a| &**a))
+                .cloned();
         }
         self.store = Some(Backend::of(store));
         self

@@ -26,9 +26,11 @@ impl RedisStore {
     /// on the store's thread, not waited for): what [`limits`](Self::limits) lists.
     pub(super) fn register(&self, limit: &Limit) {
         let id = limit.id();
-        if self.inner.registered.load().contains(&id) {
+        let known = self.inner.registered.load();
+        if known.contains(&id) || known.len() >= MOST_REGISTERED {
             return;
         }
+        drop(known);
         let mut new = false;
         self.inner.registered.rcu(|known| {
             let mut known = HashSet::clone(known);
@@ -85,7 +87,8 @@ impl RedisStore {
             let mut range = redis::cmd("LRANGE");
             range.arg(&name).arg(0).arg(-1);
             let instants: Vec<u64> = self.query(range).await?;
-            return Ok(log_status(&instants, now_ms, policy));
+            return log_status(&instants, now_ms, policy)
+                .ok_or_else(|| StoreError::msg(format!("the log at {name} is not of its limit")));
         }
         let mut get = redis::cmd("GET");
         get.arg(&name);
@@ -124,24 +127,34 @@ fn decode(raw: &[u8], now_ms: u64, policy: &Policy) -> Option<Decision> {
             SlidingWindowCounter::default().status(now_ms, policy)
         }
         Algorithm::TokenBucket if raw.is_empty() => TokenBucket::default().status(now_ms, policy),
-        Algorithm::SlidingWindow if raw.is_empty() => log_status(&[], now_ms, policy),
+        Algorithm::SlidingWindow if raw.is_empty() => log_status(&[], now_ms, policy)?,
         // '>I6I4': the window's start (ms) and its count.
         Algorithm::FixedWindow if raw.len() == 10 => {
             let start = Stamp::at(be(&raw[..6])).to_bits();
             let state = FixedWindow::from_raw((u64::from(start) << 32) | be(&raw[6..]));
+            if !state.plausible(now_ms, policy) {
+                return None;
+            }
             state.status(now_ms, policy)
         }
         // '>I6I4I4': the window's index and the previous and current counts.
         Algorithm::SlidingWindowCounter if raw.len() == 14 => {
             let window = be(&raw[..6]) & 0xFFFF;
             let (previous, current) = (be(&raw[6..10]), be(&raw[10..]));
-            SlidingWindowCounter::from_raw((window << 48) | (previous << 24) | current)
-                .status(now_ms, policy)
+            let state = SlidingWindowCounter::from_raw((window << 48) | (previous << 24) | current);
+            if !state.plausible(now_ms, policy) {
+                return None;
+            }
+            state.status(now_ms, policy)
         }
         // '>I6I4': the theoretical arrival time in ms and the nanoseconds beyond.
         Algorithm::TokenBucket if raw.len() == 10 => {
             let tat_ns = be(&raw[..6]) * 1_000_000 + be(&raw[6..]);
-            TokenBucket::from_raw(tat_ns).status(now_ms, policy)
+            let state = TokenBucket::from_raw(tat_ns);
+            if !state.plausible(now_ms, policy) {
+                return None;
+            }
+            state.status(now_ms, policy)
         }
         // '>I6' then 'I4' per later instant, as its distance from the oldest.
         Algorithm::SlidingWindow if raw.len() >= 6 && (raw.len() - 6).is_multiple_of(4) => {
@@ -149,13 +162,17 @@ fn decode(raw: &[u8], now_ms: u64, policy: &Policy) -> Option<Decision> {
             let instants: Vec<u64> = std::iter::once(oldest)
                 .chain(raw[6..].chunks(4).map(|d| oldest + be(d)))
                 .collect();
-            log_status(&instants, now_ms, policy)
+            log_status(&instants, now_ms, policy)?
         }
         _ => return None,
     })
 }
 
-fn log_status(instants: &[u64], now_ms: u64, policy: &Policy) -> Decision {
+/// Where a log of `instants` stands; `None` for one longer than its limit holds.
+fn log_status(instants: &[u64], now_ms: u64, policy: &Policy) -> Option<Decision> {
+    if instants.len() > policy.max().get() as usize {
+        return None;
+    }
     let mut log: VecDeque<Stamp> = instants.iter().map(|&at| Stamp::at(at)).collect();
-    sliding_window::status(&mut log, now_ms, policy)
+    Some(sliding_window::status(&mut log, now_ms, policy))
 }

@@ -492,21 +492,12 @@ impl Store for RedisStore {
         Check::pending(async move {
             let mut command = redis::cmd("DEL");
             command.arg(self.key_name(limit, key));
-            // Every limiter over this Redis forgets the rejections it remembers within its
-            // reading interval (see `overrides.rs`), so that a reset reaches them all.
-            let mut count = redis::cmd("INCR");
-            count.arg(self.resets_key());
             let connection = self.inner.connection.clone();
             let timeout = self.timeout();
             self.inner
                 .runtime
                 .run(async move {
-                    deadline::within(timeout, async {
-                        let deleted = connection.query::<i64>(&command).await;
-                        let _ = connection.query::<i64>(&count).await;
-                        deleted
-                    })
-                    .await
+                    deadline::within(timeout, connection.query::<i64>(&command)).await
                 })
                 .await?
                 .map_err(|_| StoreError::msg(format!("Redis did not answer within {timeout:?}")))?

@@ -10,20 +10,31 @@ use std::time::Duration;
 
 use super::RedisStore;
 use crate::limiter::WeakLimiter;
-use crate::{Policy, StoreError};
+use crate::{Limit, Policy, StoreError};
 
 /// How often a limiter reads the overrides, unless told otherwise.
 pub(super) const DEFAULT_EVERY: Duration = Duration::from_secs(1);
+/// The shortest interval: a tighter one would flood Redis with readings.
+const MIN_EVERY: Duration = Duration::from_millis(10);
+/// The most scopes read from the hash, and the longest text of each: a hash filled by
+/// mistake must not stall the store's thread.
+const MOST_OVERRIDES: usize = 1_000;
+const MOST_TEXT: usize = 200;
 
 impl RedisStore {
     /// How often a limiter over this store reads the policies stored in Redis under
-    /// `PREFIX:overrides` (default every second; `None`: never). Whatever an operator sets
-    /// there — `redis-cli HSET limiter:overrides login "10 per 1m"` — every instance applies
-    /// within that time, as [`set_policy`](crate::Limiter::set_policy) would; a scope
-    /// removed from the hash goes back to its declared limit
-    /// ([`clear_policy`](crate::Limiter::clear_policy)). A text that is not a policy is
-    /// reported once as a `warn` event and left out; while Redis is away, what was applied
-    /// stays.
+    /// `PREFIX:overrides` and the count of tools' resets (at start, then every second by
+    /// default, at least every 10 ms; `None`: never — neither overrides nor tools' resets
+    /// reach it). Whatever an operator sets there — `redis-cli HSET limiter:overrides login
+    /// "10 per 1m"` — every instance applies within that time, as
+    /// [`set_policy`](crate::Limiter::set_policy) would (a `warn` event each); a scope
+    /// removed from the hash goes back to the policy it had before (its declared limit,
+    /// or the one configuration set). A text that is not a policy is reported once and left
+    /// out, the last good policy staying; while Redis is away, what was applied stays (a
+    /// `warn` after three failed readings). At most 1,000 scopes are read. Whoever can write
+    /// the hash sets the fleet's limits: give the service's Redis user read access to it
+    /// only (an ACL), and keep an eviction policy that spares keys without expiry
+    /// (`volatile-*` or `noeviction`).
     pub fn overrides_every(self, every: Option<Duration>) -> RedisStore {
         self.map(|inner| inner.overrides_every = every)
     }
@@ -59,9 +70,23 @@ impl RedisStore {
         Ok(stored)
     }
 
-    /// The name of the counter of resets: every reset counts one, and every limiter over
-    /// the store that sees it move forgets the rejections it remembers.
-    pub(super) fn resets_key(&self) -> String {
+    /// Forgets `key`'s state under `limit` in Redis, as [`Store::reset`](crate::Store::reset),
+    /// and counts one in `PREFIX:resets`: every limiter over the store forgets the
+    /// rejections it remembers within its reading interval, so that the client is admitted
+    /// on every instance — what an operator's tool needs (an instance's own
+    /// [`Limiter::reset`](crate::Limiter::reset) leaves the other instances' remembered
+    /// rejections to end by themselves, so that a client cannot empty every cache).
+    pub async fn reset_everywhere(&self, limit: &Limit, key: &[u8]) -> Result<(), StoreError> {
+        let mut delete = redis::cmd("DEL");
+        delete.arg(self.key_name(limit, key));
+        self.query::<i64>(delete).await?;
+        let mut count = redis::cmd("INCR");
+        count.arg(self.resets_key());
+        self.query::<i64>(count).await.map(drop)
+    }
+
+    /// The name of the counter of tools' resets.
+    fn resets_key(&self) -> String {
         format!("{}:resets", self.inner.prefix)
     }
 
@@ -70,84 +95,136 @@ impl RedisStore {
         format!("{}:overrides", self.inner.prefix)
     }
 
-    /// Starts reading the overrides for `limiter`, on the store's own thread, until the
-    /// limiter is gone.
+    /// Starts reading the overrides for `limiter`, on the store's own thread, at once and
+    /// then every interval, until the limiter is gone.
     pub(crate) fn follow_overrides(&self, limiter: WeakLimiter) {
         let Some(every) = self.inner.overrides_every else {
             return;
         };
-        let store = self.clone();
+        let every = every.max(MIN_EVERY);
+        let mut follower = Follower {
+            store: self.clone(),
+            generation: None,
+            applied: HashMap::new(),
+            reported: HashMap::new(),
+            failures: 0,
+        };
         self.inner.runtime.spawn(async move {
-            let name = store.overrides_key();
-            let resets = store.resets_key();
-            let mut generation: Option<Option<i64>> = None;
-            let mut applied: HashMap<String, Policy> = HashMap::new();
-            let mut reported: HashMap<String, String> = HashMap::new();
             loop {
-                tokio::time::sleep(every).await;
                 let Some(limiter) = limiter.upgrade() else {
                     return;
                 };
-                // A reset made elsewhere (another instance, a tool): what this instance
-                // remembers of rejections may be of the client reset.
-                let mut get = redis::cmd("GET");
-                get.arg(&resets);
-                if let Ok(Ok(now)) = tokio::time::timeout(
-                    every.max(DEFAULT_EVERY),
-                    store.inner.connection.query::<Option<i64>>(&get),
-                )
-                .await
-                {
-                    // The first reading has no baseline: what was remembered before it may
-                    // predate a reset (forgetting costs only a few store checks).
-                    if generation.is_none_or(|seen| seen != now) {
-                        limiter.forget_remembered();
-                    }
-                    generation = Some(now);
-                }
-                let mut command = redis::cmd("HGETALL");
-                command.arg(&name);
-                let read = store.inner.connection.query(&command);
-                let Ok(Ok(stored)) = tokio::time::timeout(every.max(DEFAULT_EVERY), read).await
-                else {
-                    continue;
-                };
-                let stored: HashMap<String, String> = stored;
-                for (scope, text) in &stored {
-                    match text.parse::<Policy>() {
-                        Ok(policy) if applied.get(scope) != Some(&policy) => {
-                            limiter.set_policy(scope, policy);
-                            applied.insert(scope.clone(), policy);
-                            tracing::info!(
-                                scope = scope.as_str(),
-                                %policy,
-                                "rate limit: a policy stored in Redis is applied"
-                            );
-                        }
-                        Ok(_) => {}
-                        Err(error) if reported.get(scope) != Some(text) => {
-                            tracing::warn!(
-                                scope = scope.as_str(),
-                                key = name.as_str(),
-                                "rate limit: the override stored in Redis is left out: {error}"
-                            );
-                            reported.insert(scope.clone(), text.clone());
-                        }
-                        Err(_) => {}
-                    }
-                }
-                applied.retain(|scope, _| {
-                    let kept = stored.contains_key(scope);
-                    if !kept {
-                        limiter.clear_policy(scope);
-                        tracing::info!(
-                            scope = scope.as_str(),
-                            "rate limit: a policy removed from Redis is taken back"
-                        );
-                    }
-                    kept
-                });
+                follower.read(&limiter, every.max(DEFAULT_EVERY)).await;
+                drop(limiter);
+                tokio::time::sleep(every).await;
             }
         });
+    }
+}
+
+/// What one limiter's follower knows between readings.
+struct Follower {
+    store: RedisStore,
+    /// The resets counter last read (`Some(None)`: read, and absent).
+    generation: Option<Option<i64>>,
+    /// Scope → the text applied, and the policy the scope had before the first one.
+    applied: HashMap<String, (String, Option<Policy>)>,
+    /// Scope → a text reported as not a policy (reported once).
+    reported: HashMap<String, String>,
+    /// Readings failed in a row.
+    failures: u32,
+}
+
+impl Follower {
+    async fn read(&mut self, limiter: &crate::Limiter, timeout: Duration) {
+        let connection = &self.store.inner.connection;
+        // A reset made by a tool (`reset_everywhere`): what this instance remembers of
+        // rejections may be of the client reset. The first reading has no baseline:
+        // forgetting costs only a few checks in the store.
+        let mut get = redis::cmd("GET");
+        get.arg(self.store.resets_key());
+        let mut all = redis::cmd("HGETALL");
+        all.arg(self.store.overrides_key());
+        let generation = tokio::time::timeout(timeout, connection.query::<Option<i64>>(&get));
+        let stored =
+            tokio::time::timeout(timeout, connection.query::<Vec<(Vec<u8>, Vec<u8>)>>(&all));
+        let (Ok(Ok(generation)), Ok(Ok(stored))) = (generation.await, stored.await) else {
+            self.failures += 1;
+            if self.failures == 3 {
+                tracing::warn!(
+                    key = self.store.overrides_key().as_str(),
+                    "rate limit: the overrides and resets stored in Redis cannot be read; \
+                     what was applied stays"
+                );
+            }
+            return;
+        };
+        self.failures = 0;
+        if self.generation.is_none_or(|seen| seen != generation) {
+            limiter.forget_remembered();
+        }
+        self.generation = Some(generation);
+        let mut seen = Vec::new();
+        for (scope, text) in stored.into_iter().take(MOST_OVERRIDES) {
+            let scope = String::from_utf8_lossy(&scope).into_owned();
+            let text = String::from_utf8_lossy(&text[..text.len().min(MOST_TEXT)]).into_owned();
+            seen.push(scope.clone());
+            self.apply(limiter, scope, text);
+        }
+        let gone: Vec<String> = self
+            .applied
+            .keys()
+            .filter(|scope| !seen.contains(scope))
+            .cloned()
+            .collect();
+        for scope in gone {
+            if let Some((_, before)) = self.applied.remove(&scope) {
+                match before {
+                    Some(policy) => limiter.set_policy(&scope, policy),
+                    None => limiter.clear_policy(&scope),
+                }
+                tracing::warn!(
+                    scope = scope.as_str(),
+                    "rate limit: a policy removed from Redis is taken back"
+                );
+            }
+        }
+    }
+
+    /// Applies the stored `text` to `scope` if it is new and a policy; a text that is not
+    /// one is reported once, and the last good policy stays.
+    fn apply(&mut self, limiter: &crate::Limiter, scope: String, text: String) {
+        if self
+            .applied
+            .get(&scope)
+            .is_some_and(|(applied, _)| *applied == text)
+        {
+            return;
+        }
+        match text.parse::<Policy>() {
+            Ok(policy) => {
+                let before = match self.applied.remove(&scope) {
+                    Some((_, before)) => before,
+                    None => limiter.policy(&scope),
+                };
+                limiter.set_policy(&scope, policy);
+                tracing::warn!(
+                    scope = scope.as_str(),
+                    %policy,
+                    "rate limit: a policy stored in Redis is applied"
+                );
+                self.applied.insert(scope, (text, before));
+            }
+            Err(error) => {
+                if self.reported.get(&scope) != Some(&text) {
+                    tracing::warn!(
+                        scope = scope.as_str(),
+                        "rate limit: the override stored in Redis is left out ({error}); \
+                         the last good policy stays"
+                    );
+                    self.reported.insert(scope, text);
+                }
+            }
+        }
     }
 }
