@@ -922,7 +922,9 @@ fn the_keys_written_follow_the_documented_layout() {
             .unwrap();
     }
     let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    // The states, and the registry of the limits in use (for operators' tools).
     let mut expected = vec![
+        "limiter:limits".to_string(),
         format!("limiter:{{{}}}:{:016x}", hex(&short), limit.id()),
         format!(
             "limiter:{{{}}}:{:016x}",
@@ -931,6 +933,12 @@ fn the_keys_written_follow_the_documented_layout() {
         ),
     ];
     expected.sort();
+    // The registry is written on the store's thread, not waited for.
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while server.integer(&["EXISTS", "limiter:limits"]) == 0 {
+        assert!(std::time::Instant::now() < deadline, "no registry");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let written = match server.command(&["KEYS", "limiter:*"]) {
         redis::Value::Array(keys) => {
             let mut names: Vec<String> = keys
