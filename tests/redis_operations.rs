@@ -191,3 +191,45 @@ async fn a_clients_state_is_read_without_counting_under_every_algorithm() {
         );
     }
 }
+
+#[actix_web::test]
+async fn a_deleted_registry_of_limits_is_written_again_by_the_running_instances() {
+    let redis = RedisServer::start();
+    let store = RedisStore::connect(&redis.url())
+        .await
+        .unwrap()
+        .with_prefix("registry")
+        .overrides_every(Some(Duration::from_millis(10)));
+    let limiter = Limiter::builder().store(store.clone()).build();
+    let limit = Limit::new(
+        "registry-login",
+        Policy::new(5, Duration::from_secs(60)).unwrap(),
+    );
+    limiter.check(&limit, b"ann").await.unwrap();
+    let listed = || async { store.limits().await.unwrap() };
+    let started = Instant::now();
+    while listed().await.is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(2), "not registered");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // An operator prunes the registry: the running instance writes its limits back (every
+    // 60 readings, here 10 ms each).
+    redis.command(&["DEL", "registry:limits"]);
+    let started = Instant::now();
+    loop {
+        let limits = listed().await;
+        if let [only] = limits.as_slice() {
+            assert_eq!((only.scope(), only.id()), ("registry-login", limit.id()));
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "not written again"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    println!(
+        "a deleted registry was written again within {:?}",
+        started.elapsed()
+    );
+}

@@ -33,8 +33,10 @@
 //!
 //! - **`limits`** lists what the instances count with: each instance writes a limit into
 //!   the hash `PREFIX:limits` the first time it counts with it (one `HSET` per limit and
-//!   process, not waited for; at most 10,000 per process), and the policies stored as
-//!   overrides.
+//!   process, not waited for; at most 10,000 per process) and all of its limits again every
+//!   60 readings (a minute by default), and the policies stored as overrides. Entries are
+//!   never removed: delete the hash to prune what no instance uses any more, and the running
+//!   instances write theirs back within a minute (after a `FLUSHALL` or a failover too).
 //! - **`show CLIENT`** reads the client's state under every limit in use, on the Redis
 //!   server's clock, counting nothing (`RedisStore::status`): remaining, when quota comes
 //!   back, and how long it stays blocked. `CLIENT` is the client as the limit keys it:
@@ -44,9 +46,8 @@
 //!   `SCOPE`) and counts one in `PREFIX:resets` (`RedisStore::reset_everywhere`): every
 //!   instance forgets the rejections it remembers within its reading interval, so the
 //!   client is admitted everywhere. What it cannot reach: an instance's in-memory fallback
-//!   counts (while Redis was away), and a limit no running instance registered (the
-//!   registry is written once per limit and process: after a `FLUSHALL`, until the
-//!   instances restart).
+//!   counts (while Redis was away), and a limit no running instance registered yet (within
+//!   a minute of a deleted registry).
 //! - **`set SCOPE POLICY`** / **`unset SCOPE`** write the hash `PREFIX:overrides`, which
 //!   every limiter over the store reads every second (`RedisStore::overrides_every`). A
 //!   policy naming no algorithm keeps each declared limit's.

@@ -2,7 +2,7 @@
 //! limit it counts, once, into the hash `PREFIX:limits`), and where a client stands under
 //! one of them, read without counting anything.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 
 use super::{error, RedisStore};
 use crate::algorithm::fixed_window::FixedWindow;
@@ -27,14 +27,15 @@ impl RedisStore {
     pub(super) fn register(&self, limit: &Limit) {
         let id = limit.id();
         let known = self.inner.registered.load();
-        if known.contains(&id) || known.len() >= MOST_REGISTERED {
+        if known.contains_key(&id) || known.len() >= MOST_REGISTERED {
             return;
         }
         drop(known);
+        let entry = format!("{}\t{}", limit.policy(), limit.scope());
         let mut new = false;
         self.inner.registered.rcu(|known| {
-            let mut known = HashSet::clone(known);
-            new = known.len() < MOST_REGISTERED && known.insert(id);
+            let mut known = HashMap::clone(known);
+            new = known.len() < MOST_REGISTERED && known.insert(id, entry.clone()).is_none();
             known
         });
         if !new {
@@ -44,11 +45,27 @@ impl RedisStore {
         command
             .arg(self.limits_key())
             .arg(format!("{id:016x}"))
-            .arg(format!("{}\t{}", limit.policy(), limit.scope()));
+            .arg(entry);
         let connection = self.inner.connection.clone();
         self.inner.runtime.spawn(async move {
             let _ = connection.query::<i64>(&command).await;
         });
+    }
+
+    /// Writes every limit this store registered again: a registry deleted (to prune what no
+    /// instance uses any more), flushed or lost in a failover is rebuilt by the instances
+    /// that run. Called by a limiter's follower now and then.
+    pub(super) async fn register_again(&self) {
+        let known = self.inner.registered.load_full();
+        if known.is_empty() {
+            return;
+        }
+        let mut command = redis::cmd("HSET");
+        command.arg(self.limits_key());
+        for (id, entry) in known.iter() {
+            command.arg(format!("{id:016x}")).arg(entry);
+        }
+        let _ = self.inner.connection.query::<i64>(&command).await;
     }
 
     /// The limits the instances over this Redis (and prefix) have counted with, each with

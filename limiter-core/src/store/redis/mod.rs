@@ -98,8 +98,8 @@ struct Inner {
     timeout_ns: AtomicU64,
     /// How often a limiter over it reads the policies stored in Redis.
     overrides_every: Option<Duration>,
-    /// The ids of the limits written into `PREFIX:limits` (see `inspect.rs`).
-    registered: arc_swap::ArcSwap<std::collections::HashSet<u64>>,
+    /// The limits written into `PREFIX:limits`, by id (see `inspect.rs`).
+    registered: arc_swap::ArcSwap<std::collections::HashMap<u64, String>>,
 }
 
 /// The store's timeout until a limiter gives it its own.

@@ -108,6 +108,7 @@ impl RedisStore {
             applied: HashMap::new(),
             reported: HashMap::new(),
             failures: 0,
+            readings: 0,
         };
         self.inner.runtime.spawn(async move {
             loop {
@@ -133,7 +134,13 @@ struct Follower {
     reported: HashMap<String, String>,
     /// Readings failed in a row.
     failures: u32,
+    /// Readings made, for what is done every so many.
+    readings: u64,
 }
+
+/// Every so many readings, the registry of limits is written again (see
+/// `RedisStore::register_again`).
+const REGISTER_EVERY: u64 = 60;
 
 impl Follower {
     async fn read(&mut self, limiter: &crate::Limiter, timeout: Duration) {
@@ -160,6 +167,10 @@ impl Follower {
             return;
         };
         self.failures = 0;
+        self.readings += 1;
+        if self.readings.is_multiple_of(REGISTER_EVERY) {
+            self.store.register_again().await;
+        }
         if self.generation.is_none_or(|seen| seen != generation) {
             limiter.forget_remembered();
         }
