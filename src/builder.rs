@@ -369,6 +369,14 @@ impl LimiterBuilder {
         self
     }
 
+    /// Whether CORS preflights (`OPTIONS` with `Access-Control-Request-Method`) are counted
+    /// (default: no — a browser sends one before the request it asks about, which is; they
+    /// pass uncounted and without RateLimit fields, wherever the limit sits).
+    pub fn count_preflights(mut self, on: bool) -> LimiterBuilder {
+        self.http().count_preflights = on;
+        self
+    }
+
     /// Whether each scope's most rejected clients are kept, for
     /// [`Limiter::rejected_clients`](crate::Limiter::rejected_clients) and the routes page
     /// (default: yes; a few hundred nanoseconds per rejection, and at most 13 KiB per scope).

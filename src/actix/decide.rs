@@ -27,7 +27,7 @@ pub(crate) struct Decided {
 
 impl Decided {
     /// Exempt: nothing counted, no fields.
-    fn none() -> Decided {
+    pub(super) fn none() -> Decided {
         Decided {
             fields: RateLimitFields::none(),
             refund: None,
@@ -112,6 +112,9 @@ impl Limiter {
         req: &HttpRequest,
         limits: &HandlerLimits,
     ) -> Result<Decided, HttpResponse> {
+        if self.passes_preflight(req) {
+            return Ok(Decided::none());
+        }
         if let Some(spec) = self.lean(limits) {
             return self.decide_one(req, limits, spec).await;
         }
@@ -331,6 +334,20 @@ impl Limiter {
                 "rate limit: request rejected"
             );
         }
+    }
+
+    /// Whether `req` is a CORS preflight (`OPTIONS` with `Access-Control-Request-Method`)
+    /// that passes uncounted: a browser sends one before the request it asks about, which
+    /// is counted, so that counting both would halve a browser client's budget — and a
+    /// refused preflight, without CORS headers, would hide the 429's `Retry-After` from
+    /// the page.
+    #[inline]
+    pub(super) fn passes_preflight(&self, req: &HttpRequest) -> bool {
+        req.method() == actix_web::http::Method::OPTIONS
+            && !self.http().count_preflights
+            && req
+                .headers()
+                .contains_key(actix_web::http::header::ACCESS_CONTROL_REQUEST_METHOD)
     }
 
     /// Whether the limiter exempts `req`: its client address, or its own rule.

@@ -40,6 +40,9 @@ impl Limiter {
         req: &HttpRequest,
         limits: &HandlerLimits,
     ) -> Option<Result<Decided, HttpResponse>> {
+        if self.passes_preflight(req) {
+            return Some(Ok(Decided::none()));
+        }
         let spec = self.lean(limits)?;
         let key = match spec.key.key_of(req, self) {
             Ok(key) => key,

@@ -44,6 +44,9 @@ pub(crate) struct HttpSettings {
     pub(crate) enforcement: Enforcement,
     /// Whether rejection events carry the client's key (it may be personal data).
     pub(crate) trace_keys: bool,
+    /// Whether CORS preflights are counted (they are not by default: a browser sends one
+    /// before the request it asks about, which is counted).
+    pub(crate) count_preflights: bool,
     /// Whether the most rejected clients of each scope are kept (for the routes page).
     pub(crate) track_rejected: bool,
     /// The most rejected clients of each scope, lately.
@@ -72,6 +75,7 @@ impl Default for HttpSettings {
             dry_run: false,
             enforcement: Enforcement::default(),
             trace_keys: false,
+            count_preflights: false,
             track_rejected: true,
             rejected: RejectedClients::default(),
         }

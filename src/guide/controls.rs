@@ -78,6 +78,27 @@
 //! request even when the handler's then rejects it, since they are two budgets
 //! (`examples/middleware.rs`, `tests/middleware.rs`).
 //!
+//! ## Browsers: CORS preflights and the wrap order
+//!
+//! A CORS preflight (`OPTIONS` with `Access-Control-Request-Method`) is never counted,
+//! wherever the limit sits: a browser sends one before the request it asks about, which is
+//! counted (`.count_preflights(true)` on the builder counts them too). With the attribute
+//! inside an `actix-cors` app, `Cors` answers preflights itself and puts its headers on the
+//! 429. With the `RateLimit` middleware, wrap `Cors` last — actix's last `.wrap` is the
+//! outermost — so that the middleware's 429 passes through it and carries
+//! `Access-Control-Allow-Origin`; without it a page cannot read `Retry-After`:
+//!
+//! ```rust,ignore
+//! web::scope("/api")
+//!     .wrap(RateLimit::new(policy).scope("api"))
+//!     .wrap(Cors::default().allowed_origin("https://app.example")
+//!         .expose_headers(["retry-after", "ratelimit", "ratelimit-policy"]))
+//! ```
+//!
+//! `tests/cors.rs` (with `actix-cors`): three preflights then three requests against a
+//! limit of two admit two; the middleware outside `Cors` counts no preflight unless told;
+//! `Cors` outside it puts its headers on the 429.
+//!
 //! ## Exemptions
 //!
 //! ```rust,ignore
