@@ -369,6 +369,20 @@ impl LimiterBuilder {
         self
     }
 
+    /// Whether a 429's problem body has the IETF draft's type (default: no, `about:blank`):
+    /// `"type": "https://iana.org/assignments/http-problem-types#quota-exceeded"`, its
+    /// title, and `"violated-policies": ["login"]` naming the limit that refused (as the
+    /// RateLimit fields name it), beside the same `detail` and `retry_after`. Opt-in while
+    /// the draft is a draft: clients that match on `type` see a change.
+    ///
+    /// ```
+    /// let limiter = limiter::Limiter::builder().quota_exceeded_problems(true).build();
+    /// ```
+    pub fn quota_exceeded_problems(mut self, on: bool) -> LimiterBuilder {
+        self.http().quota_exceeded = on;
+        self
+    }
+
     /// Whether CORS preflights (`OPTIONS` with `Access-Control-Request-Method`) are counted
     /// (default: no — a browser sends one before the request it asks about, which is; they
     /// pass uncounted and without RateLimit fields, wherever the limit sits).

@@ -82,6 +82,49 @@ async fn five_pass_then_an_exact_429() {
     assert!(body["detail"].as_str().unwrap().contains("Retry-After"));
 }
 
+#[rate_limit(1, per = "1m", scope = "quota-login")]
+#[rate_limit(1, per = "1h", scope = "quota-hourly")]
+async fn quota_login() -> &'static str {
+    "welcome"
+}
+
+#[actix_web::test]
+async fn the_ietf_drafts_problem_type_names_the_violated_policy_when_asked() {
+    let clock = ManualClock::starting_at(Duration::from_secs(600));
+    let limiter = Limiter::builder()
+        .clock(clock.clone())
+        .quota_exceeded_problems(true)
+        .build();
+    let app = test::init_service(
+        App::new()
+            .app_data(limiter)
+            .route("/login", web::get().to(quota_login)),
+    )
+    .await;
+    assert_eq!(call(&app, "GET", "/login").await.status(), 200);
+    // A minute on, the minute's limit admits again and the hour's refuses: it is named.
+    clock.advance(Duration::from_secs(60));
+    let res = call(&app, "GET", "/login").await;
+    assert_eq!(res.status(), 429);
+    assert_eq!(header(res.headers(), "retry-after"), Some("3540"));
+    let body: serde_json::Value = serde_json::from_slice(&test::read_body(res).await).unwrap();
+    assert_eq!(
+        body["type"],
+        "https://iana.org/assignments/http-problem-types#quota-exceeded"
+    );
+    assert_eq!(
+        body["title"],
+        "Request cannot be satisfied as assigned quota has been exceeded"
+    );
+    assert_eq!(body["status"], 429);
+    assert_eq!(
+        body["violated-policies"],
+        serde_json::json!(["quota-hourly"])
+    );
+    assert_eq!(body["retry_after"], 3_540);
+    assert!(body["detail"].as_str().unwrap().contains("Retry-After"));
+}
+
 // ---- every algorithm at the edges of its window -------------------------------------------
 
 #[rate_limit(2, per = "1m", algorithm = "sliding_window")]

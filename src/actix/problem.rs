@@ -21,6 +21,8 @@ pub struct Rejection<'a> {
     /// The default body's opening, `message` escaped, when made beforehand.
     head: Option<&'a [u8]>,
     never: bool,
+    /// Whether the body is the IETF draft's `quota-exceeded` problem.
+    quota_exceeded: bool,
 }
 
 impl<'a> Rejection<'a> {
@@ -31,7 +33,15 @@ impl<'a> Rejection<'a> {
             message,
             head: None,
             never: false,
+            quota_exceeded: false,
         }
+    }
+
+    /// With the IETF draft's problem type (see
+    /// [`LimiterBuilder::quota_exceeded_problems`](crate::LimiterBuilder::quota_exceeded_problems)).
+    pub(crate) fn quota_exceeded(mut self, on: bool) -> Rejection<'a> {
+        self.quota_exceeded = on;
+        self
     }
 
     /// With [`problem_head`]`(message)` made beforehand: a flood of rejections escapes the
@@ -49,6 +59,7 @@ impl<'a> Rejection<'a> {
             message,
             head: None,
             never: true,
+            quota_exceeded: false,
         }
     }
 
@@ -89,14 +100,21 @@ impl<'a> Rejection<'a> {
     /// `detail` and `retry_after`.
     ///
     /// A request that can never be admitted ([`never_admitted`](Self::never_admitted)) gets
-    /// no `Retry-After`, `"retry_after": null`, and a detail that says why.
+    /// no `Retry-After`, `"retry_after": null`, and a detail that says why. With
+    /// [`quota_exceeded_problems`](crate::LimiterBuilder::quota_exceeded_problems), the
+    /// type is the IETF draft's `…#quota-exceeded`, with `violated-policies` naming the
+    /// limit.
     pub fn problem_response(&self) -> HttpResponse {
         let retry_after = self.retry_after();
         let made;
-        let head = match self.head {
-            Some(head) => head,
-            None => {
+        let head = match (self.head, self.quota_exceeded) {
+            (Some(head), false) => head,
+            (None, false) => {
                 made = problem_head(self.message);
+                &made
+            }
+            (_, true) => {
+                made = quota_exceeded_head(self.message, self.name);
                 &made
             }
         };
@@ -130,6 +148,27 @@ pub(crate) fn problem_head(message: &str) -> Box<[u8]> {
         Err(_) => head.extend_from_slice(b"\"\""),
     }
     head.extend_from_slice(br#","retry_after":"#);
+    head.into_boxed_slice()
+}
+
+/// The problem type of draft-ietf-httpapi-ratelimit-headers (-08 to -11) for a request
+/// over its quota.
+pub(crate) const QUOTA_EXCEEDED: &str =
+    "https://iana.org/assignments/http-problem-types#quota-exceeded";
+
+/// [`problem_head`] with the draft's problem type, its title, and `violated-policies`
+/// naming the limit that refused (the name its RateLimit fields use).
+fn quota_exceeded_head(message: &str, limit: &str) -> Box<[u8]> {
+    let mut head = Vec::with_capacity(192 + message.len());
+    head.extend_from_slice(br#"{"type":""#);
+    head.extend_from_slice(QUOTA_EXCEEDED.as_bytes());
+    head.extend_from_slice(
+        br#"","title":"Request cannot be satisfied as assigned quota has been exceeded","status":429,"detail":"#,
+    );
+    let _ = serde_json::to_writer(&mut head, message);
+    head.extend_from_slice(br#","violated-policies":["#);
+    let _ = serde_json::to_writer(&mut head, limit);
+    head.extend_from_slice(br#"],"retry_after":"#);
     head.into_boxed_slice()
 }
 

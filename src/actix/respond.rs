@@ -27,8 +27,9 @@ impl Limiter {
         decision: Decision,
     ) -> HttpResponse {
         let http = self.http();
-        let rejection =
-            Rejection::new(name, decision, &http.rejection_message).with_head(http.problem_head());
+        let rejection = Rejection::new(name, decision, &http.rejection_message)
+            .with_head(http.problem_head())
+            .quota_exceeded(http.quota_exceeded);
         self.reject_with(limits.zip(fields), &rejection)
     }
 

@@ -44,6 +44,8 @@ pub(crate) struct HttpSettings {
     pub(crate) enforcement: Enforcement,
     /// Whether rejection events carry the client's key (it may be personal data).
     pub(crate) trace_keys: bool,
+    /// Whether a 429's body is the IETF draft's `quota-exceeded` problem.
+    pub(crate) quota_exceeded: bool,
     /// Whether CORS preflights are counted (they are not by default: a browser sends one
     /// before the request it asks about, which is counted).
     pub(crate) count_preflights: bool,
@@ -76,6 +78,7 @@ impl Default for HttpSettings {
             enforcement: Enforcement::default(),
             trace_keys: false,
             count_preflights: false,
+            quota_exceeded: false,
             track_rejected: true,
             rejected: RejectedClients::default(),
         }

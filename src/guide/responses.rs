@@ -5,7 +5,12 @@
 //! - **Rejected**: `429`, `Retry-After` in whole seconds (rounded up, never 0) computed from the
 //!   algorithm's state — the exact time until one request would be admitted —
 //!   `Cache-Control: no-store`, and an RFC 9457 `application/problem+json` body (`type`,
-//!   `title`, `status`, `detail`, and the extension member `retry_after`).
+//!   `title`, `status`, `detail`, and the extension member `retry_after`). With
+//!   `.quota_exceeded_problems(true)` on the builder, the body takes the draft's problem
+//!   type, `https://iana.org/assignments/http-problem-types#quota-exceeded`, its title, and
+//!   `"violated-policies": ["NAME"]` naming the limit that refused (as the RateLimit fields
+//!   name it; of a stack, the one with the longest wait) — opt-in, since clients matching
+//!   on `type` would see a change.
 //! - **Every response** of a limited handler (allowed, rejected, or an extractor's error) carries
 //!   `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers-10), one member
 //!   per limit checked: `q` quota, `w` window in seconds, `r` remaining after this request was
