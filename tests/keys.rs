@@ -338,3 +338,76 @@ async fn header_and_function_keys_fall_back_to_the_address() {
 async fn a_bad_trusted_proxy_in_code_fails_at_start_up() {
     let _ = Limiter::builder().trusted_proxies(["10.0.0.0/8", "10.0.0.0/99"]);
 }
+
+// ---- one-address CDN headers --------------------------------------------------------------
+
+#[actix_web::test]
+async fn a_cdns_one_address_header_is_believed_from_a_trusted_peer_only() {
+    for (headers, name) in [
+        (ForwardingHeaders::CfConnectingIp, "cf-connecting-ip"),
+        (ForwardingHeaders::TrueClientIp, "true-client-ip"),
+        (ForwardingHeaders::XRealIp, "x-real-ip"),
+    ] {
+        let limiter = Limiter::builder()
+            .clock(ManualClock::starting_at(Duration::from_secs(600)))
+            .trusted_proxies(["10.0.0.0/8"])
+            .forwarding_headers(headers)
+            .build();
+        let client = |from: &str, values: &[&str]| {
+            let mut req = test::TestRequest::get().peer_addr(peer(from));
+            for value in values {
+                req = req.append_header((name, *value));
+            }
+            // A client's own X-Forwarded-For, passed through: not what this setup reads.
+            req = req.insert_header(("x-forwarded-for", "6.6.6.6"));
+            limiter.client(&req.to_http_request()).unwrap()
+        };
+        let address = |a: &str| limiter::Client::Address(a.parse().unwrap());
+        assert_eq!(
+            client("10.0.0.1:1", &["198.51.100.7"]),
+            address("198.51.100.7")
+        );
+        assert_eq!(
+            client("10.0.0.1:1", &[" 2001:db8::7 "]),
+            address("2001:db8::7")
+        );
+        assert_eq!(
+            client("10.0.0.1:1", &["[2001:db8::8]"]),
+            address("2001:db8::8")
+        );
+        // Absent, repeated or not an address: the peer.
+        assert_eq!(client("10.0.0.1:1", &[]), address("10.0.0.1"));
+        assert_eq!(
+            client("10.0.0.1:1", &["198.51.100.7", "6.6.6.6"]),
+            address("10.0.0.1")
+        );
+        assert_eq!(
+            client("10.0.0.1:1", &["198.51.100.7, 6.6.6.6"]),
+            address("10.0.0.1")
+        );
+        assert_eq!(client("10.0.0.1:1", &["unknown"]), address("10.0.0.1"));
+        // From a peer nobody trusts, the header is the client's own: ignored.
+        assert_eq!(
+            client("203.0.113.5:1", &["198.51.100.7"]),
+            address("203.0.113.5")
+        );
+
+        // And counted so, through a limited handler: one budget per address the CDN names.
+        let app = test::init_service(
+            App::new()
+                .app_data(limiter.clone())
+                .route("/", web::get().to(by_ip)),
+        )
+        .await;
+        let call = |value: &'static str| {
+            let req = test::TestRequest::get()
+                .peer_addr(peer("10.0.0.1:1"))
+                .insert_header((name, value))
+                .to_request();
+            test::call_service(&app, req)
+        };
+        assert_eq!(call("198.51.100.7").await.status(), 200);
+        assert_eq!(call("198.51.100.8").await.status(), 200);
+        assert_eq!(call("198.51.100.7").await.status(), 429);
+    }
+}

@@ -246,6 +246,11 @@ pub(crate) fn client(req: &HttpRequest, limiter: &Limiter) -> Result<Client, Key
     if !trusted.contains(peer) {
         return Ok(Client::Address(unmap(peer)));
     }
+    if let Some(name) = one_address_header(limiter.http().forwarding_headers) {
+        return Ok(Client::Address(
+            one_address(req, name).unwrap_or(unmap(peer)),
+        ));
+    }
     let forwarded = Values::of(req, &header::FORWARDED);
     let x_forwarded_for = Values::of(req, &X_FORWARDED_FOR);
     let (read, other) = match limiter.http().forwarding_headers {
@@ -261,6 +266,10 @@ pub(crate) fn client(req: &HttpRequest, limiter: &Limiter) -> Result<Client, Key
             !x_forwarded_for.as_slice().is_empty(),
             !forwarded.as_slice().is_empty(),
         ),
+        // Read above.
+        ForwardingHeaders::CfConnectingIp
+        | ForwardingHeaders::TrueClientIp
+        | ForwardingHeaders::XRealIp => (true, false),
     };
     super::mistakes::trusted_proxy_said(read, other);
     let headers = limiter.http().forwarding_headers;
@@ -287,6 +296,36 @@ pub(crate) fn client(req: &HttpRequest, limiter: &Limiter) -> Result<Client, Key
         }
     }
     Ok(client)
+}
+
+/// The one-address header `headers` names, if it is one.
+fn one_address_header(headers: ForwardingHeaders) -> Option<&'static HeaderName> {
+    static CF_CONNECTING_IP: HeaderName = HeaderName::from_static("cf-connecting-ip");
+    static TRUE_CLIENT_IP: HeaderName = HeaderName::from_static("true-client-ip");
+    static X_REAL_IP: HeaderName = HeaderName::from_static("x-real-ip");
+    match headers {
+        ForwardingHeaders::CfConnectingIp => Some(&CF_CONNECTING_IP),
+        ForwardingHeaders::TrueClientIp => Some(&TRUE_CLIENT_IP),
+        ForwardingHeaders::XRealIp => Some(&X_REAL_IP),
+        _ => None,
+    }
+}
+
+/// The address a one-address header of `req` names: `None` when it is absent, repeated (a
+/// proxy that replaces it sends one) or not an address.
+fn one_address(req: &HttpRequest, name: &HeaderName) -> Option<IpAddr> {
+    let mut values = req.headers().get_all(name);
+    let value = values.next()?;
+    if values.next().is_some() {
+        return None;
+    }
+    let text = value.to_str().ok()?.trim();
+    // `[2001:db8::1]` as some proxies write an IPv6 address.
+    let text = text
+        .strip_prefix('[')
+        .and_then(|t| t.strip_suffix(']'))
+        .unwrap_or(text);
+    text.parse::<IpAddr>().ok().map(unmap)
 }
 
 static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");

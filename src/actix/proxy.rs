@@ -172,6 +172,14 @@ pub enum ForwardingHeaders {
     /// (400: it cannot be counted through them). Strict: a client's own `Forwarded` passed
     /// through by a proxy that writes only `X-Forwarded-For` gets that client a 400.
     Both,
+    /// `CF-Connecting-IP`: Cloudflare's one address of the client (it replaces any the
+    /// client sent). A one-address header: nothing to walk; a request from a trusted peer
+    /// whose header is absent, repeated or not an address is counted by the peer.
+    CfConnectingIp,
+    /// `True-Client-IP`: Akamai's (and Cloudflare Enterprise's) one address of the client.
+    TrueClientIp,
+    /// `X-Real-IP`: nginx's `proxy_set_header X-Real-IP $remote_addr`, one address.
+    XRealIp,
 }
 
 /// The IPv4 networks an IPv6 network covers through the mapped range `::ffff:0:0/96`.
@@ -276,6 +284,10 @@ pub fn client_of(
     let from_forwarded = || walk(peer, forwarded, trusted, forwarded_nodes);
     let from_xff = || walk(peer, x_forwarded_for, trusted, xff_nodes);
     let said = match headers {
+        // One-address headers are read by the glue (`keys::client`): none of these.
+        ForwardingHeaders::CfConnectingIp
+        | ForwardingHeaders::TrueClientIp
+        | ForwardingHeaders::XRealIp => Said::Nothing,
         ForwardingHeaders::Forwarded => from_forwarded(),
         ForwardingHeaders::XForwardedFor => from_xff(),
         ForwardingHeaders::Both => match (from_forwarded(), from_xff()) {

@@ -79,6 +79,12 @@
 //!   the proxy's own budget. A trusted part that cannot be read (only a misconfigured proxy
 //!   writes one), or more than 32 trusted hops, count the request against the proxy it came
 //!   through.
+//! - **Behind a CDN that writes one address**: `ForwardingHeaders::CfConnectingIp`
+//!   (Cloudflare), `TrueClientIp` (Akamai) or `XRealIp` (nginx's `X-Real-IP`). From a
+//!   trusted peer (the CDN's ranges in `.trusted_proxies`), the header's one address is the
+//!   client — there is no list to walk, since the CDN replaces what a client sent; absent,
+//!   repeated or not an address, the request is counted by the peer. From any other peer the
+//!   header is the client's own and ignored (`tests/keys.rs`).
 //! - **Trust the address your proxy connects from, and nothing a client can connect from
 //!   too.** Trusting `127.0.0.1` while other processes (or clients through a port left open)
 //!   reach the service on loopback lets any of them claim any address: `behind_proxy` has the
