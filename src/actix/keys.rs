@@ -247,9 +247,9 @@ pub(crate) fn client(req: &HttpRequest, limiter: &Limiter) -> Result<Client, Key
         return Ok(Client::Address(unmap(peer)));
     }
     if let Some(name) = one_address_header(limiter.http().forwarding_headers) {
-        return Ok(Client::Address(
-            one_address(req, name).unwrap_or(unmap(peer)),
-        ));
+        let named = one_address(req, name);
+        super::mistakes::trusted_proxy_said(named.is_some(), false);
+        return Ok(Client::Address(named.unwrap_or(unmap(peer))));
     }
     let forwarded = Values::of(req, &header::FORWARDED);
     let x_forwarded_for = Values::of(req, &X_FORWARDED_FOR);
