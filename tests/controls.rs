@@ -346,6 +346,59 @@ async fn fifty_concurrent_wrong_passwords_get_exactly_five_tries() {
     }
 }
 
+// ---- counting by outcome --------------------------------------------------------------------
+
+/// A login form that redirects: back to the form on failure (303 to `/login?failed`),
+/// onward on success (303 to `/home`). Only the redirects back count.
+fn failed_login(status: actix_web::http::StatusCode) -> bool {
+    status == actix_web::http::StatusCode::SEE_OTHER
+}
+
+#[rate_limit(3, per = "15m", count = failed_login, scope = "redirecting-login")]
+async fn redirecting_login(form: web::Form<Login>) -> HttpResponse {
+    let to = match form.password.as_str() {
+        "correct horse" => "/home",
+        _ => "/login?failed",
+    };
+    let status = match to {
+        "/home" => actix_web::http::StatusCode::FOUND,
+        _ => actix_web::http::StatusCode::SEE_OTHER,
+    };
+    HttpResponse::build(status)
+        .insert_header(("location", to))
+        .finish()
+}
+
+#[actix_web::test]
+async fn a_function_says_which_responses_count() {
+    let (_, builder) = limiter();
+    let app = test::init_service(
+        App::new()
+            .app_data(builder.build())
+            .route("/login", web::post().to(redirecting_login)),
+    )
+    .await;
+    // Successes (302 onward) never use the budget.
+    for _ in 0..5 {
+        let res = test::call_service(&app, attempt("ann", "correct horse")).await;
+        assert_eq!(res.status(), 302);
+    }
+    // Failures (303 back to the form) do: three, then 429.
+    let mut statuses = Vec::new();
+    for _ in 0..5 {
+        statuses.push(
+            test::call_service(&app, attempt("ann", "guess"))
+                .await
+                .status()
+                .as_u16(),
+        );
+    }
+    assert_eq!(statuses, [303, 303, 303, 429, 429]);
+    let rows = limiter::routes().rows();
+    let row = rows.iter().find(|r| r[0] == "redirecting-login").unwrap();
+    assert_eq!(row[3], "count=fn");
+}
+
 // ---- dry run ------------------------------------------------------------------------------
 
 #[rate_limit(2, per = "1m", dry_run = true, scope = "trial")]

@@ -82,10 +82,12 @@ pub(crate) enum Cost {
 }
 
 /// Which requests count.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone)]
 pub(crate) enum Count {
     All,
     Failures,
+    /// `count = path`: a `fn(StatusCode) -> bool` says which responses count.
+    Function(syn::Path),
 }
 
 /// The window: milliseconds, and the text as written (stacked limits are named after it).

@@ -172,6 +172,9 @@ pub(crate) fn handler(function: ItemFn, limits: &[Limit], krate: &syn::Path) -> 
         if limit.failures_only {
             options.extend(quote!(.failures_only()));
         }
+        if let Some(counts) = &limit.count_when {
+            options.extend(call("count_when", first_span(counts), quote!(#counts)));
+        }
         if limit.dry_run {
             options.extend(quote!(.dry_run()));
         }

@@ -17,6 +17,8 @@ pub(crate) struct Limit {
     pub(crate) burst: Option<u32>,
     pub(crate) cost: Option<Spanned<Cost>>,
     pub(crate) failures_only: bool,
+    /// `count = path`.
+    pub(crate) count_when: Option<syn::Path>,
     pub(crate) exempt: Option<syn::Path>,
     pub(crate) dry_run: bool,
     /// The share of clients it is enforced on, in millionths, when not all.
@@ -146,7 +148,17 @@ pub(crate) fn limit(attr: LimitAttr, errors: &mut Errors) -> Option<Limit> {
         scope: attr.scope,
         burst: attr.burst.map(|b| b.value),
         cost: attr.cost,
-        failures_only: attr.count.is_some_and(|c| c.value == Count::Failures),
+        failures_only: attr
+            .count
+            .as_ref()
+            .is_some_and(|c| matches!(c.value, Count::Failures)),
+        count_when: match &attr.count {
+            Some(Spanned {
+                value: Count::Function(path),
+                ..
+            }) => Some(path.clone()),
+            _ => None,
+        },
         exempt: attr.exempt.map(|e| e.value),
         dry_run: attr.dry_run.is_some_and(|d| d.value),
         enforce: attr
@@ -177,6 +189,13 @@ fn names_self(attr: &LimitAttr, errors: &mut Errors) {
         paths.push(path);
     }
     paths.extend(attr.exempt.as_ref().map(|e| &e.value));
+    if let Some(Spanned {
+        value: Count::Function(path),
+        ..
+    }) = &attr.count
+    {
+        paths.push(path);
+    }
     paths.extend(attr.policy.as_ref().map(|p| &p.value));
     let mut spans: Vec<proc_macro2::Span> = paths
         .iter()

@@ -312,7 +312,19 @@ fn is_constant_name(name: &str) -> bool {
 }
 
 pub(crate) fn parse_count(value: &Expr, errors: &mut Errors) -> Option<Spanned<Count>> {
-    let text = string(value, "`count` (\"all\" or \"failures\")", errors)?;
+    if let Expr::Path(path) = value {
+        if path.qself.is_none() {
+            return Some(Spanned {
+                value: Count::Function(path.path.clone()),
+                span: value.span(),
+            });
+        }
+    }
+    let text = string(
+        value,
+        "`count` (\"all\", \"failures\", or a path to a `fn(StatusCode) -> bool`)",
+        errors,
+    )?;
     let count = match text.value().as_str() {
         "all" => Count::All,
         "failures" => Count::Failures,

@@ -78,10 +78,9 @@ where
         Err(error) => HttpResponse::from_error(error.into()),
     };
     let inline_refunds = fields.apply(&mut response, &req);
-    if response.status().as_u16() < 400 {
-        for refund in decided.refund.into_iter().chain(inline_refunds) {
-            Box::pin(refund.take_back(limiter)).await;
-        }
+    let status = response.status();
+    for refund in decided.refund.into_iter().chain(inline_refunds) {
+        Box::pin(refund.take_back(limiter, status)).await;
     }
     Guarded(response, PhantomData)
 }

@@ -178,12 +178,14 @@ impl Limiter {
                             *slot = answers.next();
                         }
                     }
-                    let refunded: Vec<usize> = (0..enforced.len())
-                        .filter(|&i| enforced[i].spec.options.failures_only)
-                        .collect();
-                    if !refunded.is_empty() && receipt.counted_anything() {
-                        let charges = refunded.iter().map(|&i| enforced[i].owned()).collect();
-                        refunds.push((charges, receipt.subset(refunded)));
+                    // Each limit that counts only some responses, with its own rule.
+                    for (i, p) in enforced.iter().enumerate() {
+                        if let Some(counts) = p.spec.options.counts {
+                            let receipt = receipt.subset(vec![i]);
+                            if receipt.counted_anything() {
+                                refunds.push((vec![p.owned()], receipt, counts));
+                            }
+                        }
                     }
                 }
                 // Unlimited meanwhile; the RateLimit fields are left out.
@@ -241,8 +243,10 @@ impl Limiter {
                 match result {
                     Ok(checked) => {
                         let (answers, receipt) = checked.into_parts();
-                        if p.spec.options.failures_only && receipt.counted_anything() {
-                            refunds.push((vec![p.owned()], receipt));
+                        if let Some(counts) = p.spec.options.counts {
+                            if receipt.counted_anything() {
+                                refunds.push((vec![p.owned()], receipt, counts));
+                            }
                         }
                         answers.into_iter().next()
                     }

@@ -30,7 +30,9 @@ pub struct LimitSpec {
 pub(crate) struct Options {
     pub(crate) exempt: Option<fn(&HttpRequest) -> bool>,
     pub(crate) cost: Cost,
-    pub(crate) failures_only: bool,
+    /// Which responses keep the request counted (`count = "failures"`, `count = fn`);
+    /// `None`: all of them.
+    pub(crate) counts: Option<super::refund::Counts>,
     /// The share of clients it is enforced on ([`Share::NONE`]: a dry run).
     pub(crate) enforce: Share,
     pub(crate) policy: Option<fn(&HttpRequest) -> Option<Policy>>,
@@ -54,7 +56,7 @@ impl Options {
     fn is_plain(&self) -> bool {
         self.exempt.is_none()
             && matches!(self.cost, Cost::Units(1))
-            && !self.failures_only
+            && self.counts.is_none()
             && self.enforce.is_all()
             && self.policy.is_none()
     }
@@ -138,7 +140,14 @@ impl LimitSpec {
     /// request is counted, then taken back when its response is a success
     /// (`count = "failures"`).
     pub fn failures_only(mut self) -> LimitSpec {
-        self.options.failures_only = true;
+        self.options.counts = Some(super::refund::Counts::Failures);
+        self
+    }
+
+    /// Only requests whose response `counts` says so are counted: an admitted request is
+    /// counted, then taken back when `counts(status)` is `false` (`count = path`).
+    pub fn count_when(mut self, counts: fn(actix_web::http::StatusCode) -> bool) -> LimitSpec {
+        self.options.counts = Some(super::refund::Counts::When(counts));
         self
     }
 
@@ -362,7 +371,7 @@ impl limiter_core::__private::Declares for HandlerLimits {
     fn refunded_scopes(&self) -> Vec<&str> {
         self.limits
             .iter()
-            .filter(|spec| spec.options.failures_only)
+            .filter(|spec| spec.options.counts.is_some())
             .map(|spec| spec.limit.scope())
             .collect()
     }
@@ -377,8 +386,10 @@ impl Options {
             Cost::Units(units) => words.push(format!("cost={units}")),
             Cost::Computed(_) => words.push("cost=fn".to_string()),
         }
-        if self.failures_only {
-            words.push("count=failures".to_string());
+        match self.counts {
+            None => {}
+            Some(super::refund::Counts::Failures) => words.push("count=failures".to_string()),
+            Some(super::refund::Counts::When(_)) => words.push("count=fn".to_string()),
         }
         if self.exempt.is_some() {
             words.push("exempt=fn".to_string());

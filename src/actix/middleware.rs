@@ -187,10 +187,9 @@ where
             );
             // `count = "failures"`: a success takes back what it was counted, before it
             // leaves.
-            if response.status().as_u16() < 400 {
-                for refund in decided.refund.into_iter().chain(inline_refunds) {
-                    Box::pin(refund.take_back(&limiter)).await;
-                }
+            let status = response.status();
+            for refund in decided.refund.into_iter().chain(inline_refunds) {
+                Box::pin(refund.take_back(&limiter, status)).await;
             }
             Ok(response.map_into_left_body())
         })

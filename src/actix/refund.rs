@@ -1,37 +1,63 @@
-//! What a success takes back (`count = "failures"`, `check_failures`): the charges a
-//! request was counted, kept past its decision, and the receipts of their checks.
+//! What a response that does not count takes back (`count = "failures"`, `count = fn`,
+//! `check_failures`): the charges a request was counted, kept past its decision, the
+//! receipts of their checks, and which responses keep them counted.
 
 use std::sync::Arc;
+
+use actix_web::http::StatusCode;
 
 use super::keys::ClientKey;
 use crate::{Charge, Limit, Limiter, Receipt};
 
+/// Which responses keep a request counted: `count = "failures"`, or `count = fn`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Counts {
+    /// Responses with status 400 or above.
+    Failures,
+    /// Those the function says.
+    When(fn(StatusCode) -> bool),
+}
+
+impl Counts {
+    /// Whether a response of `status` keeps the request counted.
+    fn keep(self, status: StatusCode) -> bool {
+        match self {
+            Counts::Failures => status.as_u16() >= 400,
+            Counts::When(counts) => counts(status),
+        }
+    }
+}
+
 /// What to take back once the response is known, check by check: the charges (which
-/// outlive the decision) and the receipt of what their check counted.
+/// outlive the decision), the receipt of what their check counted, and which responses
+/// keep them counted.
 pub(crate) struct Refund {
-    checks: Vec<(Vec<Owned>, Receipt)>,
+    checks: Vec<(Vec<Owned>, Receipt, Counts)>,
 }
 
 /// A charge that outlives its request's decision: the limit, the key and the cost.
 pub(crate) type Owned = (Arc<Limit>, ClientKey, u32);
 
 impl Refund {
-    /// The charges of each check, and what the check counted.
-    pub(crate) fn new(checks: Vec<(Vec<Owned>, Receipt)>) -> Refund {
+    /// The charges of each check, what the check counted, and which responses count.
+    pub(crate) fn new(checks: Vec<(Vec<Owned>, Receipt, Counts)>) -> Refund {
         Refund { checks }
     }
 
-    /// One unit of `limit` for `key`, counted as `receipt` says.
+    /// One unit of `limit` for `key`, counted as `receipt` says, kept for failures.
     pub(crate) fn one(limit: Arc<Limit>, key: ClientKey, receipt: Receipt) -> Refund {
         Refund {
-            checks: vec![(vec![(limit, key, 1)], receipt)],
+            checks: vec![(vec![(limit, key, 1)], receipt, Counts::Failures)],
         }
     }
 
-    /// Takes the charges back (the response was a success), before the response leaves:
-    /// the client's next request finds them back.
-    pub(crate) async fn take_back(self, limiter: &Limiter) {
-        for (charges, receipt) in &self.checks {
+    /// Takes back the charges a response of `status` does not count, before the response
+    /// leaves: the client's next request finds them back.
+    pub(crate) async fn take_back(self, limiter: &Limiter, status: StatusCode) {
+        for (charges, receipt, counts) in &self.checks {
+            if counts.keep(status) {
+                continue;
+            }
             let charges: Vec<Charge<'_>> = charges
                 .iter()
                 .map(|(limit, key, cost)| Charge::new(limit, key.as_bytes()).cost(*cost))

@@ -4,6 +4,15 @@ use limiter::rate_limit;
 
 const PER_MINUTE: u32 = 60;
 
+fn redirected_back(status: actix_web::http::StatusCode) -> bool {
+    status == actix_web::http::StatusCode::SEE_OTHER
+}
+
+#[rate_limit(5, per = "15m", count = redirected_back)]
+async fn counted_by_outcome() -> &'static str {
+    "ok"
+}
+
 fn tenant(req: &HttpRequest) -> Option<String> {
     req.headers().get("x-tenant")?.to_str().ok().map(str::to_owned)
 }
