@@ -164,20 +164,9 @@ async fn keep_alive_posts(addr: SocketAddr, count: usize, size: usize) -> (Vec<u
 }
 
 async fn sign_in_server(limiter: Limiter) -> (SocketAddr, actix_web::dev::ServerHandle) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = HttpServer::new(move || {
-        App::new()
-            .app_data(limiter.clone())
-            .route("/sign-in", web::post().to(sign_in))
+    common::serve(limiter, |routes| {
+        routes.route("/sign-in", web::post().to(sign_in));
     })
-    .workers(1)
-    .listen(listener)
-    .unwrap()
-    .run();
-    let handle = server.handle();
-    actix_web::rt::spawn(server);
-    (addr, handle)
 }
 
 #[actix_web::test]
