@@ -26,6 +26,8 @@ mod expand;
 mod input;
 #[path = "../limiter-macros/src/period.rs"]
 mod period;
+#[path = "../limiter-macros/src/share.rs"]
+mod share;
 #[path = "../limiter-macros/src/stack.rs"]
 mod stack;
 #[path = "../limiter-macros/src/valid.rs"]

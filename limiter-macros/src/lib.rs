@@ -12,6 +12,7 @@ mod errors;
 mod expand;
 mod input;
 mod period;
+mod share;
 mod stack;
 mod valid;
 mod values;
