@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use actix_web::dev::{Service, ServiceResponse};
 use actix_web::{test, web, App, HttpRequest, HttpResponse};
-use common::{events, header, peer, summary};
+use common::{events, get_from as get, header, peer, summary};
 use limiter::{
     rate_limit, Algorithm, Client, Limit, Limiter, ManualClock, Policy, RateLimit, Rejected,
     Subject,
@@ -22,15 +22,6 @@ const CLIENT: &str = "203.0.113.7:40000";
 fn limiter() -> (ManualClock, limiter::LimiterBuilder) {
     let clock = ManualClock::starting_at(Duration::from_secs(600));
     (clock.clone(), Limiter::builder().clock(clock))
-}
-
-async fn get(
-    app: &impl Service<actix_http::Request, Response = ServiceResponse, Error = actix_web::Error>,
-    uri: &str,
-    from: &str,
-) -> ServiceResponse {
-    let req = test::TestRequest::get().uri(uri).peer_addr(peer(from));
-    test::call_service(app, req.to_request()).await
 }
 
 fn s(v: &str) -> Option<String> {

@@ -8,23 +8,13 @@ mod common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use actix_web::dev::{Service, ServiceResponse};
 use actix_web::{test, web, App, HttpResponse};
-use common::{header, peer, summary};
+use common::{get_from as call, header, peer, summary};
 use limiter::{rate_limit, KeySpec, Limiter, ManualClock, Policy, RateLimit};
 
 fn limiter() -> (ManualClock, Limiter) {
     let clock = ManualClock::starting_at(Duration::from_secs(600));
     (clock.clone(), Limiter::builder().clock(clock).build())
-}
-
-async fn call(
-    app: &impl Service<actix_http::Request, Response = ServiceResponse, Error = actix_web::Error>,
-    uri: &str,
-    from: &str,
-) -> ServiceResponse {
-    let req = test::TestRequest::get().uri(uri).peer_addr(peer(from));
-    test::call_service(app, req.to_request()).await
 }
 
 fn s(v: &str) -> Option<String> {

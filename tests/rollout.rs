@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use actix_web::dev::{Service, ServiceResponse};
 use actix_web::{test, web, App};
-use common::{events, header, peer, request, serve};
+use common::{events, get_from as get, header, request, serve};
 use limiter::{rate_limit, Limiter, ManualClock, MemoryStore, Policy, RateLimit, Share};
 
 #[rate_limit(1, per = "1m", scope = "rollout", enforce = "10%")]
@@ -35,15 +35,6 @@ fn client(n: u32) -> String {
         (n >> 8) & 255,
         n & 255
     )
-}
-
-async fn get(
-    app: &impl Service<actix_http::Request, Response = ServiceResponse, Error = actix_web::Error>,
-    uri: &str,
-    from: &str,
-) -> ServiceResponse {
-    let req = test::TestRequest::get().uri(uri).peer_addr(peer(from));
-    test::call_service(app, req.to_request()).await
 }
 
 /// What became of a client's request past its budget.

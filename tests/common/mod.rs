@@ -32,6 +32,22 @@ pub(crate) fn ms(v: u64) -> Duration {
     Duration::from_millis(v)
 }
 
+/// A GET of `uri` from the client address `from`, through an actix test service.
+pub(crate) async fn get_from(
+    app: &impl actix_web::dev::Service<
+        actix_http::Request,
+        Response = ServiceResponse,
+        Error = actix_web::Error,
+    >,
+    uri: &str,
+    from: &str,
+) -> ServiceResponse {
+    let req = actix_web::test::TestRequest::get()
+        .uri(uri)
+        .peer_addr(peer(from));
+    actix_web::test::call_service(app, req.to_request()).await
+}
+
 /// A minimal HTTP/1.1 request over a fresh connection, bounded in time; returns the status
 /// and the raw response.
 pub(crate) async fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
