@@ -5,11 +5,14 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::Hasher;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
+
+use super::fnv::Fnv;
 
 /// The share of a limit's clients it is enforced on: from [`Share::NONE`] (a dry run) to
 /// [`Share::ALL`] (the default), in millionths.
@@ -102,11 +105,11 @@ impl Share {
 /// SplitMix64's finalizer so that the high bits spread. Fixed, unlike std's hashers, whose
 /// output a new Rust release may change: the fleet and its next deploy must agree.
 fn mix(scope: &str, key: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for &byte in scope.as_bytes().iter().chain(&[0xFF]).chain(key) {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
+    let mut fnv = Fnv::default();
+    fnv.write(scope.as_bytes());
+    fnv.write(&[0xFF]);
+    fnv.write(key);
+    let mut hash = fnv.finish();
     hash ^= hash >> 30;
     hash = hash.wrapping_mul(0xbf58_476d_1ce4_e5b9);
     hash ^= hash >> 27;

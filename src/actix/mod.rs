@@ -14,6 +14,7 @@
 //! | `lean.rs` | the decide path of a handler's one plain limit, without a future when the store answers at once |
 //! | `enforcement.rs` | [`Share`](crate::Share): a limit enforced on a share of its clients, the rest a dry run |
 //! | `refund.rs` | what a success gives back (`count = "failures"`) |
+//! | `fnv.rs` | FNV-1a, the fixed hash of names and of the clients a share takes in |
 //! | `rejected.rs` | who is being limited right now: each scope's most rejected clients |
 //! | `body.rs` | the body of a refused request: read only when small and quick, else the connection closes |
 //! | `keys.rs`, `proxy.rs` | who a request is counted as: keys, trusted proxies, forwarding headers |
@@ -29,6 +30,7 @@ pub(crate) mod body;
 pub(crate) mod decide;
 pub(crate) mod enforcement;
 pub(crate) mod fields;
+pub(crate) mod fnv;
 pub(crate) mod inline;
 pub(crate) mod keys;
 pub(crate) mod lean;

@@ -11,6 +11,7 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 
+use super::fnv::Fnv;
 use super::keys::ClientKey;
 
 /// Counters per summary: any client with more than 1/`SLOTS` of an epoch's rejections is in
@@ -243,34 +244,12 @@ impl Summary {
     }
 }
 
-/// FNV-1a: a handful of instructions for a short key. Keys chosen to collide only cost the
-/// byte comparison that follows.
+/// FNV-1a (see [`Fnv`]): a handful of instructions for a short key. Keys chosen to collide
+/// only cost the byte comparison that follows.
 fn hash(bytes: &[u8]) -> u64 {
     let mut fnv = Fnv::default();
     fnv.write(bytes);
     fnv.finish()
-}
-
-/// FNV-1a as a `Hasher`.
-struct Fnv(u64);
-
-impl Default for Fnv {
-    fn default() -> Fnv {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Hasher for Fnv {
-    fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.0 ^= u64::from(byte);
-            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
 }
 
 #[cfg(test)]
