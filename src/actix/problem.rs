@@ -139,16 +139,7 @@ impl<'a> Rejection<'a> {
 /// The default 429's body up to `retry_after`'s value: the problem's fixed members and
 /// `message`, escaped, as its `detail`.
 pub(crate) fn problem_head(message: &str) -> Box<[u8]> {
-    let mut head = Vec::with_capacity(96 + message.len());
-    head.extend_from_slice(
-        br#"{"type":"about:blank","title":"Too Many Requests","status":429,"detail":"#,
-    );
-    match serde_json::to_writer(&mut head, message) {
-        Ok(()) => {}
-        Err(_) => head.extend_from_slice(b"\"\""),
-    }
-    head.extend_from_slice(br#","retry_after":"#);
-    head.into_boxed_slice()
+    head_of("about:blank", "Too Many Requests", message, None)
 }
 
 /// The problem type of draft-ietf-httpapi-ratelimit-headers (-08 to -11) for a request
@@ -159,17 +150,34 @@ pub(crate) const QUOTA_EXCEEDED: &str =
 /// [`problem_head`] with the draft's problem type, its title, and `violated-policies`
 /// naming the limit that refused (the name its RateLimit fields use).
 fn quota_exceeded_head(message: &str, limit: &str) -> Box<[u8]> {
-    let mut head = Vec::with_capacity(192 + message.len());
-    head.extend_from_slice(br#"{"type":""#);
-    head.extend_from_slice(QUOTA_EXCEEDED.as_bytes());
-    head.extend_from_slice(
-        br#"","title":"Request cannot be satisfied as assigned quota has been exceeded","status":429,"detail":"#,
-    );
-    let _ = serde_json::to_writer(&mut head, message);
-    head.extend_from_slice(br#","violated-policies":["#);
-    let _ = serde_json::to_writer(&mut head, limit);
-    head.extend_from_slice(br#"],"retry_after":"#);
+    let title = "Request cannot be satisfied as assigned quota has been exceeded";
+    head_of(QUOTA_EXCEEDED, title, message, Some(limit))
+}
+
+/// A 429's problem body up to `retry_after`'s value, its strings escaped: `type`, `title`,
+/// `status`, `detail` and, when a limit is named, `violated-policies`.
+fn head_of(kind: &str, title: &str, message: &str, violated: Option<&str>) -> Box<[u8]> {
+    let mut head = Vec::with_capacity(128 + kind.len() + title.len() + message.len());
+    head.extend_from_slice(br#"{"type":"#);
+    string(&mut head, kind);
+    head.extend_from_slice(br#","title":"#);
+    string(&mut head, title);
+    head.extend_from_slice(br#","status":429,"detail":"#);
+    string(&mut head, message);
+    if let Some(limit) = violated {
+        head.extend_from_slice(br#","violated-policies":["#);
+        string(&mut head, limit);
+        head.push(b']');
+    }
+    head.extend_from_slice(br#","retry_after":"#);
     head.into_boxed_slice()
+}
+
+/// `text` as a JSON string (`""` if it cannot be written).
+fn string(head: &mut Vec<u8>, text: &str) {
+    if serde_json::to_writer(&mut *head, text).is_err() {
+        head.extend_from_slice(b"\"\"");
+    }
 }
 
 static PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+json");
