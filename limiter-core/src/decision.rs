@@ -25,8 +25,9 @@ pub struct Decision {
 
 const ALLOWED: u64 = 1 << 63;
 const FALLBACK: u64 = 1 << 62;
-/// The bits of the wait itself: 146 years of nanoseconds, far beyond any wait a policy allows.
-const WAIT: u64 = FALLBACK - 1;
+const BLOCKED: u64 = 1 << 61;
+/// The bits of the wait itself: 73 years of nanoseconds, far beyond any wait a policy allows.
+const WAIT: u64 = BLOCKED - 1;
 
 impl Decision {
     /// An admitted request: `remaining` more would be admitted now, and used quota next
@@ -112,6 +113,23 @@ impl Decision {
         }
     }
 
+    /// Whether a [`Penalty`](crate::Penalty) refused it: the client's block was in force,
+    /// or this rejection started one (its wait is then the block's). Not part of the
+    /// decision's identity.
+    #[inline]
+    pub fn blocked(&self) -> bool {
+        self.wait & BLOCKED != 0
+    }
+
+    /// The same rejection, as a penalty's.
+    #[inline]
+    pub(crate) const fn marked_blocked(self) -> Decision {
+        Decision {
+            wait: self.wait | BLOCKED,
+            ..self
+        }
+    }
+
     /// The policy's maximum per window (the RateLimit `q`).
     #[inline]
     pub fn limit(&self) -> u32 {
@@ -167,8 +185,9 @@ impl Decision {
 
 impl PartialEq for Decision {
     fn eq(&self, other: &Decision) -> bool {
-        (self.wait & !FALLBACK, self.limit, self.remaining)
-            == (other.wait & !FALLBACK, other.limit, other.remaining)
+        let flags = !(FALLBACK | BLOCKED);
+        (self.wait & flags, self.limit, self.remaining)
+            == (other.wait & flags, other.limit, other.remaining)
     }
 }
 

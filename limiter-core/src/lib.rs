@@ -26,6 +26,7 @@ mod clock;
 mod decision;
 mod limiter;
 mod observe;
+mod penalty;
 mod policy;
 mod policy_text;
 mod registry;
@@ -36,6 +37,7 @@ pub use decision::Decision;
 #[doc(hidden)]
 pub use limiter::Verdict;
 pub use limiter::{Limiter, LimiterBuilder, OnStoreError, RETRY_INTERVAL};
+pub use penalty::{Escalation, Penalty};
 pub use policy::{Algorithm, Policy, PolicyError};
 pub use policy_text::InvalidPolicy;
 pub use registry::{routes, Declaration, Route, RouteLimit, Routes, ScopeConflict};

@@ -7,6 +7,7 @@
 //! | `limiter_store_up` | gauge | `store`: 1 while it answers, 0 while the fault policy applies |
 //! | `limiter_keys`, `limiter_bytes` | gauges | the in-memory store's keys and bytes |
 //! | `limiter_evictions_total` | counter | keys the in-memory store forgot to make room |
+//! | `limiter_blocks_total` | counter | `scope`: blocks a penalty started (`block = "..."`) |
 //!
 //! Labels are store names: their number is bounded by the program, never by its clients.
 
@@ -28,6 +29,11 @@ mod on {
         metrics::counter!("limiter_evictions_total").absolute(evictions);
     }
 
+    pub(crate) fn block_started(limit: &crate::Limit) {
+        metrics::counter!("limiter_blocks_total", "scope" => limit.scope().to_string())
+            .increment(1);
+    }
+
     /// Whether a recorder may be listening (the memory store's figures cost locks).
     pub(crate) const ENABLED: bool = true;
 }
@@ -44,6 +50,9 @@ mod off {
 
     #[inline(always)]
     pub(crate) fn memory(_: usize, _: usize, _: u64) {}
+
+    #[inline(always)]
+    pub(crate) fn block_started(_: &crate::Limit) {}
 
     pub(crate) const ENABLED: bool = false;
 }

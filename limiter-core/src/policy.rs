@@ -4,6 +4,8 @@ use std::fmt;
 use std::num::NonZeroU32;
 use std::time::Duration;
 
+use crate::Penalty;
+
 /// How requests are counted. See the [`algorithm`](crate::algorithm) module for the exact rules,
 /// the memory each one costs and the error each one makes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -86,6 +88,8 @@ pub struct Policy {
     /// declared algorithm unless it names one. Not part of the policy's identity.
     algorithm_named: bool,
     burst: Option<NonZeroU32>,
+    /// What a client it rejects suffers besides the rejection: see [`Penalty`].
+    penalty: Option<Penalty>,
 }
 
 /// Why a [`Policy`] could not be built.
@@ -118,13 +122,25 @@ pub enum PolicyError {
         /// The burst given.
         burst: u32,
     },
+    /// A [`Penalty`]'s block (or escalation window) is shorter than one millisecond.
+    BlockTooShort(Duration),
+    /// A [`Penalty`]'s block (or escalation window) is longer than [`Penalty::MAX_BLOCK`].
+    BlockTooLong(Duration),
+    /// An escalation counts from 1 to [`Penalty::MAX_STRIKES`] past blocks.
+    StrikesOutOfRange(u32),
 }
 
 // Two policies that count the same way are the same policy, however the algorithm was chosen.
 impl PartialEq for Policy {
     fn eq(&self, other: &Policy) -> bool {
-        (self.max, self.window_ms, self.algorithm, self.burst)
-            == (other.max, other.window_ms, other.algorithm, other.burst)
+        (self.max, self.window_ms, self.algorithm, self.burst, self.penalty)
+            == (
+                other.max,
+                other.window_ms,
+                other.algorithm,
+                other.burst,
+                other.penalty,
+            )
     }
 }
 
@@ -132,12 +148,19 @@ impl Eq for Policy {}
 
 impl std::hash::Hash for Policy {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        (self.max, self.window_ms, self.algorithm, self.burst).hash(state);
+        (
+            self.max,
+            self.window_ms,
+            self.algorithm,
+            self.burst,
+            self.penalty,
+        )
+            .hash(state);
     }
 }
 
-/// `5 per 1m, sliding_window` (`…, burst 20` for a bucket with a burst): the window in the
-/// attribute's units.
+/// `5 per 1m, sliding_window` (`…, burst 20` for a bucket with a burst, `…, block 15m` and
+/// `…, 3 in 1h -> 1d` with a penalty): the window in the attribute's units.
 ///
 /// ```
 /// use std::time::Duration;
@@ -148,8 +171,23 @@ impl std::hash::Hash for Policy {
 /// ```
 impl fmt::Display for Policy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} per ", self.max)?;
-        let mut left = self.window_ms;
+        write!(f, "{} per {}, {}", self.max, Span(self.window_ms), self.algorithm)?;
+        if let Some(burst) = self.burst {
+            write!(f, ", burst {burst}")?;
+        }
+        if let Some(penalty) = self.penalty {
+            write!(f, ", {penalty}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Milliseconds in the attribute's units, largest first: `1h30m`, `500ms`.
+pub(crate) struct Span(pub(crate) u64);
+
+impl fmt::Display for Span {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut left = self.0;
         for (unit, ms) in [
             ("d", 86_400_000),
             ("h", 3_600_000),
@@ -161,12 +199,8 @@ impl fmt::Display for Policy {
                 left %= ms;
             }
         }
-        if left > 0 {
+        if left > 0 || self.0 == 0 {
             write!(f, "{left}ms")?;
-        }
-        write!(f, ", {}", self.algorithm)?;
-        if let Some(burst) = self.burst {
-            write!(f, ", burst {burst}")?;
         }
         Ok(())
     }
@@ -209,6 +243,17 @@ impl fmt::Display for PolicyError {
                 f,
                 "burst only applies to token_bucket, but the algorithm is {a}"
             ),
+            PolicyError::BlockTooShort(b) => write!(f, "a block must last at least 1ms, got {b:?}"),
+            PolicyError::BlockTooLong(b) => write!(
+                f,
+                "a block (and an escalation's window) lasts at most {} days, got {b:?}",
+                Penalty::MAX_BLOCK.as_secs() / 86_400
+            ),
+            PolicyError::StrikesOutOfRange(n) => write!(
+                f,
+                "an escalation counts 1 to {} past blocks, got {n}",
+                Penalty::MAX_STRIKES
+            ),
         }
     }
 }
@@ -244,6 +289,13 @@ impl PolicyError {
             }
             PolicyError::BurstTooLarge { .. } => {
                 "rate_limit: this burst takes more than 49 days to refill at this rate; lower it"
+            }
+            PolicyError::BlockTooShort(_) => "rate_limit: a block must last at least 1ms",
+            PolicyError::BlockTooLong(_) => {
+                "rate_limit: a block (and an escalation's window) lasts at most 30 days"
+            }
+            PolicyError::StrikesOutOfRange(_) => {
+                "rate_limit: an escalation counts 1 to 16 past blocks"
             }
         }
     }
@@ -318,6 +370,7 @@ impl Policy {
             algorithm,
             algorithm_named: true,
             burst: None,
+            penalty: None,
         };
         policy.validate()
     }
@@ -371,6 +424,37 @@ impl Policy {
             ..self
         }
         .validate()
+    }
+
+    /// The same limit, whose rejected clients suffer `penalty` (a block, escalated for
+    /// repeat offenders): see [`Penalty`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use limiter::{Penalty, Policy};
+    /// let login = Policy::new(5, Duration::from_secs(60))?
+    ///     .with_penalty(Penalty::block(Duration::from_secs(900))?);
+    /// assert_eq!(login.to_string(), "5 per 1m, sliding_window, block 15m");
+    /// # Ok::<(), limiter::PolicyError>(())
+    /// ```
+    pub const fn with_penalty(self, penalty: Penalty) -> Policy {
+        Policy {
+            penalty: Some(penalty),
+            ..self
+        }
+    }
+
+    /// The same limit without a penalty.
+    pub const fn without_penalty(self) -> Policy {
+        Policy {
+            penalty: None,
+            ..self
+        }
+    }
+
+    /// The penalty of a client it rejects, if any.
+    pub const fn penalty(&self) -> Option<Penalty> {
+        self.penalty
     }
 
     /// The largest `max` that `algorithm` counts exactly with any window: the sliding log

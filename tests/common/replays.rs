@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use limiter::{Algorithm, Charge, Decision, Limit, MemoryStore, Policy, RedisStore, Store};
+use limiter::{
+    Algorithm, Charge, Decision, Limit, MemoryStore, Penalty, Policy, RedisStore, Store,
+};
 use proptest::prelude::*;
 
 pub(crate) fn runtime() -> tokio::runtime::Runtime {
@@ -15,16 +17,40 @@ pub(crate) fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-/// Small policies of `algorithm`: windows of 1 to 200 ms, so that schedules cross them.
+/// Small policies of `algorithm`: windows of 1 to 200 ms, so that schedules cross them;
+/// a third of them with a penalty of short blocks, some escalating.
 pub(crate) fn policy(algorithm: Algorithm) -> impl Strategy<Value = Policy> {
-    (1..=5u32, 1..=200u64, 1..=6u32).prop_map(move |(max, window, burst)| {
+    (1..=5u32, 1..=200u64, 1..=6u32, penalty()).prop_map(move |(max, window, burst, penalty)| {
         let policy = Policy::for_algorithm(algorithm, max, Duration::from_millis(window)).unwrap();
-        if algorithm == Algorithm::TokenBucket {
+        let policy = if algorithm == Algorithm::TokenBucket {
             policy.with_burst(burst).unwrap()
         } else {
             policy
+        };
+        match penalty {
+            Some(penalty) => policy.with_penalty(penalty),
+            None => policy,
         }
     })
+}
+
+/// No penalty (two times in three), or blocks of 1 to 300 ms, escalated after 1 to 3
+/// blocks within up to 500 ms to up to a second.
+fn penalty() -> impl Strategy<Value = Option<Penalty>> {
+    let ms = Duration::from_millis;
+    let escalation = prop::option::of((1..=3u32, 1..=500u64, 1..=1000u64));
+    prop_oneof![
+        2 => Just(None),
+        1 => (1..=300u64, escalation).prop_map(move |(block, escalation)| {
+            let penalty = Penalty::block(ms(block)).unwrap();
+            Some(match escalation {
+                Some((after, within, long)) => {
+                    penalty.escalating(after, ms(within), ms(long)).unwrap()
+                }
+                None => penalty,
+            })
+        }),
+    ]
 }
 
 /// Two or three policies of any algorithms, for a stack.
@@ -70,6 +96,7 @@ pub(crate) fn single_checks_decide_as_in_memory(
                     let expected = memory.check_at(&limit, &[*key], now);
                     let got = rt.block_on(redis.check(&limit, &[*key], now)).unwrap();
                     prop_assert_eq!(got, expected, "{} request {} at {:?}", algorithm, i, now);
+                    prop_assert_eq!(got.blocked(), expected.blocked(), "request {}", i);
                 }
                 Ok(())
             })

@@ -211,6 +211,9 @@ impl MemoryStore {
     /// All checks on one store must read the same clock; readings may reach the store out
     /// of order (see [`Stamp`](crate::algorithm::Stamp)).
     pub fn check_at(&self, limit: &Limit, key: &[u8], now: Duration) -> Decision {
+        if limit.policy().penalty().is_some() {
+            return self.check_all_at(&[Charge::new(limit, key)], now)[0];
+        }
         let now_ms = millis(now);
         let fp = self.fingerprint(key);
         let shard = &self.inner.shards[self.shard_of(fp)].0;
@@ -264,6 +267,18 @@ impl MemoryStore {
             .iter()
             .map(|(shard, _)| order.binary_search(shard).unwrap_or_default())
             .collect();
+        // A client blocked under one of the limits is refused by its block: nothing is
+        // counted, no other block starts, and the other limits answer as when another
+        // limit rejects.
+        let blocks: Vec<Option<u64>> = requests
+            .iter()
+            .enumerate()
+            .map(|(i, charge)| match charge.limit.policy().penalty() {
+                Some(_) => guards[positions[i]].block_left(charge.limit, located[i].1, now_ms),
+                None => None,
+            })
+            .collect();
+        let blocked = blocks.iter().any(Option::is_some);
         let mut decisions = Vec::with_capacity(requests.len());
         let mut priors = Vec::with_capacity(requests.len());
         let mut marks = Vec::with_capacity(requests.len());
@@ -273,7 +288,13 @@ impl MemoryStore {
             let cost = charge.units();
             let (decision, prior, mark) =
                 guards[positions[i]].check(charge.limit, fp, now_ms, bounds, cost);
-            decisions.push(decision);
+            decisions.push(match blocks[i] {
+                Some(left) => {
+                    Decision::reject_ns(charge.limit.policy().max().get(), ms_ns(left))
+                        .marked_blocked()
+                }
+                None => decision,
+            });
             priors.push(prior);
             marks.push(mark);
         }
@@ -282,9 +303,28 @@ impl MemoryStore {
                 guards[positions[i]].undo(charge.limit, located[i].1, priors[i]);
             }
             for (i, charge) in requests.iter().enumerate() {
-                if decisions[i].allowed() {
-                    let fp = located[i].1;
+                let fp = located[i].1;
+                let decision = decisions[i];
+                if decision.allowed() {
                     decisions[i] = guards[positions[i]].status(charge.limit, fp, now_ms);
+                } else if let (false, Some(penalty)) = (blocked, charge.limit.policy().penalty()) {
+                    // The limit rejected it itself: its block starts.
+                    let wait_ms = decision
+                        .retry_after()
+                        .map_or(0, |w| w.as_nanos().div_ceil(1_000_000) as u64);
+                    let left = guards[positions[i]].start_block(
+                        (charge.limit, &penalty),
+                        fp,
+                        (now_ms, wait_ms),
+                        self.inner.bounds,
+                    );
+                    decisions[i] = Decision::reject_leaving_ns(
+                        decision.limit(),
+                        decision.remaining(),
+                        ms_ns(left),
+                    )
+                    .marked_blocked();
+                    crate::observe::block_started(charge.limit);
                 }
             }
             marks.fill(None);
@@ -468,6 +508,11 @@ fn keyed(secret: (u64, u64)) -> DefaultHasher {
     hasher.write_u64(secret.0);
     hasher.write_u64(secret.1);
     hasher
+}
+
+/// Milliseconds as nanoseconds, saturating.
+fn ms_ns(ms: u64) -> u64 {
+    ms.saturating_mul(1_000_000)
 }
 
 /// A reading in whole milliseconds (saturating: no clock reads 584 million years).

@@ -1,11 +1,13 @@
 //! One shard of the in-memory store: its tables (one per limit), the keys and bytes they
 //! hold, and how room is made when it is full — from the limit that holds the most.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use super::fingerprint_table::SLOT_BYTES;
 use super::table::{Counted, Moved, Prior, SavedState, Table};
-use crate::{Decision, Limit, Policy};
+use crate::penalty::Block;
+use crate::{Decision, Limit, Penalty, Policy};
 
 /// What one shard may hold.
 #[derive(Clone, Copy)]
@@ -25,6 +27,9 @@ pub(super) struct Shard {
     pub(super) keys: usize,
     /// Keys forgotten to make room, since the store was made.
     pub(super) evicted: u64,
+    /// The penalty records of its keys, by (limit id, fingerprint): few, only of clients
+    /// that a limit with a penalty rejected.
+    blocks: HashMap<(u64, u64), Block>,
 }
 
 impl Shard {
@@ -55,10 +60,47 @@ impl Shard {
         }
     }
 
-    /// The bytes its tables hold, the tables themselves included.
+    /// The bytes its tables hold, the tables themselves included, and its penalty records.
     pub(super) fn bytes(&self) -> usize {
         self.tables.iter().map(Table::bytes).sum::<usize>()
             + self.tables.capacity() * std::mem::size_of::<Table>()
+            + self.blocks.capacity() * BLOCK_BYTES
+    }
+
+    /// The milliseconds `fp`'s block under `limit` still lasts at `now_ms`, if one is in
+    /// force.
+    pub(super) fn block_left(&self, limit: &Limit, fp: u64, now_ms: u64) -> Option<u64> {
+        self.blocks.get(&(limit.id(), fp))?.left(now_ms)
+    }
+
+    /// Starts `fp`'s block under `limit` at `now_ms`, lasting at least `wait_ms`: how long
+    /// it lasts. A shard holding as many records as keys first drops those that no longer
+    /// matter, then the one whose block ends first (which frees that client early: what an
+    /// eviction can give away).
+    pub(super) fn start_block(
+        &mut self,
+        (limit, penalty): (&Limit, &Penalty),
+        fp: u64,
+        (now_ms, wait_ms): (u64, u64),
+        bounds: Bounds,
+    ) -> u64 {
+        let id = (limit.id(), fp);
+        if !self.blocks.contains_key(&id) && self.blocks.len() >= bounds.keys {
+            self.blocks.retain(|_, block| !block.is_expired(now_ms));
+            let first_to_end = self
+                .blocks
+                .iter()
+                .min_by_key(|(_, block)| block.until_ms())
+                .map(|(&id, _)| id);
+            if let (true, Some(first)) = (self.blocks.len() >= bounds.keys, first_to_end) {
+                self.blocks.remove(&first);
+                self.evicted += 1;
+            }
+        }
+        self.blocks
+            .entry(id)
+            .or_default()
+            .start(now_ms, penalty, wait_ms)
     }
 
     /// Counts a request of `fp` against `limit` alone: [`check`](Self::check) without what
@@ -261,8 +303,9 @@ impl Shard {
         self.tables[t].status(fp, now_ms)
     }
 
-    /// Forgets `fp`'s state under `limit`.
+    /// Forgets `fp`'s state under `limit`, and its penalty record.
     pub(super) fn forget(&mut self, limit: &Limit, fp: u64) {
+        self.blocks.remove(&(limit.id(), fp));
         let forgotten = self
             .tables
             .iter_mut()
@@ -317,11 +360,20 @@ impl Shard {
         self.keys -= removed;
         // Tables left empty go, and their room with them.
         self.tables.retain(|t| t.len() > 0);
+        self.blocks.retain(|_, block| !block.is_expired(now_ms));
+        if self.blocks.capacity() > 2 * self.blocks.len().max(4) {
+            self.blocks.shrink_to_fit();
+        }
         if self.tables.capacity() > 2 * self.tables.len().max(4) {
             self.tables.shrink_to_fit();
         }
     }
 }
+
+/// What a penalty record takes in its map: the entry, its control byte, and its past blocks
+/// (at most 16 of 8 bytes, counted whole).
+const BLOCK_BYTES: usize =
+    std::mem::size_of::<((u64, u64), Block)>() + 1 + 16 * std::mem::size_of::<u64>();
 
 /// Where an eviction starts looking: from the newcomer's secret fingerprint, so clients can
 /// neither predict nor aim it, and away from the newcomer's own probe run.

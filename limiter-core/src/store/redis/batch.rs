@@ -37,16 +37,18 @@ static INCIDENTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::n
 
 /// One check's part of a script call: its keys (on one node) and arguments.
 pub(super) struct CheckArgs {
+    /// Each limit's key, and after it its block's for a limit with a penalty.
     pub(super) names: Vec<String>,
     /// The caller's reading (ms), or none for the server's clock.
     pub(super) now: Option<u64>,
     /// Count nothing, answer as if rejected by another limit.
     pub(super) peek: bool,
-    /// Per key: algorithm code, window_ms, max, interval_ns, capacity_ns, cost.
-    pub(super) limits: Vec<[u64; 6]>,
+    /// Per limit: algorithm code, window_ms, max, interval_ns, capacity_ns, the penalty's
+    /// block_ms, after, within_ms, escalated block_ms (0s for none), then the cost.
+    pub(super) limits: Vec<[u64; 10]>,
 }
 
-/// A check's answer from the script: three numbers per key, then the clock reading.
+/// A check's answer from the script: three numbers per limit, then the clock reading.
 pub(super) type Answer = Result<Vec<i64>, StoreError>;
 
 /// A check waiting for its call, with its place in the queue.

@@ -11,9 +11,10 @@ use crate::StoreError;
 
 impl RedisStore {
     /// One script call deciding `checks` in order; each one's answer (three numbers per
-    /// key, then the clock reading).
+    /// limit, then the clock reading).
     pub(super) async fn call(&self, checks: &[CheckArgs]) -> Result<Vec<Vec<i64>>, CallError> {
         let keys: usize = checks.iter().map(|c| c.names.len()).sum();
+        let limits: usize = checks.iter().map(|c| c.limits.len()).sum();
         let mut command = redis::cmd("EVALSHA");
         command.arg(&self.inner.script.sha).arg(keys);
         for check in checks {
@@ -32,7 +33,7 @@ impl RedisStore {
                 .limits
                 .iter()
                 .map(|limit| {
-                    let policy = &limit[..5];
+                    let policy = &limit[..COST];
                     match policies.iter().position(|p| *p == policy) {
                         Some(at) => at + 1,
                         None => {
@@ -46,8 +47,9 @@ impl RedisStore {
         }
         // The header, packed big-endian: `min_ttl` (8 bytes), the number of policies (4),
         // and each policy — state (1), window_ms (8), max (4), interval_ns (8), capacity_ns
+        // (8), then its penalty: block_ms (8), after (1), within_ms (8), escalated block_ms
         // (8). A script's `tonumber` costs more than a `GET`: no number is parsed per call.
-        let mut header = Vec::with_capacity(12 + 29 * policies.len());
+        let mut header = Vec::with_capacity(12 + 54 * policies.len());
         header.extend_from_slice(&min_ttl.to_be_bytes());
         let count = u32::try_from(policies.len()).unwrap_or(u32::MAX);
         header.extend_from_slice(&count.to_be_bytes());
@@ -58,18 +60,24 @@ impl RedisStore {
             header.extend_from_slice(&u32::try_from(policy[2]).unwrap_or(u32::MAX).to_be_bytes());
             header.extend_from_slice(&policy[3].to_be_bytes());
             header.extend_from_slice(&policy[4].to_be_bytes());
+            header.extend_from_slice(&policy[5].to_be_bytes());
+            // At most 16 strikes (`Penalty::MAX_STRIKES`).
+            header.push(u8::try_from(policy[6]).unwrap_or(u8::MAX));
+            header.extend_from_slice(&policy[7].to_be_bytes());
+            header.extend_from_slice(&policy[8].to_be_bytes());
         }
         command.arg(header);
-        // The plan: a byte per check, its policy's number for the usual check (one limit,
-        // one unit, the server's clock), else 0 and the check in full in an argument of its
-        // own. One argument for most of a batch: Redis makes a string of every argument.
+        // The plan: a byte per check, its policy's number for the usual check (one limit
+        // without a penalty, one unit, the server's clock), else 0 and the check in full in
+        // an argument of its own. One argument for most of a batch: Redis makes a string of
+        // every argument.
         let mut plan = Vec::with_capacity(checks.len());
         let mut given = Vec::new();
         for (check, numbers) in checks.iter().zip(&numbered) {
             if let ([number], [limit], None, false) =
                 (&numbers[..], &check.limits[..], check.now, check.peek)
             {
-                if let (1, Ok(byte @ 1..)) = (limit[5], u8::try_from(*number)) {
+                if let (1, 0, Ok(byte @ 1..)) = (limit[COST], limit[5], u8::try_from(*number)) {
                     plan.push(byte);
                     continue;
                 }
@@ -81,7 +89,7 @@ impl RedisStore {
             }
             let _ = write!(arg, ";{}", u8::from(check.peek));
             for (number, limit) in numbers.iter().zip(&check.limits) {
-                let _ = write!(arg, ";{number}:{}", limit[5]);
+                let _ = write!(arg, ";{number}:{}", limit[COST]);
             }
             given.push(arg);
         }
@@ -95,19 +103,19 @@ impl RedisStore {
             .eval(&self.inner.script, &command)
             .await
             .map_err(CallError::Redis)?;
-        if reply.len() != 3 * keys + 1 {
+        if reply.len() != 3 * limits + 1 {
             return Err(CallError::Reply(StoreError::msg(format!(
                 "the rate limit script answered {} numbers for {} limits",
                 reply.len(),
-                keys
+                limits
             ))));
         }
-        let (answers, server_clock) = reply.split_at(3 * keys);
+        let (answers, server_clock) = reply.split_at(3 * limits);
         let mut rest = answers;
         Ok(checks
             .iter()
             .map(|check| {
-                let (answer, after) = rest.split_at(3 * check.names.len());
+                let (answer, after) = rest.split_at(3 * check.limits.len());
                 rest = after;
                 // Each answer ends with the reading it was decided at.
                 let clock = check.now.map_or(server_clock[0], |now| {
@@ -120,6 +128,9 @@ impl RedisStore {
             .collect())
     }
 }
+
+/// Where a check's limit numbers (see [`CheckArgs`]) hold the cost: before it, the policy.
+const COST: usize = 9;
 
 /// With the caller's clock, keys live at least this long in Redis's own time (a minute): the
 /// caller's time need not run at Redis's pace, and expiry must not cut a window short.

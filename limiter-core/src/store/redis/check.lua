@@ -335,15 +335,17 @@ local function token_bucket(raw, interval, capacity, cost)
 end
 
 -- The policies this call's checks use, each once, from the header: state, window_ms, max,
--- interval_ns, capacity_ns.
+-- interval_ns, capacity_ns, then the penalty's block_ms (0: none), after, within_ms and
+-- escalated block_ms.
 local policies = {}
--- Whether any keeps a packed string (not a list: a long log).
+-- Whether any keeps a packed string (not a list: a long log), or a penalty record.
 local strings = false
 for p = 1, npolicies do
-  local state, window, max, interval, capacity
-  state, window, max, interval, capacity, at = struct.unpack('>I1I8I4I8I8', header, at)
-  policies[p] = {state, window, max, interval, capacity}
-  if state ~= 1 then strings = true end
+  local state, window, max, interval, capacity, block, after, within, long
+  state, window, max, interval, capacity, block, after, within, long, at =
+    struct.unpack('>I1I8I4I8I8I8I1I8I8', header, at)
+  policies[p] = {state, window, max, interval, capacity, block, after, within, long}
+  if state ~= 1 or block > 0 then strings = true end
 end
 
 -- A packed state's algorithm (state 2, 3, 4 or 5) on `raw`: its answer, and when it admits,
@@ -371,6 +373,53 @@ local function record(key, counted, ttl)
   values[key] = counted
   if not dirty[key] then order[#order + 1] = key end
   dirty[key] = ttl
+end
+
+-- Penalties (penalty.rs has the rules): a limit with a block has a second key after its
+-- state's, the client's record under it, packed: when its block ends (ms), then the starts
+-- of its latest blocks, as many as the escalation counts, 6 bytes each.
+local function record_of(raw)
+  local n = #raw / 6
+  return {decode('>' .. string.rep('I6', n), raw)}, n
+end
+-- The ns the client's block still lasts, if one is in force.
+local function block_left(bkey)
+  local raw = values[bkey]
+  if not raw then return nil end
+  local until_ms = decode('>I6', raw)
+  if clock < until_ms then return (until_ms - clock) * 1000000 end
+  return nil
+end
+-- Starts the client's block after its limit rejected it with `wait_ns`: the ns it lasts.
+local function start_block(policy, bkey, wait_ns)
+  local block, after, within, long = policy[6], policy[7], policy[8], policy[9]
+  local raw = values[bkey]
+  local until_ms, strikes = 0, {}
+  if raw then
+    local v, n = record_of(raw)
+    until_ms = v[1]
+    for i = 2, n do
+      if clock - v[i] < within then strikes[#strikes + 1] = v[i] end
+    end
+  end
+  local length = block
+  if after > 0 and #strikes >= after then length = long end
+  -- Never shorter than the limit's own wait: a client that waits its block out is admitted.
+  local wait_ms = idiv(wait_ns + 999999, 1000000)
+  if wait_ms > length then length = wait_ms end
+  if clock + length > until_ms then until_ms = clock + length end
+  local out = {until_ms}
+  if after > 0 then
+    local from = 1
+    if #strikes >= after then from = #strikes - after + 2 end
+    for i = from, #strikes do out[#out + 1] = strikes[i] end
+    out[#out + 1] = clock
+  end
+  -- The record matters while the block lasts, and while its latest start counts.
+  local ttl = until_ms - clock
+  if after > 0 and within > ttl then ttl = within end
+  record(bkey, encode('>' .. string.rep('I6', #out), unpack(out)), lifetime(ttl, clock))
+  return (until_ms - clock) * 1000000
 end
 
 local function decide(p, key, cost, commit)
@@ -478,44 +527,71 @@ for c = 1, #plan do
     local now, peek, rest = string.match(arg, '^(%d*);([01])(.*)$')
     clock = tonumber(now) or server_now()
     peek = peek == '1'
-    local limits = {}
+    -- Each limit's key, and its record's after it when it has a penalty.
+    local limits, k = {}, first
     for p, cost in string.gmatch(rest, '(%d+):(%d+)') do
-      limits[#limits + 1] = {tonumber(p), tonumber(cost)}
+      p = tonumber(p)
+      local bkey = nil
+      if policies[p][6] > 0 then bkey = KEYS[k + 1] end
+      limits[#limits + 1] = {p, tonumber(cost), KEYS[k], bkey}
+      if bkey then k = k + 2 else k = k + 1 end
     end
     local n = #limits
-    if n == 1 then
+    -- A client whose block is in force is refused by it: nothing counts, and no other
+    -- block starts.
+    local lefts, blocked = {}, false
+    for i = 1, n do
+      if limits[i][4] then
+        lefts[i] = block_left(limits[i][4])
+        if lefts[i] then blocked = true end
+      end
+    end
+    if n == 1 and not blocked then
       -- One limit: decided and counted in one pass.
+      local l = limits[1]
       local admits, remaining, wait, status_remaining, status_wait, used =
-        decide(limits[1][1], KEYS[first], limits[1][2], not peek)
+        decide(l[1], l[3], l[2], not peek)
       local flag = counted(admits, used)
       if admits and peek then remaining, wait, flag = status_remaining, status_wait, -1 end
+      if not admits and l[4] then wait, flag = start_block(policies[l[1]], l[4], wait), -2 end
       reply[r + 1], reply[r + 2], reply[r + 3], r = flag, remaining, wait, r + 3
     else
       -- Several: every limit is read first; only if all admit (and not peeking) are they
       -- counted, in a second pass over the same, unchanged state.
       local answers = {}
-      local admitted = not peek
+      local admitted = not peek and not blocked
       for i = 1, n do
-        local admits, remaining, wait, status_remaining, status_wait, used =
-          decide(limits[i][1], KEYS[first + i - 1], limits[i][2], false)
-        if not admits then admitted = false end
-        answers[i] = {admits, remaining, wait, status_remaining, status_wait, used}
+        local l = limits[i]
+        if lefts[i] then
+          answers[i] = {false, 0, lefts[i], 0, lefts[i], clock}
+        else
+          local admits, remaining, wait, status_remaining, status_wait, used =
+            decide(l[1], l[3], l[2], false)
+          if not admits then admitted = false end
+          answers[i] = {admits, remaining, wait, status_remaining, status_wait, used}
+        end
       end
       for i = 1, n do
-        local answer = answers[i]
+        local answer, l = answers[i], limits[i]
         if admitted then
-          decide(limits[i][1], KEYS[first + i - 1], limits[i][2], true)
+          decide(l[1], l[3], l[2], true)
           reply[r + 1], reply[r + 2], reply[r + 3], r = counted(true, answer[6]), answer[2], answer[3], r + 3
         elseif answer[1] then
           -- Another limit rejects the request: this one counts nothing and says where it
           -- stands (-1: it would admit it, and counted nothing).
           reply[r + 1], reply[r + 2], reply[r + 3], r = -1, answer[4], answer[5], r + 3
+        elseif lefts[i] then
+          reply[r + 1], reply[r + 2], reply[r + 3], r = -3, 0, lefts[i], r + 3
+        elseif l[4] and not blocked then
+          -- It rejects the request itself: its block starts.
+          local wait = start_block(policies[l[1]], l[4], answer[3])
+          reply[r + 1], reply[r + 2], reply[r + 3], r = -2, answer[2], wait, r + 3
         else
           reply[r + 1], reply[r + 2], reply[r + 3], r = 0, answer[2], answer[3], r + 3
         end
       end
     end
-    first = first + n
+    first = k
   end
 end
 -- The server's reading, if one was taken: the reading every check without a `now` was

@@ -349,8 +349,15 @@ impl RedisStore {
         now: Duration,
         peek: bool,
     ) -> Result<Vec<Answer>, StoreError> {
+        let mut with_blocks = Vec::with_capacity(names.len());
+        for (charge, name) in charges.iter().zip(names) {
+            with_blocks.push(name.clone());
+            if charge.limit.policy().penalty().is_some() {
+                with_blocks.push(block_key_name(name));
+            }
+        }
         let check = CheckArgs {
-            names: names.to_vec(),
+            names: with_blocks,
             now: self
                 .inner
                 .caller_clock
@@ -360,12 +367,18 @@ impl RedisStore {
                 .iter()
                 .map(|charge| {
                     let policy = charge.limit.policy();
+                    let [block, after, within, long] =
+                        policy.penalty().map_or([0; 4], |p| p.to_numbers());
                     [
                         u64::from(scripts::code(policy)),
                         policy.window_ms(),
                         u64::from(policy.max().get()),
                         policy.emission_interval_ns(),
                         u64::from(policy.burst().get()) * policy.emission_interval_ns(),
+                        block,
+                        after,
+                        within,
+                        long,
                         u64::from(charge.units()),
                     ]
                 })
@@ -383,7 +396,7 @@ impl RedisStore {
         Ok(charges
             .iter()
             .zip(reply.chunks_exact(3))
-            .map(|(charge, answer)| reply::decode(charge.limit.policy(), answer, clock))
+            .map(|(charge, answer)| reply::decode(charge.limit, answer, clock))
             .collect())
     }
 
@@ -411,6 +424,12 @@ impl RedisStore {
     fn timeout(&self) -> Duration {
         Duration::from_nanos(self.inner.timeout_ns.load(Ordering::Relaxed))
     }
+}
+
+/// The key of a client's penalty record under a limit (its block, and its past blocks while
+/// an escalation counts them): its state's name and `:b`, in the same hash slot.
+pub(super) fn block_key_name(state: &str) -> String {
+    format!("{state}:b")
 }
 
 /// One key's answer: the decision, and its mark if the check counted it.
@@ -491,7 +510,8 @@ impl Store for RedisStore {
     fn reset<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> Check<'a, ()> {
         Check::pending(async move {
             let mut command = redis::cmd("DEL");
-            command.arg(self.key_name(limit, key));
+            let name = self.key_name(limit, key);
+            command.arg(block_key_name(&name)).arg(name);
             let connection = self.inner.connection.clone();
             let timeout = self.timeout();
             self.inner

@@ -78,7 +78,8 @@ impl RedisStore {
     /// rejections to end by themselves, so that a client cannot empty every cache).
     pub async fn reset_everywhere(&self, limit: &Limit, key: &[u8]) -> Result<(), StoreError> {
         let mut delete = redis::cmd("DEL");
-        delete.arg(self.key_name(limit, key));
+        let name = self.key_name(limit, key);
+        delete.arg(super::block_key_name(&name)).arg(name);
         self.query::<i64>(delete).await?;
         let mut count = redis::cmd("INCR");
         count.arg(self.resets_key());

@@ -1,9 +1,10 @@
 //! What the check script answers, read back: a decision per key and, for a key it counted,
 //! the mark of the check's [`Receipt`](crate::Receipt).
 //!
-//! The script answers three numbers per key: `counted, remaining, wait_ns`. `counted` is 0
-//! when the key's limit rejects the check, -1 when it would admit it but counted nothing
-//! (another limit rejected it, or the check only peeked), and else `1 + d`, `d` being how
+//! The script answers three numbers per limit: `counted, remaining, wait_ns`. `counted` is 0
+//! when the limit rejects the check, -2 when it rejects it and a block of its penalty
+//! starts, -3 when the client's block refuses it, -1 when it would admit it but counted
+//! nothing (another limit rejected it, or the check only peeked), and else `1 + d`, `d` being how
 //! far the instant the script counted at lies after the call's clock reading (a reading
 //! earlier than the key's state is counted at the state's newest instant). From that
 //! instant and the decision, each algorithm's mark follows exactly, as the in-memory store
@@ -11,17 +12,25 @@
 
 use std::time::Duration;
 
-use crate::{Algorithm, Decision, Policy};
+use crate::{Algorithm, Decision, Limit, Policy};
 
-/// The decision of one key's answer, and its mark when the check counted it. `clock` is
+/// The decision of one limit's answer, and its mark when the check counted it. `clock` is
 /// the reading (ms) the call decided the check at.
-pub(super) fn decode(policy: &Policy, answer: &[i64], clock: i64) -> (Decision, Option<Duration>) {
+pub(super) fn decode(limit: &Limit, answer: &[i64], clock: i64) -> (Decision, Option<Duration>) {
+    let policy = limit.policy();
     let max = policy.max().get();
     let remaining = u32::try_from(answer[1]).unwrap_or(0);
     let wait_ns = u64::try_from(answer[2]).unwrap_or(0);
     let wait = Duration::from_nanos(wait_ns);
     match answer[0] {
         0 => return (Decision::reject_leaving(max, remaining, wait), None),
+        -2 | -3 => {
+            if answer[0] == -2 {
+                crate::observe::block_started(limit);
+            }
+            let rejection = Decision::reject_leaving(max, remaining, wait).marked_blocked();
+            return (rejection, None);
+        }
         ..0 => return (Decision::allow(max, remaining, wait), None),
         _ => {}
     }
