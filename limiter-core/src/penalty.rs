@@ -28,7 +28,7 @@ use crate::PolicyError;
 /// ```
 /// use std::time::Duration;
 /// use limiter::Penalty;
-/// let minutes = |m| Duration::from_secs(60 * m);
+/// let minutes = |m: u64| Duration::from_secs(60 * m);
 /// let penalty = Penalty::block(minutes(15))?.escalating(3, minutes(60), minutes(1440))?;
 /// assert_eq!(penalty.to_string(), "block 15m, 3 in 1h -> 1d");
 /// # Ok::<(), limiter::PolicyError>(())
