@@ -24,6 +24,8 @@ mod errors;
 mod expand;
 #[path = "../limiter-macros/src/input.rs"]
 mod input;
+#[path = "../limiter-macros/src/penalty.rs"]
+mod penalty;
 #[path = "../limiter-macros/src/period.rs"]
 mod period;
 #[path = "../limiter-macros/src/share.rs"]

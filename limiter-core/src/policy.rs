@@ -452,6 +452,32 @@ impl Policy {
         }
     }
 
+    /// What this policy, set by configuration or chosen per request, becomes over the
+    /// `declared` one: it keeps the declared algorithm unless it names one, and the
+    /// declared penalty unless it has one — a deployment that tunes `max` or `per` must not
+    /// silently turn a `fixed_window` route into a sliding window, or lift its blocks.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use limiter::{Algorithm, Penalty, Policy};
+    /// let minute = Duration::from_secs(60);
+    /// let declared = Policy::for_algorithm(Algorithm::FixedWindow, 5, minute)?
+    ///     .with_penalty(Penalty::block(15 * minute)?);
+    /// let tuned = Policy::new(10, minute)?.over(&declared)?;
+    /// assert_eq!(tuned.to_string(), "10 per 1m, fixed_window, block 15m");
+    /// # Ok::<(), limiter::PolicyError>(())
+    /// ```
+    pub fn over(&self, declared: &Policy) -> Result<Policy, PolicyError> {
+        let policy = match self.names_algorithm() {
+            true => *self,
+            false => self.with_algorithm(declared.algorithm())?,
+        };
+        Ok(match (policy.penalty, declared.penalty) {
+            (None, Some(penalty)) => policy.with_penalty(penalty),
+            _ => policy,
+        })
+    }
+
     /// The penalty of a client it rejects, if any.
     pub const fn penalty(&self) -> Option<Penalty> {
         self.penalty

@@ -5,7 +5,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use crate::{Algorithm, Policy};
+use crate::{Algorithm, Penalty, Policy};
 
 /// A text that is not a policy, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,7 +22,8 @@ impl std::error::Error for InvalidPolicy {}
 impl FromStr for Policy {
     type Err = InvalidPolicy;
 
-    /// `MAX per WINDOW`, then optionally `, ALGORITHM` and `, burst B` — what a policy's
+    /// `MAX per WINDOW`, then optionally `, ALGORITHM`, `, burst B`, `, block D` and
+    /// `, N in W -> D` (a [`Penalty`](crate::Penalty) and its escalation) — what a policy's
     /// `Display` writes. The window is number+unit parts, largest first (`500ms`, `30s`,
     /// `1m`, `1h30m`, `1d`). Without an algorithm it is [`Policy::new`]'s: over a declared
     /// limit it keeps the declared one.
@@ -50,9 +51,20 @@ impl FromStr for Policy {
             .parse()
             .map_err(|_| bad(format!("the maximum \"{}\" is not a number", max.trim())))?;
         let window = window_of(window.trim()).map_err(&bad)?;
-        let (mut algorithm, mut burst) = (None, None);
+        let (mut algorithm, mut burst, mut block, mut escalation) = (None, None, None, None);
         for part in parts {
-            if let Some(b) = part.strip_prefix("burst ") {
+            if let Some(b) = part.strip_prefix("block ") {
+                block = Some(window_of(b.trim()).map_err(&bad)?);
+            } else if let Some((after, rest)) = part.split_once(" in ") {
+                let Some((within, long)) = rest.split_once("->") else {
+                    return Err(bad(format!("\"{part}\" is not `N in WINDOW -> BLOCK`")));
+                };
+                let after: u32 = after.trim().parse().map_err(|_| {
+                    bad(format!("\"{}\" is not a number of blocks", after.trim()))
+                })?;
+                let within = window_of(within.trim()).map_err(&bad)?;
+                escalation = Some((after, within, window_of(long.trim()).map_err(&bad)?));
+            } else if let Some(b) = part.strip_prefix("burst ") {
                 let b: u32 = b
                     .trim()
                     .parse()
@@ -63,7 +75,8 @@ impl FromStr for Policy {
             } else {
                 return Err(bad(format!(
                     "\"{part}\" is neither an algorithm (sliding_window, fixed_window, \
-                     sliding_window_counter, token_bucket) nor `burst N`"
+                     sliding_window_counter, token_bucket) nor `burst N`, `block D` or \
+                     `N in W -> D`"
                 )));
             }
         }
@@ -72,10 +85,26 @@ impl FromStr for Policy {
             None => Policy::new(max, window),
         }
         .map_err(|e| bad(e.to_string()))?;
-        match burst {
-            Some(b) => policy.with_burst(b).map_err(|e| bad(e.to_string())),
-            None => Ok(policy),
-        }
+        let policy = match burst {
+            Some(b) => policy.with_burst(b).map_err(|e| bad(e.to_string()))?,
+            None => policy,
+        };
+        let penalty = match (block, escalation) {
+            (Some(block), escalation) => {
+                let penalty = Penalty::block(block).map_err(|e| bad(e.to_string()))?;
+                match escalation {
+                    Some((after, within, long)) => penalty
+                        .escalating(after, within, long)
+                        .map_err(|e| bad(e.to_string()))?,
+                    None => penalty,
+                }
+            }
+            (None, Some(_)) => {
+                return Err(bad("an escalation needs a block to escalate: add `block D`".into()))
+            }
+            (None, None) => return Ok(policy),
+        };
+        Ok(policy.with_penalty(penalty))
     }
 }
 
@@ -130,6 +159,8 @@ mod tests {
             "3 per 1h30m, fixed_window",
             "7 per 1d2h3m4s5ms, sliding_window_counter",
             "100 per 1s, token_bucket, burst 20",
+            "5 per 1m, sliding_window, block 15m",
+            "5 per 1m, fixed_window, block 15m, 3 in 1h -> 1d",
         ] {
             let policy: Policy = text.parse().unwrap();
             assert_eq!(policy.to_string(), text);
@@ -145,6 +176,9 @@ mod tests {
             ("10 per 1m, leaky", "neither an algorithm"),
             ("0 per 1m", "at least 1"),
             ("10 per 1m, burst 5", "token_bucket"),
+            ("10 per 1m, 3 in 1h -> 1d", "needs a block"),
+            ("10 per 1m, block 15m, 3 in 1h", "N in WINDOW -> BLOCK"),
+            ("10 per 1m, block 0s", "at least 1ms"),
         ] {
             let error = text.parse::<Policy>().unwrap_err().to_string();
             assert!(error.contains(says), "{text}: {error}");

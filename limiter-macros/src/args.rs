@@ -11,13 +11,14 @@ use syn::{Expr, Ident, Token};
 
 use crate::ast::LimitAttr;
 use crate::errors::Errors;
+use crate::penalty::{parse_block, parse_penalty};
 use crate::share::parse_share;
 use crate::values::{
     parse_algorithm, parse_bool, parse_burst, parse_cost, parse_count, parse_crate, parse_function,
     parse_key, parse_max, parse_per, parse_scope,
 };
 
-pub(crate) const ARGUMENTS: &str = "`per`, `key`, `algorithm`, `scope`, `burst`, `cost`, `count`, `exempt`, `dry_run`, `enforce`, `policy`, `crate`";
+pub(crate) const ARGUMENTS: &str = "`per`, `key`, `algorithm`, `scope`, `burst`, `cost`, `count`, `exempt`, `dry_run`, `enforce`, `policy`, `block`, `penalty`, `crate`";
 
 /// One comma-separated piece of the attribute, as written.
 enum RawArg {
@@ -73,6 +74,8 @@ pub(crate) fn parse(
         dry_run: None,
         enforce: None,
         policy: None,
+        block: None,
+        penalty: None,
         krate: None,
         per_given: false,
         algorithm_given: false,
@@ -126,6 +129,8 @@ pub(crate) fn parse(
                             errors,
                         )
                     }
+                    "block" => attr.block = parse_block(&value, errors),
+                    "penalty" => attr.penalty = parse_penalty(&value, errors),
                     "crate" => attr.krate = parse_crate(&value, errors),
                     _ => errors.at(
                         &name,

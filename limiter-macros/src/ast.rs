@@ -113,6 +113,10 @@ pub(crate) struct LimitAttr {
     /// `enforce = "10%"`, in millionths of the clients.
     pub(crate) enforce: Option<Spanned<u32>>,
     pub(crate) policy: Option<Spanned<syn::Path>>,
+    /// `block = "15m"`, in ms.
+    pub(crate) block: Option<Spanned<u64>>,
+    /// `penalty = "3 in 1h -> 1d"`.
+    pub(crate) penalty: Option<Spanned<crate::penalty::Escalation>>,
     pub(crate) krate: Option<syn::Path>,
     /// Whether `per` was written at all (even with a bad value).
     pub(crate) per_given: bool,

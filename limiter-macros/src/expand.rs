@@ -79,11 +79,25 @@ pub(crate) fn handler(function: ItemFn, limits: &[Limit], krate: &syn::Path) -> 
         let burst = limit.burst.unwrap_or(0);
         // On the maximum's tokens: a constant out of bounds fails to evaluate right there.
         let private_here = respan(private.clone(), limit.max.span);
+        // A penalty's numbers were checked when parsed: it cannot fail here.
+        let penalized = match limit.penalty {
+            Some((block, escalation)) => {
+                let (after, within, long) =
+                    escalation.map_or((0, 0, 0), |e| (e.after, e.within_ms, e.block_ms));
+                quote! {
+                    match #private_here::Penalty::__from_attribute(#block, #after, #within, #long) {
+                        ::core::result::Result::Ok(penalty) => policy.with_penalty(penalty),
+                        ::core::result::Result::Err(error) => ::core::panic!("{}", error.message()),
+                    }
+                }
+            }
+            None => quote!(policy),
+        };
         policies.push(quote_spanned! {limit.max.span=>
             const #policy: #private_here::Policy = match #private_here::Policy::__try_from_attribute(
                 #max, #window_ms, #private_here::Algorithm::#algorithm, #burst,
             ) {
-                ::core::result::Result::Ok(policy) => policy,
+                ::core::result::Result::Ok(policy) => #penalized,
                 ::core::result::Result::Err(error) => ::core::panic!("{}", error.message()),
             };
         });

@@ -2,7 +2,7 @@
 //! `limiter` crate, which also holds the runtime it expands to and documents the attribute.
 //!
 //! The pipeline, one file each: `ast.rs` parses an attribute into typed values with their
-//! spans (`period.rs` the window grammar), `valid.rs` checks what depends on several values
+//! spans (`period.rs` the window grammar, `penalty.rs` blocks and their escalation), `valid.rs` checks what depends on several values
 //! and on the other limits of a handler, `input.rs` checks the function, `stack.rs` gathers
 //! the attributes of one handler, and `expand.rs` writes the guarded handler.
 
@@ -11,6 +11,7 @@ mod ast;
 mod errors;
 mod expand;
 mod input;
+mod penalty;
 mod period;
 mod share;
 mod stack;

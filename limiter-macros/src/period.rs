@@ -16,14 +16,34 @@ const UNITS: [(&str, u64); 5] = [
 /// window the writer probably meant, when a common slip (`"1 minute"`, `"1min"`, `"30 secs"`)
 /// makes one.
 pub(crate) fn parse(text: &str) -> Result<u64, String> {
-    parse_exact(text).map_err(|message| match suggestion(text) {
+    parse_length(text, WINDOW)
+}
+
+/// What a length is, for its errors: its noun, the longest one (ms) and how to say it.
+pub(crate) struct Length {
+    pub(crate) noun: &'static str,
+    pub(crate) longest_ms: u64,
+    pub(crate) longest: &'static str,
+}
+
+const WINDOW: Length = Length {
+    noun: "window",
+    longest_ms: MAX_WINDOW_MS,
+    longest: "7d (a longer \"rate\" is a quota)",
+};
+
+/// Parses a length of the window's grammar (a block's, say) into milliseconds, with the
+/// same errors and suggestions as a window's.
+pub(crate) fn parse_length(text: &str, length: Length) -> Result<u64, String> {
+    let exact = |text: &str| parse_exact(text, &length);
+    exact(text).map_err(|message| match suggestion(text, exact) {
         Some(meant) => format!("{message}; did you mean \"{meant}\"?"),
         None => message,
     })
 }
 
 /// The window a slip most likely stands for: spaces removed, long unit names shortened.
-fn suggestion(text: &str) -> Option<String> {
+fn suggestion(text: &str, exact: impl Fn(&str) -> Result<u64, String>) -> Option<String> {
     const LONG_UNITS: [(&str, &str); 20] = [
         ("milliseconds", "ms"),
         ("millisecond", "ms"),
@@ -54,14 +74,19 @@ fn suggestion(text: &str) -> Option<String> {
     for (long, short) in LONG_UNITS {
         meant = meant.replace(long, short);
     }
-    (meant != text && parse_exact(&meant).is_ok()).then_some(meant)
+    (meant != text && exact(&meant).is_ok()).then_some(meant)
 }
 
-fn parse_exact(text: &str) -> Result<u64, String> {
+fn parse_exact(text: &str, length: &Length) -> Result<u64, String> {
+    let Length {
+        noun,
+        longest_ms,
+        longest,
+    } = length;
     const HINT: &str =
         "write a number and a unit (ms, s, m, h, d), e.g. \"30s\", \"1m\" or \"1h30m\"";
     if text.trim().is_empty() {
-        return Err(format!("the window is empty: {HINT}"));
+        return Err(format!("the {noun} is empty: {HINT}"));
     }
     let mut rest = text;
     let mut total: u64 = 0;
@@ -106,16 +131,16 @@ fn parse_exact(text: &str) -> Result<u64, String> {
         total = number
             .checked_mul(UNITS[rank].1)
             .and_then(|part| total.checked_add(part))
-            .ok_or_else(|| format!("the window \"{text}\" is too long: the longest is 7d"))?;
+            .ok_or_else(|| format!("the {noun} \"{text}\" is too long: the longest is {longest}"))?;
     }
     if total == 0 {
         return Err(format!(
-            "the window \"{text}\" is zero: a limit needs a window of at least 1ms"
+            "the {noun} \"{text}\" is zero: it must last at least 1ms"
         ));
     }
-    if total > MAX_WINDOW_MS {
+    if total > *longest_ms {
         return Err(format!(
-            "the window \"{text}\" is too long: the longest is 7d (a longer \"rate\" is a quota)"
+            "the {noun} \"{text}\" is too long: the longest is {longest}"
         ));
     }
     Ok(total)

@@ -3,6 +3,7 @@
 
 use crate::ast::{Algorithm, Cost, Count, Key, LimitAttr, Max, Spanned, Window};
 use crate::errors::Errors;
+use crate::penalty::Escalation;
 
 /// The longest a token bucket may take to refill (`limiter_core::Policy::MAX_REFILL`).
 const MAX_REFILL_NS: u128 = 49 * 86_400 * 1_000_000_000;
@@ -24,6 +25,8 @@ pub(crate) struct Limit {
     /// The share of clients it is enforced on, in millionths, when not all.
     pub(crate) enforce: Option<u32>,
     pub(crate) policy: Option<syn::Path>,
+    /// `block` in ms, and its escalation.
+    pub(crate) penalty: Option<(u64, Option<Escalation>)>,
 }
 
 /// Checks one attribute on its own; `None` when something is wrong (reported in `errors`)
@@ -136,6 +139,12 @@ pub(crate) fn limit(attr: LimitAttr, errors: &mut Errors) -> Option<Limit> {
             "`dry_run = true` enforces the limit on no client, and `enforce` on a share of them: give one of the two (`enforce = \"0%\"` is a dry run)",
         );
     }
+    if let (Some(penalty), None) = (&attr.penalty, &attr.block) {
+        errors.at(
+            penalty.span,
+            "`penalty` makes a repeat offender's block longer, and this limit blocks no one: add the first block's length, e.g. block = \"15m\"",
+        );
+    }
     names_self(&attr, errors);
     if errors.count() != before {
         return None;
@@ -166,6 +175,9 @@ pub(crate) fn limit(attr: LimitAttr, errors: &mut Errors) -> Option<Limit> {
             .map(|e| e.value)
             .filter(|&share| share < 1_000_000),
         policy: attr.policy.map(|p| p.value),
+        penalty: attr
+            .block
+            .map(|block| (block.value, attr.penalty.map(|p| p.value))),
     })
 }
 

@@ -379,13 +379,9 @@ impl Limiter {
     ) -> LimitRef<'s> {
         if let Some(policy) = spec.options.policy.and_then(|choose| choose(req)) {
             let declared = spec.limit.policy();
-            // As with configuration: a policy that names no algorithm keeps the declared one.
-            let policy = match policy.names_algorithm() {
-                true => policy,
-                false => policy
-                    .with_algorithm(declared.algorithm())
-                    .unwrap_or(policy),
-            };
+            // As with configuration: a policy that names no algorithm keeps the declared
+            // one, and one without a penalty the declared penalty.
+            let policy = policy.over(declared).unwrap_or(policy);
             if policy != *declared {
                 return LimitRef::Shared(limits.tier(self, &spec.limit, policy));
             }

@@ -1,6 +1,7 @@
 //! The decisions, counted through the `metrics` facade (feature `metrics`), and nothing at
 //! all without it: `limiter_decisions_total`, labelled `scope` and `outcome` (`allowed`,
-//! `rejected`, `dry_run`, `exempt`, `store_error`: every check the fault policy answered —
+//! `rejected`, `blocked` — refused by a penalty's block, or starting one —, `dry_run`,
+//! `exempt`, `store_error`: every check the fault policy answered —
 //! failed open, failed closed, or decided by the fallback memory). The engine counts its stores' own
 //! figures (latency, health, the memory store's keys and bytes).
 //!
@@ -17,6 +18,7 @@ pub(crate) enum Outcome {
     DryRun,
     Exempt,
     StoreError,
+    Blocked,
 }
 
 impl Outcome {
@@ -27,6 +29,7 @@ impl Outcome {
         match (decision.by_fallback(), decision.allowed()) {
             (true, _) => Outcome::StoreError,
             (false, true) => Outcome::Allowed,
+            (false, false) if decision.blocked() => Outcome::Blocked,
             (false, false) => Outcome::Rejected,
         }
     }
@@ -38,12 +41,13 @@ mod on {
 
     use super::Outcome;
 
-    const OUTCOMES: [(&str, Outcome); 5] = [
+    const OUTCOMES: [(&str, Outcome); 6] = [
         ("allowed", Outcome::Allowed),
         ("rejected", Outcome::Rejected),
         ("dry_run", Outcome::DryRun),
         ("exempt", Outcome::Exempt),
         ("store_error", Outcome::StoreError),
+        ("blocked", Outcome::Blocked),
     ];
 
     fn counter(scope: &str, outcome: &'static str) -> metrics::Counter {
@@ -56,7 +60,7 @@ mod on {
 
     /// A limit's decision counters, taken from the recorder at first use.
     #[derive(Debug, Default)]
-    pub(crate) struct Counters(OnceLock<[metrics::Counter; 5]>);
+    pub(crate) struct Counters(OnceLock<[metrics::Counter; 6]>);
 
     impl Counters {
         #[inline]

@@ -16,9 +16,9 @@ pub(super) type Overrides = HashMap<Box<str>, Arc<Override>>;
 /// A policy set for a scope, and what it becomes over each declared algorithm.
 pub(super) struct Override {
     given: Arc<Limit>,
-    /// A policy that does not name its algorithm ([`Policy::new`]) keeps the declared one:
-    /// a deployment that tunes `max` or `per` must not silently turn a `fixed_window` route
-    /// into a sliding window. The limit for each declared algorithm, made on first use.
+    /// A policy that does not name its algorithm ([`Policy::new`]) keeps the declared one,
+    /// and one without a penalty the declared penalty (see [`Policy::over`]). The limit for each
+    /// declared algorithm, made on first use.
     kept: [OnceLock<Arc<Limit>>; Algorithm::ALL.len()],
 }
 
@@ -38,10 +38,12 @@ impl Override {
     fn over(&self, declared: &Limit, limiter: &Limiter) -> &Arc<Limit> {
         let policy = self.given.policy();
         let algorithm = declared.policy().algorithm();
-        if policy.names_algorithm() || policy.algorithm() == algorithm {
+        let keeps_algorithm = policy.names_algorithm() || policy.algorithm() == algorithm;
+        let keeps_penalty = policy.penalty().is_some() || declared.policy().penalty().is_none();
+        if keeps_algorithm && keeps_penalty {
             return &self.given;
         }
-        self.kept[algorithm as usize].get_or_init(|| match policy.with_algorithm(algorithm) {
+        self.kept[algorithm as usize].get_or_init(|| match policy.over(declared.policy()) {
             Ok(kept) => {
                 let limit = Arc::new(Limit::new(self.given.scope().to_string(), kept));
                 limiter.remember(&limit);

@@ -45,9 +45,14 @@ impl RedisStore {
         // A policy that names no algorithm is stored without one, so that each declared
         // limit keeps its own (as with `set_policy`).
         let text = policy.to_string();
+        let algorithm = policy.algorithm().name();
         let text = match policy.names_algorithm() {
-            true => text.as_str(),
-            false => text.split(", ").next().unwrap_or_default(),
+            true => text,
+            false => text
+                .split(", ")
+                .filter(|part| *part != algorithm)
+                .collect::<Vec<_>>()
+                .join(", "),
         };
         let mut command = redis::cmd("HSET");
         command.arg(self.overrides_key()).arg(scope).arg(text);
