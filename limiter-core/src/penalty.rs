@@ -111,12 +111,7 @@ impl Penalty {
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn to_numbers(self) -> [u64; 4] {
         match self.escalation {
-            Some(e) => [
-                self.block_ms,
-                u64::from(e.after),
-                e.within_ms,
-                e.block_ms,
-            ],
+            Some(e) => [self.block_ms, u64::from(e.after), e.within_ms, e.block_ms],
             None => [self.block_ms, 0, 0, 0],
         }
     }

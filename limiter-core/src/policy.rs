@@ -133,14 +133,19 @@ pub enum PolicyError {
 // Two policies that count the same way are the same policy, however the algorithm was chosen.
 impl PartialEq for Policy {
     fn eq(&self, other: &Policy) -> bool {
-        (self.max, self.window_ms, self.algorithm, self.burst, self.penalty)
-            == (
-                other.max,
-                other.window_ms,
-                other.algorithm,
-                other.burst,
-                other.penalty,
-            )
+        (
+            self.max,
+            self.window_ms,
+            self.algorithm,
+            self.burst,
+            self.penalty,
+        ) == (
+            other.max,
+            other.window_ms,
+            other.algorithm,
+            other.burst,
+            other.penalty,
+        )
     }
 }
 
@@ -171,7 +176,13 @@ impl std::hash::Hash for Policy {
 /// ```
 impl fmt::Display for Policy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} per {}, {}", self.max, Span(self.window_ms), self.algorithm)?;
+        write!(
+            f,
+            "{} per {}, {}",
+            self.max,
+            Span(self.window_ms),
+            self.algorithm
+        )?;
         if let Some(burst) = self.burst {
             write!(f, ", burst {burst}")?;
         }

@@ -59,9 +59,10 @@ impl FromStr for Policy {
                 let Some((within, long)) = rest.split_once("->") else {
                     return Err(bad(format!("\"{part}\" is not `N in WINDOW -> BLOCK`")));
                 };
-                let after: u32 = after.trim().parse().map_err(|_| {
-                    bad(format!("\"{}\" is not a number of blocks", after.trim()))
-                })?;
+                let after: u32 = after
+                    .trim()
+                    .parse()
+                    .map_err(|_| bad(format!("\"{}\" is not a number of blocks", after.trim())))?;
                 let within = window_of(within.trim()).map_err(&bad)?;
                 escalation = Some((after, within, window_of(long.trim()).map_err(&bad)?));
             } else if let Some(b) = part.strip_prefix("burst ") {
@@ -100,7 +101,9 @@ impl FromStr for Policy {
                 }
             }
             (None, Some(_)) => {
-                return Err(bad("an escalation needs a block to escalate: add `block D`".into()))
+                return Err(bad(
+                    "an escalation needs a block to escalate: add `block D`".into(),
+                ))
             }
             (None, None) => return Ok(policy),
         };

@@ -29,7 +29,11 @@ pub(crate) struct Escalation {
 
 /// `block = "15m"`: the block in milliseconds.
 pub(crate) fn parse_block(value: &Expr, errors: &mut Errors) -> Option<Spanned<u64>> {
-    let text = string(value, "`block` (how long a rejected client is refused, e.g. \"15m\")", errors)?;
+    let text = string(
+        value,
+        "`block` (how long a rejected client is refused, e.g. \"15m\")",
+        errors,
+    )?;
     match parse_length(&text.value(), BLOCK) {
         Ok(ms) => Some(Spanned {
             value: ms,
@@ -67,7 +71,9 @@ fn escalation(text: &str) -> Result<Escalation, String> {
         return Err(format!("\"{text}\" is not an escalation: {FORM}"));
     };
     let Some((within, block)) = rest.split_once("->") else {
-        return Err(format!("\"{text}\" has no `->` before the longer block: {FORM}"));
+        return Err(format!(
+            "\"{text}\" has no `->` before the longer block: {FORM}"
+        ));
     };
     let after: u32 = count
         .trim()
@@ -78,10 +84,13 @@ fn escalation(text: &str) -> Result<Escalation, String> {
             "an escalation counts 1 to {MAX_STRIKES} past blocks, got {after}"
         ));
     }
-    let within_ms = parse_length(within.trim(), Length {
-        noun: "escalation's window",
-        ..BLOCK
-    })?;
+    let within_ms = parse_length(
+        within.trim(),
+        Length {
+            noun: "escalation's window",
+            ..BLOCK
+        },
+    )?;
     let block_ms = parse_length(block.trim(), BLOCK)?;
     Ok(Escalation {
         after,
@@ -97,7 +106,10 @@ mod tests {
     #[test]
     fn reads_the_documented_form() {
         let e = escalation("3 in 1h -> 1d").unwrap();
-        assert_eq!((e.after, e.within_ms, e.block_ms), (3, 3_600_000, 86_400_000));
+        assert_eq!(
+            (e.after, e.within_ms, e.block_ms),
+            (3, 3_600_000, 86_400_000)
+        );
         let e = escalation("1 in 10m->2h").unwrap();
         assert_eq!((e.after, e.within_ms, e.block_ms), (1, 600_000, 7_200_000));
     }

@@ -131,7 +131,9 @@ fn parse_exact(text: &str, length: &Length) -> Result<u64, String> {
         total = number
             .checked_mul(UNITS[rank].1)
             .and_then(|part| total.checked_add(part))
-            .ok_or_else(|| format!("the {noun} \"{text}\" is too long: the longest is {longest}"))?;
+            .ok_or_else(|| {
+                format!("the {noun} \"{text}\" is too long: the longest is {longest}")
+            })?;
     }
     if total == 0 {
         return Err(format!(

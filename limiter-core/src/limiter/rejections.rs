@@ -11,7 +11,8 @@
 //! are the program's), or that this instance has refunded — a policy changed at run time is
 //! another limit (another id), and a [`reset`](crate::Limiter::reset) drops this
 //! instance's entries (another instance's run out at their T — at most the wait they
-//! announced).
+//! announced). A penalty's block, which may last a day, is remembered for a second at a
+//! time: a reset made on another instance lifts it here within a second.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
@@ -25,8 +26,11 @@ use crate::{Decision, Limit};
 const SHARDS: usize = 16;
 
 /// (limit id, key) → the instant (ns of the limiter's clock) until which the key is
-/// rejected.
-type Shard = Mutex<HashMap<(u64, Box<[u8]>), u64>>;
+/// rejected, and the instant until which that may be answered here.
+type Shard = Mutex<HashMap<(u64, Box<[u8]>), (u64, u64)>>;
+
+/// How long a block is answered here before the store is asked again (ns).
+const BLOCK_RECHECK_NS: u64 = 1_000_000_000;
 
 /// Remembered rejections.
 pub(crate) struct Rejections {
@@ -76,12 +80,16 @@ impl Rejections {
         let now = at(now);
         let id = limit.id();
         let mut shard = self.shard(id, key).lock();
-        let until = *shard.get(&(id, key) as &dyn Lookup)?;
-        if until > now {
-            return Some(Decision::reject(
+        let (until, answered_until) = *shard.get(&(id, key) as &dyn Lookup)?;
+        if answered_until > now {
+            let rejection = Decision::reject(
                 limit.policy().max().get(),
                 Duration::from_nanos(until - now),
-            ));
+            );
+            return Some(match answered_until < until {
+                true => rejection.marked_blocked(),
+                false => rejection,
+            });
         }
         shard.remove(&(id, key) as &dyn Lookup);
         None
@@ -98,15 +106,19 @@ impl Rejections {
         }
         let now = at(now);
         let until = now.saturating_add(wait.as_nanos().min(u128::from(u64::MAX)) as u64);
+        let answered_until = match decision.blocked() {
+            true => until.min(now.saturating_add(BLOCK_RECHECK_NS)),
+            false => until,
+        };
         let id = limit.id();
         let mut shard = self.shard(id, key).lock();
         if shard.len() >= self.per_shard {
-            shard.retain(|_, &mut until| until > now);
+            shard.retain(|_, &mut (_, answered_until)| answered_until > now);
             if shard.len() >= self.per_shard {
                 return;
             }
         }
-        shard.insert((id, key.into()), until);
+        shard.insert((id, key.into()), (until, answered_until));
     }
 
     /// Whether rejections of `limit` may be remembered: no budget of its scope is ever given

@@ -289,10 +289,8 @@ impl MemoryStore {
             let (decision, prior, mark) =
                 guards[positions[i]].check(charge.limit, fp, now_ms, bounds, cost);
             decisions.push(match blocks[i] {
-                Some(left) => {
-                    Decision::reject_ns(charge.limit.policy().max().get(), ms_ns(left))
-                        .marked_blocked()
-                }
+                Some(left) => Decision::reject_ns(charge.limit.policy().max().get(), ms_ns(left))
+                    .marked_blocked(),
                 None => decision,
             });
             priors.push(prior);
