@@ -1,0 +1,14 @@
+use limiter::rate_limit;
+
+#[rate_limit(5, per = "1m", block = "15m")]
+async fn blocked() -> &'static str {
+    "ok"
+}
+
+#[rate_limit(5, per = "1m", block = "15m", penalty = "3 in 1h -> 1d", algorithm = "fixed_window")]
+#[rate_limit(100, per = "1d")]
+async fn escalated() -> &'static str {
+    "ok"
+}
+
+fn main() {}
