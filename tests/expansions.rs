@@ -41,7 +41,8 @@ use std::path::Path;
 
 use quote::ToTokens;
 
-const EXAMPLES: [&str; 13] = [
+const EXAMPLES: [&str; 14] = [
+    "penalties",
     "basic",
     "stacked",
     "shared_scope",

@@ -225,11 +225,19 @@ mod on_redis {
             .reset("penalized-login", Subject::Address(client))
             .await
             .unwrap();
-        assert_eq!(get(1).await.status(), 200, "lifted at once where it was reset");
+        assert_eq!(
+            get(1).await.status(),
+            200,
+            "lifted at once where it was reset"
+        );
         // The other instance answered the blocked client itself; it asks Redis again
         // within a second.
         clock.advance(Duration::from_secs(1));
-        assert_eq!(get(0).await.status(), 200, "lifted on the other within a second");
+        assert_eq!(
+            get(0).await.status(),
+            200,
+            "lifted on the other within a second"
+        );
     }
 
     /// 200 concurrent requests of one client over two instances: exactly two admitted, the

@@ -22,6 +22,8 @@ mod metrics;
 #[rustfmt::skip]
 mod middleware;
 #[rustfmt::skip]
+mod penalties;
+#[rustfmt::skip]
 mod per_user;
 #[cfg(feature = "redis")]
 #[rustfmt::skip]

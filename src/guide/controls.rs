@@ -158,6 +158,40 @@
 //! handler counts with `count = "failures"` is never answered from the rejection cache (see
 //! [Several instances](super::instances)).
 //!
+//! ## Penalties: blocking a client that keeps pushing
+//!
+//! ```rust,ignore
+//! #[post("/login")]
+//! #[rate_limit(5, per = "1m", block = "15m", penalty = "3 in 1h -> 1d")]
+//! async fn login(form: web::Form<Login>) -> HttpResponse { /* ... */ }
+//! ```
+//!
+//! A client this limit rejects is refused outright for 15 minutes: every request meanwhile
+//! is a `429` whose `Retry-After` counts the block down, and none is counted, so the block's
+//! end finds the budget as the minute left it. A block never ends before the limit would
+//! admit the client again (a `block` shorter than the wait is stretched to it), so a client
+//! that waits out its `Retry-After` is admitted, not blocked again. With `penalty = "3 in 1h
+//! -> 1d"`, once three blocks started within an hour, the next one lasts a day. Only the
+//! limit that rejects starts its block: in a stack, another limit's rejection starts none.
+//!
+//! The rules are [`Penalty`](crate::Penalty)'s, the same in memory and on Redis, where the
+//! block is a second key beside the client's state (`…:b`, in the same hash slot), read and
+//! written by the same atomic script: exact across instances — 200 concurrent requests of a
+//! client over two instances admit exactly the limit (`tests/penalties.rs`). The middleware
+//! takes one on its policy: `RateLimit::new(Policy::new(100, hour)?.with_penalty(
+//! Penalty::block(Duration::from_secs(900))?))`, and so does a policy set by configuration,
+//! whose text reads `"5 per 1m, block 15m, 3 in 1h -> 1d"`; a configured policy without a
+//! penalty keeps the declared one ([`Policy::over`](crate::Policy::over)).
+//!
+//! [`Limiter::reset`](crate::Limiter::reset) (and `limiter-cli reset`) lifts a block and
+//! forgets the past blocks. The route table shows the penalty in the policy column; the
+//! metrics count each refusal by a block as outcome `blocked` of `limiter_decisions_total`
+//! and each block started in `limiter_blocks_total`. A blocked client's flood costs Redis
+//! one call per second per instance: the rejection cache answers a block a second at a time
+//! (not until its end, so that a reset made on another instance lifts it within a second).
+//! In memory a block is a record of 32 to 160 bytes beside the client's state, at most as
+//! many as the store's keys, dropped when it no longer matters.
+//!
 //! ## Dry runs
 //!
 //! `#[rate_limit(..., dry_run = true)]` on one limit, or `Limiter::builder().dry_run(true)` for

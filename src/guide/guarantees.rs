@@ -21,6 +21,12 @@
 //!   exact.
 //! - **Stacked limits are one answer**, all or nothing, with the longest wait as `Retry-After`
 //!   (reference models of stacks on random schedules; Redis equal to memory).
+//! - **A block holds, exactly, everywhere** (`block = "15m"`): a client a limit rejects is
+//!   refused on every instance until its block ends, `Retry-After` counting it down, and
+//!   nothing is counted meanwhile; 200 concurrent requests of one client over two instances
+//!   admit exactly the limit, every other one refused with the block's `Retry-After`
+//!   (`tests/penalties.rs`); the Redis script decides as the memory store on random
+//!   schedules with penalties drawn among the policies (`tests/redis.rs`).
 //! - **Bounded memory that is not a denial of service** (see above): keys and bytes bounded,
 //!   newcomers always counted alone.
 //! - **No run-time surprises.** Everything the attribute accepts runs without a panic
