@@ -121,6 +121,27 @@ impl Decision {
         self.wait & BLOCKED != 0
     }
 
+    /// The same rejection with `extra` added to its wait (a jitter: clients refused together
+    /// come back apart); an admission unchanged.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use limiter::Decision;
+    /// let d = Decision::reject(5, Duration::from_secs(10)).waiting_longer(Duration::from_millis(700));
+    /// assert_eq!(d.retry_after_secs(), Some(11));
+    /// ```
+    #[inline]
+    pub fn waiting_longer(self, extra: Duration) -> Decision {
+        if self.allowed() {
+            return self;
+        }
+        let wait = (self.wait & WAIT).saturating_add(nanos(extra)).min(WAIT);
+        Decision {
+            wait: (self.wait & !WAIT) | wait,
+            ..self
+        }
+    }
+
     /// The same rejection, as a penalty's.
     #[inline]
     pub(crate) const fn marked_blocked(self) -> Decision {

@@ -198,6 +198,9 @@ pub(crate) fn handler(function: ItemFn, limits: &[Limit], krate: &syn::Path) -> 
         if let Some(policy) = &limit.policy {
             options.extend(call("choose_policy", first_span(policy), quote!(#policy)));
         }
+        if let Some(jitter) = limit.jitter {
+            options.extend(quote!(.jitter(::core::time::Duration::from_millis(#jitter))));
+        }
         specs.push(quote! {
             #private::LimitSpec::new(
                 #scope,

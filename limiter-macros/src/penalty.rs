@@ -1,5 +1,6 @@
 //! `block = "15m"` and `penalty = "3 in 1h -> 1d"`: how long a client the limit rejects is
-//! refused outright, and the longer block of a repeat offender.
+//! refused outright, and the longer block of a repeat offender; and `jitter = "1s"`, the
+//! random part added to a rejection's wait.
 
 use syn::Expr;
 
@@ -35,6 +36,30 @@ pub(crate) fn parse_block(value: &Expr, errors: &mut Errors) -> Option<Spanned<u
         errors,
     )?;
     match parse_length(&text.value(), BLOCK) {
+        Ok(ms) => Some(Spanned {
+            value: ms,
+            span: text.span(),
+        }),
+        Err(message) => {
+            errors.at(&text, message);
+            None
+        }
+    }
+}
+
+/// `jitter = "1s"`: up to an hour, in milliseconds.
+pub(crate) fn parse_jitter(value: &Expr, errors: &mut Errors) -> Option<Spanned<u64>> {
+    let text = string(
+        value,
+        "`jitter` (the most added to a rejection's wait at random, e.g. \"1s\")",
+        errors,
+    )?;
+    let jitter = Length {
+        noun: "jitter",
+        longest_ms: 3_600_000,
+        longest: "1h",
+    };
+    match parse_length(&text.value(), jitter) {
         Ok(ms) => Some(Spanned {
             value: ms,
             span: text.span(),

@@ -27,6 +27,8 @@ pub(crate) struct Limit {
     pub(crate) policy: Option<syn::Path>,
     /// `block` in ms, and its escalation.
     pub(crate) penalty: Option<(u64, Option<Escalation>)>,
+    /// `jitter`, in ms.
+    pub(crate) jitter: Option<u64>,
 }
 
 /// Checks one attribute on its own; `None` when something is wrong (reported in `errors`)
@@ -178,6 +180,7 @@ pub(crate) fn limit(attr: LimitAttr, errors: &mut Errors) -> Option<Limit> {
         penalty: attr
             .block
             .map(|block| (block.value, attr.penalty.map(|p| p.value))),
+        jitter: attr.jitter.map(|j| j.value),
     })
 }
 

@@ -175,7 +175,9 @@ impl Limiter {
                     let mut answers = answers.into_iter();
                     for (slot, p) in decisions.iter_mut().zip(&planned) {
                         if !p.dry_run {
-                            *slot = answers.next();
+                            *slot = answers
+                                .next()
+                                .map(|d| super::jitter::jittered(d, p.spec.options.jitter_ms));
                         }
                     }
                     // Each limit that counts only some responses, with its own rule.

@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix_web::http::header::HeaderValue;
 use actix_web::HttpRequest;
@@ -36,6 +37,16 @@ pub(crate) struct Options {
     /// The share of clients it is enforced on ([`Share::NONE`]: a dry run).
     pub(crate) enforce: Share,
     pub(crate) policy: Option<fn(&HttpRequest) -> Option<Policy>>,
+    /// Up to this many ms added to a rejection's wait, drawn per response (`jitter`).
+    pub(crate) jitter_ms: u32,
+}
+
+/// The longest jitter: an hour.
+const MAX_JITTER_MS: u32 = 3_600_000;
+
+/// A jitter in whole ms, at most [`MAX_JITTER_MS`].
+pub(crate) fn jitter_ms(jitter: Duration) -> u32 {
+    jitter.as_millis().min(u128::from(MAX_JITTER_MS)) as u32
 }
 
 /// The units a request takes.
@@ -59,6 +70,7 @@ impl Options {
             && self.counts.is_none()
             && self.enforce.is_all()
             && self.policy.is_none()
+            && self.jitter_ms == 0
     }
 }
 
@@ -169,6 +181,13 @@ impl LimitSpec {
     /// (`policy = path`).
     pub fn choose_policy(mut self, choose: fn(&HttpRequest) -> Option<Policy>) -> LimitSpec {
         self.options.policy = Some(choose);
+        self
+    }
+
+    /// A rejection's wait lengthened by a random part of `jitter` (`jitter = "1s"`), so
+    /// that clients refused together come back apart. At most an hour.
+    pub fn jitter(mut self, jitter: Duration) -> LimitSpec {
+        self.options.jitter_ms = jitter_ms(jitter);
         self
     }
 
@@ -401,6 +420,9 @@ impl Options {
         }
         if self.policy.is_some() {
             words.push("policy=fn".to_string());
+        }
+        if self.jitter_ms > 0 {
+            words.push(format!("jitter={}ms", self.jitter_ms));
         }
         words
     }

@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use actix_web::body::{BoxBody, EitherBody, MessageBody};
 use actix_web::dev::{Service, ServiceRequest, ServiceResponse, Transform};
@@ -45,6 +46,7 @@ pub struct RateLimit {
     key: KeySpec,
     scope: Cow<'static, str>,
     enforce: Share,
+    jitter: Duration,
 }
 
 impl RateLimit {
@@ -56,6 +58,7 @@ impl RateLimit {
             key: KeySpec::Ip,
             scope: Cow::Borrowed("app"),
             enforce: Share::ALL,
+            jitter: Duration::ZERO,
         }
     }
 
@@ -81,6 +84,13 @@ impl RateLimit {
         self
     }
 
+    /// A rejection's `Retry-After` lengthened by a random part of `jitter` (at most an
+    /// hour), so that clients refused together come back apart (default none).
+    pub fn jitter(mut self, jitter: Duration) -> RateLimit {
+        self.jitter = jitter;
+        self
+    }
+
     /// The limit it applies.
     pub fn limit(&self) -> Limit {
         Limit::new(self.scope.clone(), self.policy)
@@ -94,6 +104,7 @@ impl std::fmt::Debug for RateLimit {
             .field("policy", &self.policy)
             .field("key", &self.key)
             .field("enforce", &self.enforce)
+            .field("jitter", &self.jitter)
             .finish()
     }
 }
@@ -111,7 +122,8 @@ where
 
     fn new_transform(&self, service: S) -> Self::Future {
         let spec = LimitSpec::for_middleware(self.scope.clone(), self.policy, self.key.clone())
-            .enforce(self.enforce);
+            .enforce(self.enforce)
+            .jitter(self.jitter);
         let limits = Arc::new(HandlerLimits::new(vec![spec]));
         limiter_core::__private::register(limits.clone());
         ready(Ok(RateLimitService {

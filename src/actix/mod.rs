@@ -13,6 +13,7 @@
 //! | `decide.rs` | the one decide path: the limiter of a request, its keys, one check, the fields or the response |
 //! | `lean.rs` | the decide path of a handler's one plain limit, without a future when the store answers at once |
 //! | `enforcement.rs` | [`Share`](crate::Share): a limit enforced on a share of its clients, the rest a dry run |
+//! | `jitter.rs` | a rejection's wait lengthened at random (`jitter = "1s"`) |
 //! | `refund.rs` | what a success gives back (`count = "failures"`) |
 //! | `fnv.rs` | FNV-1a, the fixed hash of names and of the clients a share takes in |
 //! | `rejected.rs` | who is being limited right now: each scope's most rejected clients |
@@ -32,6 +33,7 @@ pub(crate) mod enforcement;
 pub(crate) mod fields;
 pub(crate) mod fnv;
 pub(crate) mod inline;
+pub(crate) mod jitter;
 pub(crate) mod keys;
 pub(crate) mod lean;
 pub(crate) mod limits;

@@ -16,8 +16,16 @@
 //!   per limit checked: `q` quota, `w` window in seconds, `r` remaining after this request was
 //!   counted, `t` whole seconds until used quota next comes back (equal to `Retry-After` on a
 //!   `429`). The wire format is draft-10's (structured-field lists, `q`/`w` in
-//!   `RateLimit-Policy`, `r`/`t` in `RateLimit`); draft-11 (May 2026) exists, but its text was
-//!   not reachable from where this was written, so differences, if any, are not yet applied.
+//!   `RateLimit-Policy`, `r`/`t` in `RateLimit`); draft-11 (May 2026) keeps that syntax. Its
+//!   text was not reachable from where this was written; as summarized to us, it reads `t`
+//!   as the effective window and asks that `Retry-After` never point earlier than its end.
+//!   Ours hold to that: on a `429`, `t` and `Retry-After` are one number, the limit's exact
+//!   wait rounded up — or a penalty's block, which never ends before the limit admits — and
+//!   a jitter only ever lengthens both together.
+//! - **Jitter**: `jitter = "1s"` (or `RateLimit::jitter`) adds a random part of up to that
+//!   much to a rejection's wait, drawn per response, so that clients refused at one instant
+//!   (a window opening, a block ending) do not all come back at once; `tests/jitter.rs`
+//!   refuses 200 clients at one instant and sees their `Retry-After` spread from 10 to 15 s.
 //! - **A token bucket** advertises its rate: `60 per 1m` with `burst = 10` sends `q=60;w=60`,
 //!   and `r` is the tokens in the bucket now. A client can send `r` requests at once, then one
 //!   per `w/q` seconds, so up to `q + burst − 1` in any `w` seconds (69 here) — more than `q`

@@ -268,8 +268,9 @@ impl MemoryStore {
             .map(|(shard, _)| order.binary_search(shard).unwrap_or_default())
             .collect();
         // A client blocked under one of the limits is refused by its block: nothing is
-        // counted, no other block starts, and the other limits answer as when another
-        // limit rejects.
+        // counted, and the other limits answer as when another limit rejects (one that
+        // rejects the request itself starts its own block, as it would alone: on a cluster
+        // each node decides its limits apart).
         let blocks: Vec<Option<u64>> = requests
             .iter()
             .enumerate()
@@ -278,7 +279,6 @@ impl MemoryStore {
                 None => None,
             })
             .collect();
-        let blocked = blocks.iter().any(Option::is_some);
         let mut decisions = Vec::with_capacity(requests.len());
         let mut priors = Vec::with_capacity(requests.len());
         let mut marks = Vec::with_capacity(requests.len());
@@ -305,7 +305,7 @@ impl MemoryStore {
                 let decision = decisions[i];
                 if decision.allowed() {
                     decisions[i] = guards[positions[i]].status(charge.limit, fp, now_ms);
-                } else if let (false, Some(penalty)) = (blocked, charge.limit.policy().penalty()) {
+                } else if let (None, Some(penalty)) = (blocks[i], charge.limit.policy().penalty()) {
                     // The limit rejected it itself: its block starts.
                     let wait_ms = decision
                         .retry_after()

@@ -33,4 +33,10 @@ async fn too_many() -> &'static str {
     "ok"
 }
 
+// A jitter beyond an hour.
+#[rate_limit(5, per = "1m", jitter = "2h")]
+async fn jitter_too_long() -> &'static str {
+    "ok"
+}
+
 fn main() {}

@@ -537,8 +537,8 @@ for c = 1, #plan do
       if bkey then k = k + 2 else k = k + 1 end
     end
     local n = #limits
-    -- A client whose block is in force is refused by it: nothing counts, and no other
-    -- block starts.
+    -- A client whose block is in force is refused by it: nothing counts (a limit that
+    -- rejects it itself starts its own block, as on a cluster's other nodes).
     local lefts, blocked = {}, false
     for i = 1, n do
       if limits[i][4] then
@@ -582,7 +582,7 @@ for c = 1, #plan do
           reply[r + 1], reply[r + 2], reply[r + 3], r = -1, answer[4], answer[5], r + 3
         elseif lefts[i] then
           reply[r + 1], reply[r + 2], reply[r + 3], r = -3, 0, lefts[i], r + 3
-        elseif l[4] and not blocked then
+        elseif l[4] then
           -- It rejects the request itself: its block starts.
           local wait = start_block(policies[l[1]], l[4], answer[3])
           reply[r + 1], reply[r + 2], reply[r + 3], r = -2, answer[2], wait, r + 3
