@@ -125,6 +125,16 @@ impl LimiterBuilder {
         self.engine(|b| b.policy(scope, policy))
     }
 
+    /// Where the program's calendar quotas (`per = "month"`) begin their periods: at
+    /// `minutes` east of UTC. See [`limiter_core::LimiterBuilder::utc_offset`].
+    ///
+    /// # Panics
+    ///
+    /// Beyond ±14 hours (840 minutes).
+    pub fn utc_offset(self, minutes: i32) -> LimiterBuilder {
+        self.engine(|b| b.utc_offset(minutes))
+    }
+
     /// The limiter.
     ///
     /// # Panics

@@ -66,6 +66,7 @@ pub mod __private {
     pub use actix_web::http::header::HeaderName;
     pub use actix_web::{HttpRequest, Responder};
     pub use limiter_core::__private::{inventory, Declares, HandlerPath, LazyLock, Registration};
+    pub use limiter_core::algorithm::calendar::Period;
     pub use limiter_core::{Algorithm, Penalty, Policy};
     pub use limiter_macros::__rate_limit_stack as rate_limit_stack;
 }

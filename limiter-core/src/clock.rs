@@ -8,11 +8,26 @@ use std::time::{Duration, Instant};
 
 /// A source of monotonic time: readings never go backwards.
 ///
-/// A reading is the time elapsed since the clock's own origin; only differences between
-/// readings of one clock mean anything. Stores work in whole milliseconds.
+/// A reading is Unix time — the time since 1970-01-01 UTC — as far as the clock knows it:
+/// calendar quotas (`per = "month"`) read the date from it; everything else uses only
+/// differences between readings of one clock. The system clocks fix their offset from the
+/// wall clock at their first reading and are monotonic from there (setting the wall clock
+/// moves nothing); a [`ManualClock`] reads what a test sets it to. Stores work in whole
+/// milliseconds.
 pub trait Clock: Send + Sync + 'static {
-    /// The time elapsed since this clock's origin.
+    /// The time since the Unix epoch, as this clock counts it.
     fn now(&self) -> Duration;
+}
+
+/// The wall clock's reading when a monotonic clock read `monotonic`: what to add to its
+/// readings to make them Unix time. Fixed once per process and clock.
+fn unix_offset(anchor: &OnceLock<Duration>, monotonic: Duration) -> Duration {
+    *anchor.get_or_init(|| {
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO);
+        wall.saturating_sub(monotonic)
+    })
 }
 
 /// The default clock: the kernel's coarse monotonic clock on Linux (`CLOCK_MONOTONIC_COARSE`).
@@ -32,7 +47,11 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     #[inline]
     fn now(&self) -> Duration {
-        coarse::now().unwrap_or_else(|| PreciseClock.now())
+        static ANCHOR: OnceLock<Duration> = OnceLock::new();
+        match coarse::now() {
+            Some(monotonic) => monotonic + unix_offset(&ANCHOR, monotonic),
+            None => PreciseClock.now(),
+        }
     }
 }
 
@@ -62,15 +81,17 @@ mod coarse {
     }
 }
 
-/// A monotonic clock with [`Instant`]'s full resolution; its origin is the first reading
-/// in the process.
+/// A monotonic clock with [`Instant`]'s full resolution, reading Unix time as the wall clock
+/// gave it at its first reading in the process.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PreciseClock;
 
 impl Clock for PreciseClock {
     fn now(&self) -> Duration {
         static ORIGIN: OnceLock<Instant> = OnceLock::new();
-        ORIGIN.get_or_init(Instant::now).elapsed()
+        static ANCHOR: OnceLock<Duration> = OnceLock::new();
+        let elapsed = ORIGIN.get_or_init(Instant::now).elapsed();
+        elapsed + unix_offset(&ANCHOR, elapsed)
     }
 }
 
@@ -144,6 +165,20 @@ mod tests {
                 assert!(now >= last, "{now:?} < {last:?}");
                 last = now;
             }
+        }
+    }
+
+    #[test]
+    fn system_clocks_read_unix_time() {
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap();
+        for clock in [&SystemClock as &dyn Clock, &PreciseClock] {
+            let apart = clock.now().abs_diff(wall);
+            assert!(
+                apart < Duration::from_secs(1),
+                "{apart:?} from the wall clock"
+            );
         }
     }
 

@@ -4,6 +4,7 @@ use std::fmt;
 use std::num::NonZeroU32;
 use std::time::Duration;
 
+use crate::algorithm::calendar::{Calendar, Period};
 use crate::Penalty;
 
 /// How requests are counted. See the [`algorithm`](crate::algorithm) module for the exact rules,
@@ -90,6 +91,9 @@ pub struct Policy {
     burst: Option<NonZeroU32>,
     /// What a client it rejects suffers besides the rejection: see [`Penalty`].
     penalty: Option<Penalty>,
+    /// For a calendar quota (`per = "month"`), the periods it resets at; `window_ms` is then
+    /// the longest period's length.
+    calendar: Option<Calendar>,
 }
 
 /// Why a [`Policy`] could not be built.
@@ -128,6 +132,11 @@ pub enum PolicyError {
     BlockTooLong(Duration),
     /// An escalation counts from 1 to [`Penalty::MAX_STRIKES`] past blocks.
     StrikesOutOfRange(u32),
+    /// A calendar quota is a fixed window aligned to the calendar: it takes no other
+    /// algorithm.
+    CalendarWithAlgorithm(Algorithm),
+    /// An offset from UTC beyond ±14 hours (in minutes).
+    OffsetOutOfRange(i32),
 }
 
 // Two policies that count the same way are the same policy, however the algorithm was chosen.
@@ -139,12 +148,14 @@ impl PartialEq for Policy {
             self.algorithm,
             self.burst,
             self.penalty,
+            self.calendar,
         ) == (
             other.max,
             other.window_ms,
             other.algorithm,
             other.burst,
             other.penalty,
+            other.calendar,
         )
     }
 }
@@ -159,6 +170,7 @@ impl std::hash::Hash for Policy {
             self.algorithm,
             self.burst,
             self.penalty,
+            self.calendar,
         )
             .hash(state);
     }
@@ -176,13 +188,16 @@ impl std::hash::Hash for Policy {
 /// ```
 impl fmt::Display for Policy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} per {}, {}",
-            self.max,
-            Span(self.window_ms),
-            self.algorithm
-        )?;
+        match self.calendar {
+            Some(calendar) => write!(f, "{} per {calendar}", self.max)?,
+            None => write!(
+                f,
+                "{} per {}, {}",
+                self.max,
+                Span(self.window_ms),
+                self.algorithm
+            )?,
+        }
         if let Some(burst) = self.burst {
             write!(f, ", burst {burst}")?;
         }
@@ -265,6 +280,13 @@ impl fmt::Display for PolicyError {
                 "an escalation counts 1 to {} past blocks, got {n}",
                 Penalty::MAX_STRIKES
             ),
+            PolicyError::CalendarWithAlgorithm(a) => write!(
+                f,
+                "a calendar quota counts as a window aligned to the calendar, not by {a}"
+            ),
+            PolicyError::OffsetOutOfRange(m) => {
+                write!(f, "an offset from UTC is within ±14 hours, got {m} minutes")
+            }
         }
     }
 }
@@ -307,6 +329,12 @@ impl PolicyError {
             }
             PolicyError::StrikesOutOfRange(_) => {
                 "rate_limit: an escalation counts 1 to 16 past blocks"
+            }
+            PolicyError::CalendarWithAlgorithm(_) => {
+                "rate_limit: a calendar quota (per = \"day\", \"week\", \"month\") takes no algorithm"
+            }
+            PolicyError::OffsetOutOfRange(_) => {
+                "rate_limit: an offset from UTC is within ±14 hours"
             }
         }
     }
@@ -382,8 +410,59 @@ impl Policy {
             algorithm_named: true,
             burst: None,
             penalty: None,
+            calendar: None,
         };
         policy.validate()
+    }
+
+    /// At most `max` requests per calendar `period` (UTC; see [`with_utc_offset`]
+    /// (Self::with_utc_offset)), resetting at its boundary: a quota, counted as a fixed
+    /// window aligned to the calendar — `per = "month"`.
+    ///
+    /// ```
+    /// use limiter::{algorithm::calendar::Period, Policy};
+    /// let api = Policy::per_calendar(10_000, Period::Month)?;
+    /// assert_eq!(api.to_string(), "10000 per month");
+    /// assert_eq!(api.with_utc_offset(120)?.to_string(), "10000 per month, utc+02:00");
+    /// # Ok::<(), limiter::PolicyError>(())
+    /// ```
+    pub const fn per_calendar(max: u32, period: Period) -> Result<Policy, PolicyError> {
+        let Some(max) = NonZeroU32::new(max) else {
+            return Err(PolicyError::ZeroMax);
+        };
+        Ok(Policy {
+            max,
+            window_ms: period.longest_ms(),
+            algorithm: Algorithm::FixedWindow,
+            algorithm_named: true,
+            burst: None,
+            penalty: None,
+            calendar: Some(Calendar::utc(period)),
+        })
+    }
+
+    /// The same quota with its periods beginning at `minutes` east of UTC (negative: west;
+    /// within ±14 hours): a day that ends at local midnight.
+    pub const fn with_utc_offset(self, minutes: i32) -> Result<Policy, PolicyError> {
+        let Some(calendar) = self.calendar else {
+            return Ok(self);
+        };
+        if minutes > Calendar::MAX_OFFSET_MIN as i32 || minutes < -(Calendar::MAX_OFFSET_MIN as i32)
+        {
+            return Err(PolicyError::OffsetOutOfRange(minutes));
+        }
+        match Calendar::at_offset(calendar.period(), minutes as i16) {
+            Some(calendar) => Ok(Policy {
+                calendar: Some(calendar),
+                ..self
+            }),
+            None => Err(PolicyError::OffsetOutOfRange(minutes)),
+        }
+    }
+
+    /// For a calendar quota, the periods it resets at.
+    pub const fn calendar(&self) -> Option<Calendar> {
+        self.calendar
     }
 
     /// The same limit counted by `algorithm`.
@@ -405,6 +484,9 @@ impl Policy {
     }
 
     const fn validate(self) -> Result<Policy, PolicyError> {
+        if self.calendar.is_some() && !matches!(self.algorithm, Algorithm::FixedWindow) {
+            return Err(PolicyError::CalendarWithAlgorithm(self.algorithm));
+        }
         let limit = Policy::max_limit_for(self.algorithm, self.window_ms);
         if self.max.get() > limit {
             return Err(PolicyError::MaxTooLarge {

@@ -5,6 +5,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::algorithm::calendar::Period;
 use crate::{Algorithm, Penalty, Policy};
 
 /// A text that is not a policy, and why.
@@ -50,6 +51,9 @@ impl FromStr for Policy {
             .trim()
             .parse()
             .map_err(|_| bad(format!("the maximum \"{}\" is not a number", max.trim())))?;
+        if let Some(period) = Period::from_name(window.trim()) {
+            return calendar_quota(max, period, parts).map_err(bad);
+        }
         let window = window_of(window.trim()).map_err(&bad)?;
         let (mut algorithm, mut burst, mut block, mut escalation) = (None, None, None, None);
         for part in parts {
@@ -111,6 +115,51 @@ impl FromStr for Policy {
     }
 }
 
+/// `MAX per PERIOD`, then optionally `, utc+HH:MM` (or `utc-HH:MM`) and a penalty.
+fn calendar_quota<'a>(
+    max: u32,
+    period: Period,
+    parts: impl Iterator<Item = &'a str>,
+) -> Result<Policy, String> {
+    let mut policy = Policy::per_calendar(max, period).map_err(|e| e.to_string())?;
+    let mut rest = Vec::new();
+    for part in parts {
+        match part.strip_prefix("utc") {
+            Some(offset) => {
+                let minutes = offset_of(offset)
+                    .ok_or_else(|| format!("\"{part}\" is not an offset: write utc+02:00"))?;
+                policy = policy.with_utc_offset(minutes).map_err(|e| e.to_string())?;
+            }
+            None => rest.push(part),
+        }
+    }
+    if rest.is_empty() {
+        return Ok(policy);
+    }
+    // A penalty, read as a window's would be.
+    let text = format!("1 per 1s, fixed_window, {}", rest.join(", "));
+    let penalized: Policy = text.parse().map_err(|e: InvalidPolicy| e.0)?;
+    match penalized.penalty() {
+        Some(penalty) => Ok(policy.with_penalty(penalty)),
+        None => Err(format!(
+            "a calendar quota takes an offset (utc+02:00) and a penalty, not \"{}\"",
+            rest.join(", ")
+        )),
+    }
+}
+
+/// `+02:00`, `-05:30`: minutes east of UTC.
+fn offset_of(text: &str) -> Option<i32> {
+    let (sign, rest) = match text.as_bytes().first()? {
+        b'+' => (1, &text[1..]),
+        b'-' => (-1, &text[1..]),
+        _ => return None,
+    };
+    let (hours, minutes) = rest.split_once(':')?;
+    let (hours, minutes): (i32, i32) = (hours.parse().ok()?, minutes.parse().ok()?);
+    (minutes < 60).then_some(sign * (hours * 60 + minutes))
+}
+
 /// `1h30m`, `500ms`: number+unit parts, largest first.
 fn window_of(text: &str) -> Result<Duration, String> {
     const UNITS: [(&str, u64); 5] = [
@@ -164,6 +213,9 @@ mod tests {
             "100 per 1s, token_bucket, burst 20",
             "5 per 1m, sliding_window, block 15m",
             "5 per 1m, fixed_window, block 15m, 3 in 1h -> 1d",
+            "10000 per month",
+            "100 per day, utc+02:00",
+            "7 per week, utc-05:30, block 1h",
         ] {
             let policy: Policy = text.parse().unwrap();
             assert_eq!(policy.to_string(), text);
@@ -182,6 +234,8 @@ mod tests {
             ("10 per 1m, 3 in 1h -> 1d", "needs a block"),
             ("10 per 1m, block 15m, 3 in 1h", "N in WINDOW -> BLOCK"),
             ("10 per 1m, block 0s", "at least 1ms"),
+            ("10 per month, utc+15:00", "14 hours"),
+            ("10 per month, sliding_window", "takes an offset"),
         ] {
             let error = text.parse::<Policy>().unwrap_err().to_string();
             assert!(error.contains(says), "{text}: {error}");

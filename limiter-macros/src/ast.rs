@@ -90,10 +90,13 @@ pub(crate) enum Count {
     Function(syn::Path),
 }
 
-/// The window: milliseconds, and the text as written (stacked limits are named after it).
+/// The window: milliseconds, and the text as written (stacked limits are named after it);
+/// for a calendar quota (`per = "month"`), its period's name (`Day`, `Week`, `Month`) and
+/// its longest length.
 pub(crate) struct Window {
     pub(crate) ms: u64,
     pub(crate) text: String,
+    pub(crate) calendar: Option<&'static str>,
 }
 
 /// One attribute, parsed. Only `max` is always there: the rest are checked by `valid`.

@@ -93,10 +93,21 @@ pub(crate) fn handler(function: ItemFn, limits: &[Limit], krate: &syn::Path) -> 
             }
             None => quote!(policy),
         };
+        let made = match limit.window.calendar {
+            Some(period) => {
+                let period = format_ident!("{}", period);
+                quote! {
+                    #private_here::Policy::per_calendar(#max, #private_here::Period::#period)
+                }
+            }
+            None => quote! {
+                #private_here::Policy::__try_from_attribute(
+                    #max, #window_ms, #private_here::Algorithm::#algorithm, #burst,
+                )
+            },
+        };
         policies.push(quote_spanned! {limit.max.span=>
-            const #policy: #private_here::Policy = match #private_here::Policy::__try_from_attribute(
-                #max, #window_ms, #private_here::Algorithm::#algorithm, #burst,
-            ) {
+            const #policy: #private_here::Policy = match #made {
                 ::core::result::Result::Ok(policy) => #penalized,
                 ::core::result::Result::Err(error) => ::core::panic!("{}", error.message()),
             };

@@ -1,5 +1,6 @@
 //! The `per = "..."` grammar: one or more `NUMBER UNIT` parts, units `ms`, `s`, `m`, `h`,
-//! `d`, each unit at most once and from the largest down: `"500ms"`, `"30s"`, `"1h30m"`.
+//! `d`, each unit at most once and from the largest down: `"500ms"`, `"30s"`, `"1h30m"`;
+//! or a calendar period, a unit without a number: `"day"`, `"week"`, `"month"`.
 
 /// The longest window a store keeps exactly (`limiter_core::Policy::MAX_WINDOW`): 7 days.
 const MAX_WINDOW_MS: u64 = 7 * 86_400_000;
@@ -11,6 +12,17 @@ const UNITS: [(&str, u64); 5] = [
     ("s", 1_000),
     ("ms", 1),
 ];
+
+/// A calendar period (`"day"`, `"week"`, `"month"`): its name in `limiter_core`'s
+/// `Period` and its longest length in ms (`Period::longest_ms`).
+pub(crate) fn calendar(text: &str) -> Option<(&'static str, u64)> {
+    match text {
+        "day" => Some(("Day", 86_400_000)),
+        "week" => Some(("Week", 7 * 86_400_000)),
+        "month" => Some(("Month", 31 * 86_400_000)),
+        _ => None,
+    }
+}
 
 /// Parses a window into milliseconds, or says what is wrong and how to write it — with the
 /// window the writer probably meant, when a common slip (`"1 minute"`, `"1min"`, `"30 secs"`)
@@ -29,7 +41,7 @@ pub(crate) struct Length {
 const WINDOW: Length = Length {
     noun: "window",
     longest_ms: MAX_WINDOW_MS,
-    longest: "7d (a longer \"rate\" is a quota)",
+    longest: "7d (a longer \"rate\" is a quota: per = \"month\", \"week\" or \"day\" counts one on the calendar)",
 };
 
 /// Parses a length of the window's grammar (a block's, say) into milliseconds, with the

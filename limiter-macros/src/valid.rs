@@ -43,10 +43,18 @@ pub(crate) fn limit(attr: LimitAttr, errors: &mut Errors) -> Option<Limit> {
     }
     // A misspelled algorithm is reported once, by the parser: checks that depend on the
     // algorithm wait until it is known, rather than blame `burst` for it.
-    let algorithm = match (&attr.algorithm, attr.algorithm_given) {
-        (Some(algorithm), _) => Some(algorithm.value),
-        (None, false) => Some(Algorithm::SlidingWindow),
-        (None, true) => None,
+    let calendar = attr.per.as_ref().and_then(|per| per.value.calendar);
+    if let (Some(_), Some(algorithm)) = (calendar, &attr.algorithm) {
+        errors.at(
+            algorithm.span,
+            "a calendar quota (per = \"day\", \"week\" or \"month\") is counted in periods of the calendar, reset at their boundary: it takes no `algorithm`; remove it, or give a rolling window such as per = \"7d\"",
+        );
+    }
+    let algorithm = match (&attr.algorithm, attr.algorithm_given, calendar) {
+        (_, _, Some(_)) => Some(Algorithm::FixedWindow),
+        (Some(algorithm), _, None) => Some(algorithm.value),
+        (None, false, None) => Some(Algorithm::SlidingWindow),
+        (None, true, None) => None,
     };
     if let (Some(burst), Some(algorithm)) = (&attr.burst, algorithm) {
         if algorithm != Algorithm::TokenBucket {

@@ -62,11 +62,22 @@ pub(crate) fn parse_max(expr: Expr, errors: &mut Errors) -> Option<Spanned<Max>>
 
 pub(crate) fn parse_per(value: &Expr, errors: &mut Errors) -> Option<Spanned<Window>> {
     let text = string(value, "`per` (the window, e.g. \"1m\")", errors)?;
+    if let Some((period, ms)) = period::calendar(&text.value()) {
+        return Some(Spanned {
+            value: Window {
+                ms,
+                text: text.value(),
+                calendar: Some(period),
+            },
+            span: text.span(),
+        });
+    }
     match period::parse(&text.value()) {
         Ok(ms) => Some(Spanned {
             value: Window {
                 ms,
                 text: text.value(),
+                calendar: None,
             },
             span: text.span(),
         }),

@@ -7,6 +7,7 @@
 //! A reading earlier than the open window's start (it reached the store after a later one)
 //! is counted at the start: it never reopens or resets the window.
 
+use super::calendar::CalendarQuota;
 use super::{ms, Stamp};
 use crate::{Decision, Policy};
 
@@ -31,10 +32,36 @@ impl FixedWindow {
         }
     }
 
+    /// A calendar quota's state in the same 64 bits (the period's number where a window
+    /// keeps its start): a policy with a calendar is counted by [`CalendarQuota`].
+    fn quota(self) -> CalendarQuota {
+        CalendarQuota::from_raw(self.to_raw())
+    }
+
+    /// Runs `f` on the state as a calendar quota, and keeps what it made of it.
+    fn as_quota<T>(&mut self, f: impl FnOnce(&mut CalendarQuota) -> T) -> T {
+        let mut quota = self.quota();
+        let result = f(&mut quota);
+        *self = FixedWindow::from_raw(quota.to_raw());
+        result
+    }
+
     /// Whether a state read from a file could have been counted by `policy` before
     /// `saved_ms`: no more than `max` counted, no window opened later.
     pub(crate) fn plausible(self, saved_ms: u64, policy: &Policy) -> bool {
+        if policy.calendar().is_some() {
+            return self.quota().plausible(saved_ms, policy);
+        }
         self.count <= policy.max().get() && self.start.signed_age(saved_ms) >= 0
+    }
+
+    /// The same state on a clock `by_ms` ahead of the one it was counted on (a calendar
+    /// quota's period is the calendar's, whatever the clock: it stays).
+    pub(crate) fn shifted_for(self, by_ms: i64, policy: &Policy) -> FixedWindow {
+        match policy.calendar() {
+            Some(_) => self,
+            None => self.shifted(by_ms),
+        }
     }
 
     /// The same state on a clock `by_ms` ahead of the one it was counted on.
@@ -66,6 +93,9 @@ impl FixedWindow {
     /// Counts a request worth `cost` units at `now_ms`: all of them, or none. A cost above
     /// `max` is never admitted.
     pub fn check_cost(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision {
+        if policy.calendar().is_some() {
+            return self.as_quota(|q| q.check_cost(now_ms, policy, cost));
+        }
         let now_ms = self.catch_up(now_ms);
         let window = policy.window_ms();
         let max = policy.max().get();
@@ -84,6 +114,14 @@ impl FixedWindow {
         }
     }
 
+    /// [`mark`](Self::mark) under `policy`: a calendar quota's is its period's start.
+    pub fn mark_for(&self, now_ms: u64, policy: &Policy) -> u64 {
+        match policy.calendar() {
+            Some(_) => self.quota().mark(policy),
+            None => self.mark(now_ms),
+        }
+    }
+
     /// The mark of the check just admitted (its [`Receipt`](crate::Receipt)): the start of
     /// the window that counted it, as a full reading near `now_ms`.
     pub fn mark(&self, now_ms: u64) -> u64 {
@@ -95,6 +133,9 @@ impl FixedWindow {
     /// counted by a window that has ended no longer counts, and a later window's units are
     /// not its to take back.
     pub fn refund(&mut self, start_ms: u64, now_ms: u64, policy: &Policy, cost: u32) {
+        if policy.calendar().is_some() {
+            return self.as_quota(|q| q.refund(start_ms, now_ms, policy, cost));
+        }
         if self.count > 0 && self.start == Stamp::at(start_ms) && !self.is_expired(now_ms, policy) {
             self.count -= cost.min(self.count);
         }
@@ -103,6 +144,9 @@ impl FixedWindow {
     /// Where the key stands at `now_ms`, with nothing counted: how many requests would be
     /// admitted now, and when used quota next comes back (zero when none is used).
     pub fn status(&self, now_ms: u64, policy: &Policy) -> Decision {
+        if policy.calendar().is_some() {
+            return self.quota().status(now_ms, policy);
+        }
         let max = policy.max().get();
         let now_ms = self.catch_up(now_ms);
         if self.is_expired(now_ms, policy) {
@@ -126,11 +170,17 @@ impl FixedWindow {
 
     /// Whether no window is open at `now_ms`: the state can be forgotten.
     pub fn is_expired(&self, now_ms: u64, policy: &Policy) -> bool {
+        if policy.calendar().is_some() {
+            return self.quota().is_expired(now_ms, policy);
+        }
         self.count == 0 || self.start.age(now_ms) >= policy.window_ms()
     }
 
     /// Milliseconds until the state can be forgotten.
     pub fn expires_in(&self, now_ms: u64, policy: &Policy) -> u64 {
+        if policy.calendar().is_some() {
+            return self.quota().expires_in(now_ms, policy);
+        }
         if self.count == 0 {
             return 0;
         }

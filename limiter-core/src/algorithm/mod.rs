@@ -9,6 +9,7 @@
 //! | [`sliding_window`] | fewer than `N` admitted instants `t` with `now − t < T` | `oldest counted t + T − now` | one 32-bit instant per admitted request still in the window | none |
 //! | [`fixed_window`] | the window `[s, s + T)` opened by the key's first request holds fewer than `N` | `s + T − now` | 8 bytes | `2N − 1` within an instant across an edge, `2N` within `[s, s + T]` |
 //! | [`sliding_window_counter`] | `previous × (T − elapsed)/T + current < N`, windows aligned to multiples of `T` | exact time until the estimate drops below `N` | 8 bytes | within 1% of the exact window's total on random traffic; `2N` per interval of length `T` in the worst case |
+//! | [`calendar`] | the calendar period (day, week from Monday, month; UTC or an offset) holds fewer than `N` | the period's end `− now` | 8 bytes | a fixed window's: `2N` across a boundary |
 //! | [`token_bucket`] | the bucket (capacity `B`, refilled at `N` per `T`, GCRA) holds a token | time until one token is back | 8 bytes | none: it is a different contract (bursts of `B`) |
 //!
 //! The fixed window's defect, concretely: with 5 per minute, a client whose window opened
@@ -26,6 +27,7 @@
 //! costs 4 KB. For large `N` and many clients use [`sliding_window_counter`] or
 //! [`token_bucket`]: 8 bytes of state whatever `N` is.
 
+pub mod calendar;
 pub mod fixed_window;
 pub mod sliding_window;
 pub mod sliding_window_counter;

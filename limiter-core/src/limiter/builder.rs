@@ -25,6 +25,8 @@ pub struct LimiterBuilder {
     overrides: Overrides,
     rejection_cache: usize,
     fallback_share: u32,
+    /// Minutes east of UTC at which declared calendar quotas begin their periods.
+    utc_offset: i32,
     /// A Redis store, whose stored policies the limiter follows.
     #[cfg(feature = "redis")]
     follows: Option<crate::RedisStore>,
@@ -48,6 +50,7 @@ impl Default for LimiterBuilder {
             store_timeout: LimiterBuilder::DEFAULT_STORE_TIMEOUT,
             rejection_cache: LimiterBuilder::DEFAULT_REJECTION_CACHE,
             overrides: Overrides::new(),
+            utc_offset: 0,
             fallback_share: 1,
             #[cfg(feature = "redis")]
             follows: None,
@@ -160,6 +163,31 @@ impl LimiterBuilder {
         self
     }
 
+    /// Where the program's calendar quotas (`per = "day"`, `"week"`, `"month"`) begin their
+    /// periods: at `minutes` east of UTC (negative: west), for those whose policy gives no
+    /// offset of its own — a day that ends at local midnight. Applied when the limiter is
+    /// built, as configuration (the route table marks them `configured`); a `RateLimit`
+    /// middleware's quota takes its offset on its policy
+    /// ([`Policy::with_utc_offset`]). A fixed offset: no daylight saving time.
+    ///
+    /// # Panics
+    ///
+    /// Beyond ±14 hours (840 minutes), naming the value: a programmer's error, caught at
+    /// start-up.
+    ///
+    /// ```
+    /// use limiter::Limiter;
+    /// let berlin_winter = Limiter::builder().utc_offset(60).build();
+    /// ```
+    pub fn utc_offset(mut self, minutes: i32) -> LimiterBuilder {
+        assert!(
+            minutes.abs() <= 840,
+            "utc_offset({minutes}): an offset from UTC is within ±14 hours (±840 minutes)"
+        );
+        self.utc_offset = minutes;
+        self
+    }
+
     /// The limiter.
     ///
     /// # Panics
@@ -179,10 +207,31 @@ impl LimiterBuilder {
     /// [`build`](Self::build)).
     // Called once at start-up: the size of its error costs nothing.
     #[allow(clippy::result_large_err)]
-    pub fn try_build(self) -> Result<Limiter, ScopeConflict> {
-        match registry::conflicts().into_iter().next() {
-            Some(conflict) => Err(conflict),
-            None => Ok(self.build_unchecked(false)),
+    pub fn try_build(mut self) -> Result<Limiter, ScopeConflict> {
+        if let Some(conflict) = registry::conflicts().into_iter().next() {
+            return Err(conflict);
+        }
+        if self.utc_offset != 0 {
+            self.offset_calendars();
+        }
+        Ok(self.build_unchecked(false))
+    }
+
+    /// Sets the configured offset on every declared calendar quota that gives none, unless
+    /// configuration sets its scope's policy already.
+    fn offset_calendars(&mut self) {
+        for route in registry::routes().0 {
+            for entry in route.limits {
+                let (scope, policy) = (entry.limit.scope(), entry.limit.policy());
+                let unset = policy.calendar().is_some_and(|c| c.offset_minutes() == 0);
+                if !unset || self.overrides.contains_key(scope) {
+                    continue;
+                }
+                if let Ok(offset) = policy.with_utc_offset(self.utc_offset) {
+                    self.overrides
+                        .insert(scope.into(), Override::new(scope, offset));
+                }
+            }
         }
     }
 

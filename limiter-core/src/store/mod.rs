@@ -33,7 +33,8 @@ pub use memory::{MemoryStore, RestoreError};
 /// ```
 ///
 /// with the algorithm's attribute name and the numbers in decimal (`BURST` is the token
-/// bucket's capacity, and `MAX` for the other algorithms). The Redis store's key names
+/// bucket's capacity, and `MAX` for the other algorithms; a calendar quota's `WINDOW_MS` is
+/// its calendar as its policy prints it, `month` or `day, utc+02:00`). The Redis store's key names
 /// carry it, so instances that disagree on it would not share budgets: a test pins it.
 ///
 /// ```
@@ -102,11 +103,15 @@ impl Limit {
 
 /// See [`Limit`]'s documentation: this encoding is a public contract.
 fn stable_id(scope: &str, policy: &Policy) -> u64 {
+    // A calendar quota's window is its calendar's text (`month`, `day, utc+02:00`).
+    let window = match policy.calendar() {
+        Some(calendar) => calendar.to_string(),
+        None => policy.window_ms().to_string(),
+    };
     let text = format!(
-        "{scope}\n{}\n{}\n{}\n{}",
+        "{scope}\n{}\n{}\n{window}\n{}",
         policy.algorithm().name(),
         policy.max(),
-        policy.window_ms(),
         policy.burst()
     );
     let digest = sha1_smol::Sha1::from(text.as_bytes()).digest().bytes();

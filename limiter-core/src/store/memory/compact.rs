@@ -37,8 +37,8 @@ impl CompactState for FixedWindow {
     fn check(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision {
         FixedWindow::check_cost(self, now_ms, policy, cost)
     }
-    fn mark(&self, now_ms: u64, _: &Policy) -> Duration {
-        Duration::from_millis(FixedWindow::mark(self, now_ms))
+    fn mark(&self, now_ms: u64, policy: &Policy) -> Duration {
+        Duration::from_millis(FixedWindow::mark_for(self, now_ms, policy))
     }
     fn refund(&mut self, mark: Duration, now_ms: u64, policy: &Policy, cost: u32) {
         FixedWindow::refund(self, millis(mark), now_ms, policy, cost)
@@ -58,8 +58,8 @@ impl CompactState for FixedWindow {
     fn from_raw(raw: u64) -> Self {
         FixedWindow::from_raw(raw)
     }
-    fn shifted(self, by_ms: i64, _: &Policy) -> Self {
-        FixedWindow::shifted(self, by_ms)
+    fn shifted(self, by_ms: i64, policy: &Policy) -> Self {
+        FixedWindow::shifted_for(self, by_ms, policy)
     }
     fn plausible(self, saved_ms: u64, policy: &Policy) -> bool {
         FixedWindow::plausible(self, saved_ms, policy)

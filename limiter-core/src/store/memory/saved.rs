@@ -17,6 +17,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::table::{Moved, SavedState};
 use super::{millis, MemoryStore};
+use crate::algorithm::calendar::{Calendar, Period};
 use crate::{Algorithm, Clock, Policy};
 
 const MAGIC: &[u8; 16] = b"limiter:memory\0\0";
@@ -149,8 +150,9 @@ impl MemoryStore {
                 out.push(code_of(policy.algorithm()));
                 out.extend_from_slice(&policy.max().get().to_le_bytes());
                 put(&mut out, policy.window_ms());
-                let burst = match policy.algorithm() {
-                    Algorithm::TokenBucket => policy.burst().get(),
+                let burst = match (policy.algorithm(), policy.calendar()) {
+                    (_, Some(calendar)) => calendar_code(&calendar),
+                    (Algorithm::TokenBucket, None) => policy.burst().get(),
                     _ => 0,
                 };
                 out.extend_from_slice(&burst.to_le_bytes());
@@ -363,6 +365,33 @@ fn code_of(algorithm: Algorithm) -> u8 {
         .unwrap_or_default() as u8
 }
 
+/// A calendar quota's policy is written as its fixed window's, with its calendar in the
+/// burst's place (which a fixed window has none of): this bit, the period (1 day, 2 week,
+/// 3 month) in bits 16–17 and the offset from UTC + 840 minutes below.
+const CALENDAR: u32 = 1 << 31;
+
+fn calendar_code(calendar: &Calendar) -> u32 {
+    let period = match calendar.period() {
+        Period::Day => 1,
+        Period::Week => 2,
+        Period::Month => 3,
+    };
+    CALENDAR | (period << 16) | (i32::from(calendar.offset_minutes()) + 840) as u32
+}
+
+fn calendar_policy(max: u32, code: u32) -> Option<Policy> {
+    let period = match (code >> 16) & 3 {
+        1 => Period::Day,
+        2 => Period::Week,
+        3 => Period::Month,
+        _ => return None,
+    };
+    let offset = i32::try_from(code & 0xffff).ok()? - 840;
+    Policy::per_calendar(max, period)
+        .and_then(|policy| policy.with_utc_offset(offset))
+        .ok()
+}
+
 fn put(out: &mut Vec<u8>, value: u64) {
     out.extend_from_slice(&value.to_le_bytes());
 }
@@ -419,6 +448,10 @@ impl Reader<'_> {
         let algorithm = *Algorithm::ALL
             .get(usize::from(algorithm))
             .ok_or(RestoreError::Corrupt("an unknown algorithm"))?;
+        if burst & CALENDAR != 0 {
+            return calendar_policy(max, burst)
+                .ok_or(RestoreError::Corrupt("a policy no build makes"));
+        }
         let policy = Policy::for_algorithm(algorithm, max, Duration::from_millis(window_ms))
             .map_err(|_| RestoreError::Corrupt("a policy no build makes"))?;
         match burst {

@@ -44,8 +44,9 @@ pub(super) struct CheckArgs {
     /// Count nothing, answer as if rejected by another limit.
     pub(super) peek: bool,
     /// Per limit: algorithm code, window_ms, max, interval_ns, capacity_ns, the penalty's
-    /// block_ms, after, within_ms, escalated block_ms (0s for none), then the cost.
-    pub(super) limits: Vec<[u64; 10]>,
+    /// block_ms, after, within_ms, escalated block_ms (0s for none), the calendar's period
+    /// and offset + 840 (0s for none), then the cost.
+    pub(super) limits: Vec<[u64; 12]>,
 }
 
 /// A check's answer from the script: three numbers per limit, then the clock reading.

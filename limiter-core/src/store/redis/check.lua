@@ -249,6 +249,77 @@ local function fixed_window(raw, window, max, cost)
     encode(FIXED, start, count + cost), start + window - now
 end
 
+-- Calendar quotas (calendar.rs has the rules): periods of days, Monday weeks or months,
+-- from an offset east of UTC; the state packs the period's number and its count as the
+-- fixed window packs its start and count.
+local DAY = 86400000
+-- The (year, month) of a day counted from 1970-01-01 (H. Hinnant's algorithm; days after
+-- 1970 only, so every division is of positive numbers).
+local function civil_from_days(day)
+  local z = day + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524)
+    - math.floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local month = mp + 3
+  if mp >= 10 then month = mp - 9 end
+  local year = yoe + era * 400
+  if month <= 2 then year = year + 1 end
+  return year, month
+end
+-- The day, counted from 1970-01-01, of the first of `month` in `year`.
+local function days_from_civil(year, month)
+  if month <= 2 then year = year - 1 end
+  local era = math.floor(year / 400)
+  local yoe = year - era * 400
+  local mp = month - 3
+  if month <= 2 then mp = month + 9 end
+  local doy = math.floor((153 * mp + 2) / 5)
+  return era * 146097 + yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy - 719468
+end
+local function period_of(policy, now)
+  local loc = now + (policy[11] - 840) * 60000
+  if loc < 0 then loc = 0 end
+  local day = math.floor(loc / DAY)
+  if policy[10] == 1 then return day end
+  if policy[10] == 2 then return math.floor((day + 3) / 7) end
+  local year, month = civil_from_days(day)
+  return (year - 1970) * 12 + month - 1
+end
+local function period_start(policy, index)
+  local day = index
+  if policy[10] == 2 then
+    day = index * 7 - 3
+  elseif policy[10] == 3 then
+    day = days_from_civil(1970 + math.floor(index / 12), index % 12 + 1)
+  end
+  local start = day * DAY - (policy[11] - 840) * 60000
+  if start < 0 then start = 0 end
+  return start
+end
+local function calendar_quota(policy, raw, cost)
+  local now, max = clock, policy[3]
+  local index, count = nil, 0
+  if raw then index, count = decode(FIXED, raw) end
+  local current = period_of(policy, now)
+  if not index or count == 0 or current > index then index, count = current, 0 end
+  -- A reading of an earlier period is counted at the state's period's start.
+  local start = period_start(policy, index)
+  if start > now then now = start end
+  local left = period_start(policy, index + 1) - now
+  local ends = left * 1000000
+  local status_wait = 0
+  if count > 0 then status_wait = ends end
+  if cost > max - count then
+    return false, max - count, ends, max - count, status_wait, now
+  end
+  -- The state matters until its period ends.
+  return true, max - count - cost, ends, max - count, status_wait, now,
+    encode(FIXED, index, count + cost), left
+end
+
 local function until_below(prev, cur, elapsed, t, target)
   local to_edge = t - elapsed
   if cur < target and prev > 0 then
@@ -336,24 +407,26 @@ end
 
 -- The policies this call's checks use, each once, from the header: state, window_ms, max,
 -- interval_ns, capacity_ns, then the penalty's block_ms (0: none), after, within_ms and
--- escalated block_ms.
+-- escalated block_ms, and the calendar's period (0: none) and UTC offset + 840 minutes.
 local policies = {}
 -- Whether any keeps a packed string (not a list: a long log), or a penalty record.
 local strings = false
 for p = 1, npolicies do
-  local state, window, max, interval, capacity, block, after, within, long
-  state, window, max, interval, capacity, block, after, within, long, at =
-    struct.unpack('>I1I8I4I8I8I8I1I8I8', header, at)
-  policies[p] = {state, window, max, interval, capacity, block, after, within, long}
+  local state, window, max, interval, capacity, block, after, within, long, period, offset
+  state, window, max, interval, capacity, block, after, within, long, period, offset, at =
+    struct.unpack('>I1I8I4I8I8I8I1I8I8I1I2', header, at)
+  policies[p] = {state, window, max, interval, capacity, block, after, within, long, period,
+    offset}
   if state ~= 1 or block > 0 then strings = true end
 end
 
--- A packed state's algorithm (state 2, 3, 4 or 5) on `raw`: its answer, and when it admits,
+-- A packed state's algorithm (state 2, 3, 4, 5 or 6) on `raw`: its answer, and when it admits,
 -- the state counted and the ms it must live.
 local function packed(policy, raw, cost)
   local state = policy[1]
   if state == 5 then return short_log(raw, policy[2], policy[3], cost) end
   if state == 2 then return fixed_window(raw, policy[2], policy[3], cost) end
+  if state == 6 then return calendar_quota(policy, raw, cost) end
   if state == 3 then return sliding_window_counter(raw, policy[2], policy[3], cost) end
   return token_bucket(raw, policy[4], policy[5], cost)
 end

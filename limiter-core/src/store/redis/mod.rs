@@ -369,6 +369,7 @@ impl RedisStore {
                     let policy = charge.limit.policy();
                     let [block, after, within, long] =
                         policy.penalty().map_or([0; 4], |p| p.to_numbers());
+                    let (period, offset) = calendar_numbers(policy);
                     [
                         u64::from(scripts::code(policy)),
                         policy.window_ms(),
@@ -379,6 +380,8 @@ impl RedisStore {
                         after,
                         within,
                         long,
+                        period,
+                        offset,
                         u64::from(charge.units()),
                     ]
                 })
@@ -423,6 +426,24 @@ impl RedisStore {
     /// How long Redis may take to answer a call.
     fn timeout(&self) -> Duration {
         Duration::from_nanos(self.inner.timeout_ns.load(Ordering::Relaxed))
+    }
+}
+
+/// A calendar quota's period (1 day, 2 week, 3 month; 0: not a quota) and its offset from
+/// UTC in minutes plus 840 (never negative), as the check script's header takes them.
+fn calendar_numbers(policy: &crate::Policy) -> (u64, u64) {
+    use crate::algorithm::calendar::Period;
+    match policy.calendar() {
+        Some(calendar) => {
+            let period = match calendar.period() {
+                Period::Day => 1,
+                Period::Week => 2,
+                Period::Month => 3,
+            };
+            let offset = i64::from(calendar.offset_minutes()) + 840;
+            (period, offset.max(0) as u64)
+        }
+        None => (0, 0),
     }
 }
 

@@ -80,6 +80,13 @@ for i = 1, #KEYS do
         if start == mark and count > 0 and clock - start < window then
           changed = struct.pack('>I6I4', start, count - math.min(cost, count))
         end
+      elseif algorithm == 6 then
+        -- A calendar quota: from its period (`window` is its number, `interval` its end),
+        -- while that period lasts.
+        local index, count = struct.unpack('>I6I4', raw)
+        if index == window and count > 0 and clock < interval then
+          changed = struct.pack('>I6I4', index, count - math.min(cost, count))
+        end
       elseif algorithm == 3 then
         -- From the count of its window, while that window weighs.
         local stored, prev, cur = struct.unpack('>I6I4I4', raw)

@@ -58,10 +58,18 @@ impl RedisStore {
         for (charge, mark) in charges.iter().zip(marks) {
             let policy = charge.limit.policy();
             let mark = mark.unwrap_or_default();
+            // A calendar quota's refund needs no calendar: its period's number and end.
+            let (window, interval) = match policy.calendar() {
+                Some(calendar) => {
+                    let index = calendar.index(millis(mark));
+                    (u64::from(index), calendar.start_ms(index.saturating_add(1)))
+                }
+                None => (policy.window_ms(), policy.emission_interval_ns()),
+            };
             command
                 .arg(scripts::code(policy))
-                .arg(policy.window_ms())
-                .arg(policy.emission_interval_ns())
+                .arg(window)
+                .arg(interval)
                 .arg(charge.units())
                 .arg(mark.as_millis().to_string())
                 .arg(mark.subsec_nanos() % 1_000_000);
@@ -70,4 +78,9 @@ impl RedisStore {
             .await
             .map(drop)
     }
+}
+
+/// A mark in whole milliseconds.
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

@@ -43,6 +43,10 @@ pub(super) fn decode(limit: &Limit, answer: &[i64], clock: i64) -> (Decision, Op
 /// used quota next comes back, as [`crate::algorithm`]'s `mark`s define it.
 fn mark(policy: &Policy, used: u64, remaining: i64, wait_ns: u64) -> Duration {
     let window = policy.window_ms();
+    if let Some(calendar) = policy.calendar() {
+        // The start of the period that counted it.
+        return Duration::from_millis(calendar.start_ms(calendar.index(used)));
+    }
     match policy.algorithm() {
         Algorithm::SlidingWindow => Duration::from_millis(used),
         // The window ends `wait` after `used`: it started a window before that end.

@@ -73,9 +73,12 @@ impl Script {
 /// instant), whose pushes and trims touch only their ends.
 pub(crate) const SHORT_LOG_MOST: u32 = 128;
 
-/// The number the scripts know a policy's state by: its algorithm, and for the sliding
-/// window whether its log is short (a packed string) or long (a list).
+/// The number the scripts know a policy's state by: its algorithm, for the sliding window
+/// whether its log is short (a packed string) or long (a list), and 6 for a calendar quota.
 pub(crate) fn code(policy: &Policy) -> u8 {
+    if policy.calendar().is_some() {
+        return 6;
+    }
     match policy.algorithm() {
         Algorithm::SlidingWindow if policy.max().get() <= SHORT_LOG_MOST => 5,
         Algorithm::SlidingWindow => 1,

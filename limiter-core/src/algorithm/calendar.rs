@@ -1,0 +1,339 @@
+//! Calendar quotas: up to `N` requests per day, week (from Monday) or month, resetting at the
+//! period's boundary, in UTC or at a fixed offset from it — `per = "month"`.
+//!
+//! A quota is a fixed window aligned to the calendar: a period `[s, e)` holds up to `N`; the
+//! first request at or after `e` counts in the next one; `Retry-After` is `e − now`. Memory:
+//! 8 bytes per key (the period's number and the count). Readings are Unix time (see
+//! [`Clock`](crate::Clock)); a reading of an earlier period than the state's (it reached the
+//! store late) is counted in the state's period: it never reopens or resets it.
+
+use std::fmt;
+
+use super::ms;
+use crate::{Decision, Policy};
+
+const DAY_MS: u64 = 86_400_000;
+
+/// The calendar periods a quota resets at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Period {
+    /// From midnight to midnight.
+    Day,
+    /// From Monday midnight to Monday midnight (ISO weeks).
+    Week,
+    /// From the first of the month at midnight to the first of the next.
+    Month,
+}
+
+impl Period {
+    /// The name `per = "..."` takes: `day`, `week`, `month`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Period::Day => "day",
+            Period::Week => "week",
+            Period::Month => "month",
+        }
+    }
+
+    /// The period with that name, if there is one.
+    pub fn from_name(name: &str) -> Option<Period> {
+        [Period::Day, Period::Week, Period::Month]
+            .into_iter()
+            .find(|p| p.name() == name)
+    }
+
+    /// The longest such period in ms (a month of 31 days): the window the RateLimit fields
+    /// announce, so that a client pacing itself by `q / w` never sends more than allowed.
+    pub const fn longest_ms(self) -> u64 {
+        match self {
+            Period::Day => DAY_MS,
+            Period::Week => 7 * DAY_MS,
+            Period::Month => 31 * DAY_MS,
+        }
+    }
+}
+
+/// A calendar period at an offset from UTC: where a quota's periods begin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Calendar {
+    period: Period,
+    /// Minutes east of UTC, within ±14 hours.
+    offset_min: i16,
+}
+
+impl Calendar {
+    /// The largest offset from UTC: 14 hours, in minutes (UTC+14 exists; UTC−12 is the
+    /// lowest in use).
+    pub const MAX_OFFSET_MIN: i16 = 14 * 60;
+
+    /// `period` in UTC.
+    pub const fn utc(period: Period) -> Calendar {
+        Calendar {
+            period,
+            offset_min: 0,
+        }
+    }
+
+    /// `period` at `minutes` east of UTC (negative: west), or `None` beyond ±14 hours.
+    pub const fn at_offset(period: Period, minutes: i16) -> Option<Calendar> {
+        if minutes > Calendar::MAX_OFFSET_MIN || minutes < -Calendar::MAX_OFFSET_MIN {
+            return None;
+        }
+        Some(Calendar {
+            period,
+            offset_min: minutes,
+        })
+    }
+
+    /// The period.
+    pub const fn period(&self) -> Period {
+        self.period
+    }
+
+    /// Minutes east of UTC.
+    pub const fn offset_minutes(&self) -> i16 {
+        self.offset_min
+    }
+
+    /// The number of the period that holds the Unix instant `now_ms`, counted from the one
+    /// that holds 1970-01-01 (local time). Instants before then count as period 0.
+    pub fn index(&self, now_ms: u64) -> u32 {
+        let local = self.local_ms(now_ms);
+        let day = (local / DAY_MS) as i64;
+        let index = match self.period {
+            Period::Day => day,
+            // 1970-01-01 was a Thursday: the Monday of its week is day −3.
+            Period::Week => (day + 3).div_euclid(7),
+            Period::Month => {
+                let (year, month) = civil_from_days(day);
+                (year - 1970) * 12 + (month - 1)
+            }
+        };
+        index.clamp(0, i64::from(u32::MAX)) as u32
+    }
+
+    /// The Unix instant (ms) at which period `index` begins.
+    pub fn start_ms(&self, index: u32) -> u64 {
+        let index = i64::from(index);
+        let day = match self.period {
+            Period::Day => index,
+            Period::Week => index * 7 - 3,
+            Period::Month => days_from_civil(1970 + index.div_euclid(12), index.rem_euclid(12) + 1),
+        };
+        let offset = i64::from(self.offset_min) * 60_000;
+        (day * DAY_MS as i64 - offset).max(0) as u64
+    }
+
+    /// `now_ms` on the local clock, 0 before 1970 there.
+    fn local_ms(&self, now_ms: u64) -> u64 {
+        let offset = i64::from(self.offset_min) * 60_000;
+        (now_ms as i64).saturating_add(offset).max(0) as u64
+    }
+}
+
+/// `month`, or `day, utc+02:00` with an offset: the form a policy's text uses.
+impl fmt::Display for Calendar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.period.name())?;
+        if self.offset_min != 0 {
+            let sign = if self.offset_min < 0 { '-' } else { '+' };
+            let minutes = self.offset_min.unsigned_abs();
+            write!(f, ", utc{sign}{:02}:{:02}", minutes / 60, minutes % 60)?;
+        }
+        Ok(())
+    }
+}
+
+/// The (year, month 1–12) of a day counted from 1970-01-01 (H. Hinnant's algorithm).
+fn civil_from_days(day: i64) -> (i64, i64) {
+    let z = day + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month)
+}
+
+/// The day, counted from 1970-01-01, of the first of `month` (1–12) in `year`.
+fn days_from_civil(year: i64, month: i64) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let yoe = year - era * 400;
+    let mp = if month > 2 { month - 3 } else { month + 9 };
+    let doy = (153 * mp + 2) / 5;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// One key's quota: the period it counts in, and how many units it admitted there.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CalendarQuota {
+    index: u32,
+    count: u32,
+}
+
+impl CalendarQuota {
+    /// The state as 64 bits, for a store's saved file.
+    pub(crate) fn to_raw(self) -> u64 {
+        (u64::from(self.index) << 32) | u64::from(self.count)
+    }
+
+    /// A state from [`to_raw`](Self::to_raw)'s bits.
+    pub(crate) fn from_raw(raw: u64) -> CalendarQuota {
+        CalendarQuota {
+            index: (raw >> 32) as u32,
+            count: raw as u32,
+        }
+    }
+
+    /// Whether a state read from a file could have been counted by `policy` before
+    /// `saved_ms`.
+    pub(crate) fn plausible(self, saved_ms: u64, policy: &Policy) -> bool {
+        self.count <= policy.max().get() && self.index <= calendar(policy).index(saved_ms)
+    }
+
+    /// Counts a request worth `cost` units at `now_ms` (Unix time): all of them, or none.
+    ///
+    /// ```
+    /// use limiter::{algorithm::calendar::{CalendarQuota, Period}, Policy};
+    /// let monthly = Policy::per_calendar(2, Period::Month)?;
+    /// let mut state = CalendarQuota::default();
+    /// let dec_31 = 1_767_139_200_000; // 2025-12-31T00:00:00Z
+    /// assert!(state.check_cost(dec_31, &monthly, 1).allowed());
+    /// assert!(state.check_cost(dec_31, &monthly, 1).allowed());
+    /// let third = state.check_cost(dec_31, &monthly, 1);
+    /// assert_eq!(third.retry_after_secs(), Some(86_400)); // until January 1st
+    /// assert!(state.check_cost(dec_31 + 86_400_000, &monthly, 1).allowed());
+    /// # Ok::<(), limiter::PolicyError>(())
+    /// ```
+    pub fn check_cost(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision {
+        let calendar = calendar(policy);
+        let max = policy.max().get();
+        let index = calendar.index(now_ms);
+        if self.count == 0 || index > self.index {
+            *self = CalendarQuota { index, count: 0 };
+        }
+        let ends_in = ms(self.ends_in(now_ms, &calendar));
+        if cost <= max - self.count {
+            self.count += cost;
+            Decision::allow_ns(max, max - self.count, ends_in)
+        } else {
+            Decision::reject_leaving_ns(max, max - self.count, ends_in)
+        }
+    }
+
+    /// The mark of the check just admitted: the start of its period (Unix ms).
+    pub fn mark(&self, policy: &Policy) -> u64 {
+        calendar(policy).start_ms(self.index)
+    }
+
+    /// Takes back `cost` units of a check admitted in the period that began at `start_ms`,
+    /// if that period still counts.
+    pub fn refund(&mut self, start_ms: u64, now_ms: u64, policy: &Policy, cost: u32) {
+        let calendar = calendar(policy);
+        if self.count > 0
+            && calendar.index(start_ms) == self.index
+            && calendar.index(now_ms) <= self.index
+        {
+            self.count -= cost.min(self.count);
+        }
+    }
+
+    /// Where the key stands at `now_ms`, with nothing counted.
+    pub fn status(&self, now_ms: u64, policy: &Policy) -> Decision {
+        let max = policy.max().get();
+        if self.is_expired(now_ms, policy) {
+            return Decision::allow_ns(max, max, 0);
+        }
+        let ends_in = ms(self.ends_in(now_ms, &calendar(policy)));
+        match max - self.count {
+            0 => Decision::reject_ns(max, ends_in),
+            left => Decision::allow_ns(max, left, ends_in),
+        }
+    }
+
+    /// Whether its period is over at `now_ms` (or nothing is counted): it can be forgotten.
+    pub fn is_expired(&self, now_ms: u64, policy: &Policy) -> bool {
+        self.count == 0 || calendar(policy).index(now_ms) > self.index
+    }
+
+    /// Milliseconds until the state can be forgotten.
+    pub fn expires_in(&self, now_ms: u64, policy: &Policy) -> u64 {
+        if self.is_expired(now_ms, policy) {
+            return 0;
+        }
+        self.ends_in(now_ms, &calendar(policy))
+    }
+
+    /// Milliseconds from `now_ms` (or the period's start, when later) to its period's end.
+    fn ends_in(&self, now_ms: u64, calendar: &Calendar) -> u64 {
+        let end = calendar.start_ms(self.index.saturating_add(1));
+        let from = now_ms.max(calendar.start_ms(self.index));
+        end.saturating_sub(from)
+    }
+}
+
+/// The calendar of a quota's policy (UTC days for a policy that has none: never asked).
+fn calendar(policy: &Policy) -> Calendar {
+    policy.calendar().unwrap_or(Calendar::utc(Period::Day))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 2024-02-29T12:00:00Z, a Thursday.
+    const LEAP_DAY_NOON: u64 = 1_709_208_000_000;
+
+    #[test]
+    fn periods_begin_where_the_calendar_says() {
+        let month = Calendar::utc(Period::Month);
+        let index = month.index(LEAP_DAY_NOON);
+        assert_eq!(index, (2024 - 1970) * 12 + 1);
+        assert_eq!(month.start_ms(index), 1_706_745_600_000); // 2024-02-01
+        assert_eq!(month.start_ms(index + 1), 1_709_251_200_000); // 2024-03-01
+        let week = Calendar::utc(Period::Week);
+        // The Monday before: 2024-02-26.
+        assert_eq!(week.start_ms(week.index(LEAP_DAY_NOON)), 1_708_905_600_000);
+        let day = Calendar::utc(Period::Day);
+        assert_eq!(day.start_ms(day.index(LEAP_DAY_NOON)), 1_709_164_800_000);
+        // At UTC+02:00 the day began at 22:00 the day before.
+        let cest = Calendar::at_offset(Period::Day, 120).unwrap();
+        assert_eq!(
+            cest.start_ms(cest.index(LEAP_DAY_NOON)),
+            1_709_164_800_000 - 7_200_000
+        );
+        assert_eq!(Calendar::at_offset(Period::Day, 15 * 60), None);
+    }
+
+    #[test]
+    fn every_month_of_four_centuries_round_trips() {
+        let month = Calendar::utc(Period::Month);
+        for index in 1..4_800u32 {
+            let start = month.start_ms(index);
+            assert_eq!(month.index(start), index);
+            assert_eq!(month.index(start - 1), index - 1);
+            let length = month.start_ms(index + 1) - start;
+            assert!((28 * DAY_MS..=31 * DAY_MS).contains(&length));
+        }
+    }
+
+    #[test]
+    fn a_late_reading_counts_in_the_newest_period() {
+        let policy = Policy::per_calendar(1, Period::Day).unwrap();
+        let mut state = CalendarQuota::default();
+        let tomorrow = LEAP_DAY_NOON + DAY_MS;
+        assert!(state.check_cost(tomorrow, &policy, 1).allowed());
+        // A reading of today arrives late: the state's day is full, it waits for its end.
+        let late = state.check_cost(LEAP_DAY_NOON, &policy, 1);
+        assert!(!late.allowed());
+        assert_eq!(
+            late.retry_after_secs(),
+            Some(86_400),
+            "counted at the state's start"
+        );
+    }
+}
