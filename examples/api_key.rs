@@ -1,5 +1,6 @@
 //! An API limited per key: each `X-Api-Key` gets 100 requests per minute with bursts of 20
-//! (a token bucket); requests without a key are limited per address. Long keys are hashed,
+//! (a token bucket) and a quota of 10,000 a calendar month (reset on the first, at midnight
+//! UTC); requests without a key are limited per address. Long keys are hashed,
 //! so a client cannot make the limiter store arbitrary data.
 //!
 //! The key is whatever the client sends, checked by nobody before the limiter reads it: a
@@ -25,6 +26,7 @@ use limiter::{rate_limit, Limiter};
     algorithm = "token_bucket",
     burst = 20
 )]
+#[rate_limit(10_000, per = "month", key = "header:x-api-key")] // the plan's monthly quota
 #[rate_limit(300, per = "1m", key = "ip")]
 async fn items() -> &'static str {
     "[]\n"

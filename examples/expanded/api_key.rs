@@ -3,7 +3,8 @@
 // `LIMITER_BLESS=1 cargo test --test expansions`.
 
 //! An API limited per key: each `X-Api-Key` gets 100 requests per minute with bursts of 20
-//! (a token bucket); requests without a key are limited per address. Long keys are hashed,
+//! (a token bucket) and a quota of 10,000 a calendar month (reset on the first, at midnight
+//! UTC); requests without a key are limited per address. Long keys are hashed,
 //! so a client cannot make the limiter store arbitrary data.
 //!
 //! The key is whatever the client sends, checked by nobody before the limiter reads it: a
@@ -38,7 +39,14 @@ async fn items(
         ::core::result::Result::Ok(policy) => policy,
         ::core::result::Result::Err(error) => ::core::panic!("{}", error.message()),
     };
-    const __LIMITER_POLICY_1: ::limiter::__private::Policy = match ::limiter::__private::Policy::__try_from_attribute(
+    const __LIMITER_POLICY_1: ::limiter::__private::Policy = match ::limiter::__private::Policy::per_calendar(
+        10000u32,
+        ::limiter::__private::Period::Month,
+    ) {
+        ::core::result::Result::Ok(policy) => policy,
+        ::core::result::Result::Err(error) => ::core::panic!("{}", error.message()),
+    };
+    const __LIMITER_POLICY_2: ::limiter::__private::Policy = match ::limiter::__private::Policy::__try_from_attribute(
         300u32,
         60000u64,
         ::limiter::__private::Algorithm::SlidingWindow,
@@ -58,8 +66,13 @@ async fn items(
             ::limiter::__private::KeySpec::Header(::limiter::__private::HeaderName::from_static("x-api-key")),),
             ::limiter::__private::LimitSpec::new(::core::option::Option::None,
             ::core::concat!(::core::module_path!(), "::", "items"),
-            ::core::any::type_name:: < __LimiterHandler > (), 1usize, "items-1m",
-            __LIMITER_POLICY_1, ::limiter::__private::KeySpec::Ip,)
+            ::core::any::type_name:: < __LimiterHandler > (), 1usize, "items-month",
+            __LIMITER_POLICY_1,
+            ::limiter::__private::KeySpec::Header(::limiter::__private::HeaderName::from_static("x-api-key")),),
+            ::limiter::__private::LimitSpec::new(::core::option::Option::None,
+            ::core::concat!(::core::module_path!(), "::", "items"),
+            ::core::any::type_name:: < __LimiterHandler > (), 2usize, "items-1m",
+            __LIMITER_POLICY_2, ::limiter::__private::KeySpec::Ip,)
         ],
     ));
     fn __limiter_declares() -> &'static dyn ::limiter::__private::Declares {

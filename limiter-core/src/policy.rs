@@ -415,9 +415,9 @@ impl Policy {
         policy.validate()
     }
 
-    /// At most `max` requests per calendar `period` (UTC; see [`with_utc_offset`]
-    /// (Self::with_utc_offset)), resetting at its boundary: a quota, counted as a fixed
-    /// window aligned to the calendar — `per = "month"`.
+    /// At most `max` requests per calendar `period`, in UTC (see
+    /// [`with_utc_offset`](Self::with_utc_offset)), resetting at its boundary: a quota,
+    /// counted as a fixed window aligned to the calendar — `per = "month"`.
     ///
     /// ```
     /// use limiter::{algorithm::calendar::Period, Policy};

@@ -26,6 +26,25 @@
 //! The sliding window's price is memory: one 32-bit instant per admitted request still in the
 //! window, `O(N)` per active client. For large `N` and many clients prefer
 //! `sliding_window_counter` or `token_bucket` (8 bytes of state whatever `N`).
+//!
+//! ## Calendar quotas
+//!
+//! `#[rate_limit(10_000, per = "month", key = "header:x-api-key")]` is a quota, not a rate:
+//! up to `N` in each calendar period — `"day"` (midnight to midnight), `"week"` (Monday to
+//! Monday), `"month"` (the first to the first) — reset at the boundary, where
+//! `Retry-After` and `t` point. It is a fixed window aligned to the calendar (so `2N`
+//! across a boundary, as a fixed window allows: stack a rate beside it, `5 per 1s` +
+//! `10k per month`, each one holding). Periods are in UTC, or at the offset
+//! `Limiter::builder().utc_offset(minutes)` gives (a fixed offset: no daylight saving time;
+//! a middleware's quota takes it on its policy, `Policy::per_calendar(n,
+//! Period::Month)?.with_utc_offset(60)?`). Readings are Unix time: the system clocks fix
+//! their offset from the wall clock at their first reading, and Redis checks on its own
+//! `TIME`, so every instance agrees on the date. `RateLimit-Policy` announces the longest
+//! period (`w=2678400` for a month, 31 days), so that a client pacing itself by `q / w` never
+//! overspends. A rolling window stays at most 7 days: `per = "30d"` is refused, pointing
+//! here. State: 8 bytes (the period's number and the count), in memory, in Redis (a packed
+//! string that expires at the period's end) and in a saved file; `tests/quotas.rs` crosses
+//! day, week and month boundaries at offsets, on both stores, against each other.
 #![doc = include_str!("../../docs/boundary.svg")]
 //!
 //! | algorithm | admits at `now` iff | in any window | memory per key |
