@@ -52,6 +52,9 @@ pub use actix::rejected::RejectedClient;
 pub use actix::reset::Subject;
 pub use actix::routes_page::routes_service;
 #[doc(inline)]
+#[doc = include_str!("docs/concurrency_limit.md")]
+pub use limiter_macros::concurrency_limit;
+#[doc(inline)]
 #[doc = include_str!("docs/attribute.md")]
 pub use limiter_macros::rate_limit;
 
@@ -60,6 +63,7 @@ pub use limiter_macros::rate_limit;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::actix::attribute::{handle, Guarded, RequestParts};
+    pub use crate::actix::in_flight::InFlightSpec;
     pub use crate::actix::keys::KeySpec;
     pub use crate::actix::limits::{handler_path, HandlerLimits, LimitSpec};
     pub use crate::Share;

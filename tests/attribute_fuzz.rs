@@ -19,6 +19,8 @@ mod ast;
 mod errors;
 #[path = "../limiter-macros/src/expand.rs"]
 mod expand;
+#[path = "../limiter-macros/src/in_flight.rs"]
+mod in_flight;
 #[path = "../limiter-macros/src/input.rs"]
 mod input;
 #[path = "../limiter-macros/src/penalty.rs"]

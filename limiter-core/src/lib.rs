@@ -23,6 +23,7 @@
 // Policies, algorithms, clocks, decisions, stores, and the limiter with its fault policy.
 pub mod algorithm;
 mod clock;
+mod concurrency;
 mod decision;
 mod limiter;
 mod observe;
@@ -33,6 +34,7 @@ mod registry;
 mod store;
 
 pub use clock::{Clock, ManualClock, PreciseClock, SystemClock};
+pub use concurrency::{Acquired, Concurrency, NoSlot, Slot, SlotGuard};
 pub use decision::Decision;
 #[doc(hidden)]
 pub use limiter::Verdict;

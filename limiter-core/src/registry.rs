@@ -25,6 +25,10 @@ pub trait Declares: Sync {
     fn refunded_scopes(&self) -> Vec<&str> {
         Vec::new()
     }
+    /// Its concurrency limits, each with who it counts.
+    fn in_flight(&self) -> Vec<(&crate::Concurrency, String)> {
+        Vec::new()
+    }
 }
 
 /// One `#[rate_limit]` handler, as the attribute registers it. Not a public API.
@@ -157,6 +161,9 @@ impl Declares for Static {
     fn refunded_scopes(&self) -> Vec<&str> {
         self.0.refunded_scopes()
     }
+    fn in_flight(&self) -> Vec<(&crate::Concurrency, String)> {
+        self.0.in_flight()
+    }
 }
 
 /// Bumped whenever something registers at run time, so that what was read from the
@@ -235,6 +242,8 @@ pub struct Route {
     pub location: String,
     /// Its limits, in the order they are checked.
     pub limits: Vec<RouteLimit>,
+    /// Its concurrency limits (`#[concurrency_limit]`), each with who it counts.
+    pub in_flight: Vec<(crate::Concurrency, String)>,
 }
 
 /// One limit of a [`Route`]: the limit, who it counts, and its options.
@@ -285,6 +294,15 @@ impl Routes {
     pub fn rows(&self) -> Vec<[String; 5]> {
         let mut rows = Vec::new();
         for route in &self.0 {
+            for (limit, key) in &route.in_flight {
+                rows.push([
+                    limit.scope().to_string(),
+                    limit.to_string(),
+                    key.clone(),
+                    "-".to_string(),
+                    format!("{} ({})", route.handler, route.location),
+                ]);
+            }
             for limit in &route.limits {
                 let options = if limit.options.is_empty() {
                     "-".to_string()
@@ -365,6 +383,11 @@ pub fn routes() -> Routes {
                             options,
                         }
                     })
+                    .collect(),
+                in_flight: declares
+                    .in_flight()
+                    .into_iter()
+                    .map(|(limit, key)| (limit.clone(), key))
                     .collect(),
             }
         })

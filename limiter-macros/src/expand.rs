@@ -15,10 +15,16 @@ use syn::ext::IdentExt;
 use syn::{Attribute, FnArg, ItemFn};
 
 use crate::ast::{Cost, Key, Max, Spanned};
+use crate::in_flight::InFlight;
 use crate::input;
 use crate::valid::{self, Limit};
 
-pub(crate) fn handler(function: ItemFn, limits: &[Limit], krate: &syn::Path) -> TokenStream {
+pub(crate) fn handler(
+    function: ItemFn,
+    limits: &[Limit],
+    in_flight: &[InFlight],
+    krate: &syn::Path,
+) -> TokenStream {
     let private = quote!(#krate::__private);
     let uses_self = input::uses_self(&function);
     let ItemFn {
@@ -112,24 +118,7 @@ pub(crate) fn handler(function: ItemFn, limits: &[Limit], krate: &syn::Path) -> 
                 ::core::result::Result::Err(error) => ::core::panic!("{}", error.message()),
             };
         });
-        let key = match &limit.key {
-            Key::Ip => quote!(#private::KeySpec::Ip),
-            Key::User => quote!(#private::KeySpec::User),
-            Key::Global => quote!(#private::KeySpec::Global),
-            Key::Header(name) => {
-                quote!(#private::KeySpec::Header(#private::HeaderName::from_static(#name)))
-            }
-            // Spanned on the path: a function of the wrong type is a type mismatch right
-            // there, between the type it has and the type a key function needs.
-            Key::Function(path) => {
-                let span = path
-                    .segments
-                    .last()
-                    .map_or_else(proc_macro2::Span::call_site, |s| s.ident.span());
-                let key_spec = respan(quote!(#private::KeySpec::Function), span);
-                quote_spanned! {span=> #key_spec(#path) }
-            }
-        };
+        let key = key_spec(&private, &limit.key);
         let scope = match &limit.scope {
             Some(scope) => {
                 let scope = &scope.value;
@@ -225,6 +214,36 @@ pub(crate) fn handler(function: ItemFn, limits: &[Limit], krate: &syn::Path) -> 
         });
     }
 
+    let mut in_flight_specs = Vec::new();
+    for (index, limit) in in_flight.iter().enumerate() {
+        let max = limit.max;
+        let key = key_spec(&private, &limit.key);
+        let scope = match &limit.scope {
+            Some(scope) => {
+                let scope = &scope.value;
+                quote!(::core::option::Option::Some(#scope))
+            }
+            None => quote!(::core::option::Option::None),
+        };
+        in_flight_specs.push(quote! {
+            #private::InFlightSpec::new(
+                #scope,
+                ::core::concat!(::core::module_path!(), "::", #fn_path),
+                ::core::any::type_name::<__LimiterHandler>(),
+                #index,
+                #max,
+                #key,
+            )
+        });
+    }
+    let made_limits = if in_flight_specs.is_empty() {
+        quote!(#private::HandlerLimits::new(::std::vec![#(#specs),*]))
+    } else {
+        quote! {
+            #private::HandlerLimits::new(::std::vec![#(#specs),*])
+                .in_flight(::std::vec![#(#in_flight_specs),*])
+        }
+    };
     quote! {
         #beside
         #(#attrs)*
@@ -237,7 +256,7 @@ pub(crate) fn handler(function: ItemFn, limits: &[Limit], krate: &syn::Path) -> 
             struct __LimiterHandler;
             #(#policies)*
             static __LIMITER_LIMITS: #private::LazyLock<#private::HandlerLimits> =
-                #private::LazyLock::new(|| #private::HandlerLimits::new(::std::vec![#(#specs),*]));
+                #private::LazyLock::new(|| #made_limits);
             fn __limiter_declares() -> &'static dyn #private::Declares {
                 &*__LIMITER_LIMITS
             }
@@ -259,6 +278,28 @@ pub(crate) fn handler(function: ItemFn, limits: &[Limit], krate: &syn::Path) -> 
                 move |(#(#arg_names,)*): (#(#arg_types,)*)| #call(#(#arg_names),*),
             )
             .await
+        }
+    }
+}
+
+/// The [`KeySpec`] a key kind is made with.
+fn key_spec(private: &TokenStream, key: &Key) -> TokenStream {
+    match key {
+        Key::Ip => quote!(#private::KeySpec::Ip),
+        Key::User => quote!(#private::KeySpec::User),
+        Key::Global => quote!(#private::KeySpec::Global),
+        Key::Header(name) => {
+            quote!(#private::KeySpec::Header(#private::HeaderName::from_static(#name)))
+        }
+        // Spanned on the path: a function of the wrong type is a type mismatch right
+        // there, between the type it has and the type a key function needs.
+        Key::Function(path) => {
+            let span = path
+                .segments
+                .last()
+                .map_or_else(proc_macro2::Span::call_site, |s| s.ident.span());
+            let key_spec = respan(quote!(#private::KeySpec::Function), span);
+            quote_spanned! {span=> #key_spec(#path) }
         }
     }
 }

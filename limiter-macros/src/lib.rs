@@ -10,6 +10,7 @@ mod args;
 mod ast;
 mod errors;
 mod expand;
+mod in_flight;
 mod input;
 mod penalty;
 mod period;
@@ -25,6 +26,13 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn rate_limit(args: TokenStream, item: TokenStream) -> TokenStream {
     stack::rate_limit(args.into(), item.into()).into()
+}
+
+/// Implemented in `limiter-macros`; use it through the `limiter` crate, whose
+/// `concurrency_limit` page is the reference.
+#[proc_macro_attribute]
+pub fn concurrency_limit(args: TokenStream, item: TokenStream) -> TokenStream {
+    stack::concurrency_limit(args.into(), item.into()).into()
 }
 
 /// The limits of one handler, gathered by its `#[rate_limit]` attributes. Not a public API:

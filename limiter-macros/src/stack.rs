@@ -14,10 +14,55 @@ use quote::quote;
 use syn::{Attribute, ItemFn, Meta};
 
 use crate::errors::Errors;
-use crate::{expand, input, valid};
+use crate::{expand, in_flight, input, valid};
 
 /// The marker's name, as `limiter::__private` exports it.
 const MARKER: &str = "rate_limit_stack";
+
+/// `#[concurrency_limit(...)]`: checks the arguments, then carries them in the marker,
+/// tagged.
+pub(crate) fn concurrency_limit(args: TokenStream, item: TokenStream) -> TokenStream {
+    let mut function: ItemFn = match syn::parse2(item.clone()) {
+        Ok(function) => function,
+        Err(_) => {
+            let error = syn::Error::new(
+                Span::call_site(),
+                "#[concurrency_limit] goes on an `async fn` handler",
+            )
+            .to_compile_error();
+            return quote!(#item #error);
+        }
+    };
+    let mut errors = Errors::default();
+    in_flight::parse(args.clone(), Span::call_site(), &mut errors);
+    if let Some(compile_errors) = errors.to_compile_errors() {
+        return with_errors(function, compile_errors);
+    }
+    let tag = proc_macro2::Ident::new(in_flight::TAG, Span::call_site());
+    let mut tagged = quote!(#tag);
+    tagged.extend(args.clone());
+    carry(&mut function, Group::new(Delimiter::Bracket, tagged), args);
+    quote!(#function)
+}
+
+/// Adds `carried` to the function's marker, making the marker (with `args`' crate path)
+/// if it has none yet.
+fn carry(function: &mut ItemFn, carried: Group, args: TokenStream) {
+    match function.attrs.iter_mut().find(|a| is_marker(a)) {
+        Some(marker) => {
+            if let Meta::List(list) = &mut marker.meta {
+                list.tokens.extend([TokenTree::Group(carried)]);
+            }
+        }
+        None => {
+            let krate =
+                crate::args::crate_path(args).unwrap_or_else(|| syn::parse_quote!(::limiter));
+            let marker: Attribute =
+                syn::parse_quote!(#[#krate::__private::rate_limit_stack(#carried)]);
+            function.attrs.push(marker);
+        }
+    }
+}
 
 /// `#[rate_limit(...)]`: checks the arguments, then carries them in the marker.
 pub(crate) fn rate_limit(args: TokenStream, item: TokenStream) -> TokenStream {
@@ -42,20 +87,7 @@ pub(crate) fn rate_limit(args: TokenStream, item: TokenStream) -> TokenStream {
         return with_errors(function, compile_errors);
     }
     let carried = Group::new(Delimiter::Bracket, args.clone());
-    match function.attrs.iter_mut().find(|a| is_marker(a)) {
-        Some(marker) => {
-            if let Meta::List(list) = &mut marker.meta {
-                list.tokens.extend([TokenTree::Group(carried)]);
-            }
-        }
-        None => {
-            let krate =
-                crate::args::crate_path(args).unwrap_or_else(|| syn::parse_quote!(::limiter));
-            let marker: Attribute =
-                syn::parse_quote!(#[#krate::__private::rate_limit_stack(#carried)]);
-            function.attrs.push(marker);
-        }
-    }
+    carry(&mut function, carried, args);
     quote!(#function)
 }
 
@@ -88,14 +120,24 @@ pub(crate) fn finish(args: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
     let mut limits = Vec::new();
     let mut krate = None;
+    let mut in_flight = Vec::new();
     for tree in args {
         let TokenTree::Group(group) = tree else {
             continue;
         };
-        if krate.is_none() {
-            krate = crate::args::crate_path(group.stream());
+        // A concurrency limit's arguments come after its tag.
+        let mut tokens = group.stream().into_iter().peekable();
+        let tagged = matches!(tokens.peek(), Some(TokenTree::Ident(i)) if i == in_flight::TAG);
+        if tagged {
+            tokens.next();
         }
-        if let Some(limit) = crate::args::parse(group.stream(), group.span(), &mut errors)
+        let stream: TokenStream = tokens.collect();
+        if krate.is_none() {
+            krate = crate::args::crate_path(stream.clone());
+        }
+        if tagged {
+            in_flight.extend(in_flight::parse(stream, group.span(), &mut errors));
+        } else if let Some(limit) = crate::args::parse(stream, group.span(), &mut errors)
             .and_then(|attr| valid::limit(attr, &mut errors))
         {
             limits.push(limit);
@@ -107,5 +149,5 @@ pub(crate) fn finish(args: TokenStream, item: TokenStream) -> TokenStream {
         return with_errors(function, compile_errors);
     }
     let krate = krate.unwrap_or_else(|| syn::parse_quote!(::limiter));
-    expand::handler(function, &limits, &krate)
+    expand::handler(function, &limits, &in_flight, &krate)
 }

@@ -9,6 +9,7 @@ use actix_web::body::BoxBody;
 use actix_web::{FromRequest, HttpRequest, HttpResponse, Responder};
 
 use super::fields::{HeaderOptions, RateLimitFields, Write};
+use super::in_flight::Slots;
 use super::limits::HandlerLimits;
 use super::refund::Refund;
 use crate::Limiter;
@@ -50,6 +51,14 @@ where
 {
     let RequestParts { req, mut payload } = parts;
     let limiter = Limiter::of(&req);
+    // Slots first: a request over its concurrency limit takes nothing from its rates.
+    let slots = match limits.in_flight.is_empty() {
+        true => Slots::none(),
+        false => match Box::pin(limiter.take_slots(&req, limits)).await {
+            Ok(slots) => slots,
+            Err(response) => return Guarded(response, PhantomData),
+        },
+    };
     // What is awaited only on the way less taken — a check under way in a networked store,
     // a refused request's body, a refund — is boxed there: this future, which every
     // request of the handler allocates and moves, holds none of their state.
@@ -82,6 +91,7 @@ where
     for refund in decided.refund.into_iter().chain(inline_refunds) {
         Box::pin(refund.take_back(limiter, status)).await;
     }
+    let response = slots.hold_until_sent(response, limiter.http().headers.ietf);
     Guarded(response, PhantomData)
 }
 

@@ -357,7 +357,7 @@ impl Limiter {
     }
 
     /// Whether the limiter exempts `req`: its client address, or its own rule.
-    fn is_exempt(&self, req: &HttpRequest) -> bool {
+    pub(crate) fn is_exempt(&self, req: &HttpRequest) -> bool {
         let http = self.http();
         if http.exempt_when.as_ref().is_some_and(|exempt| exempt(req)) {
             return true;

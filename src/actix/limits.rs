@@ -310,6 +310,8 @@ pub struct HandlerLimits {
     /// The limits chosen per request by `policy` functions (a plan's, a tenant's), made once
     /// each: building a limit hashes its name.
     tiers: parking_lot::Mutex<Vec<Arc<Limit>>>,
+    /// Its concurrency limits (`#[concurrency_limit]`), checked before the others.
+    pub(crate) in_flight: Vec<super::in_flight::InFlightSpec>,
 }
 
 impl HandlerLimits {
@@ -330,6 +332,7 @@ impl HandlerLimits {
                 .collect(),
             plain: limits.iter().all(|s| s.options.is_plain()),
             tiers: parking_lot::Mutex::new(Vec::new()),
+            in_flight: Vec::new(),
             limits,
         }
     }
@@ -373,7 +376,18 @@ impl HandlerLimits {
 
 impl limiter_core::__private::Declares for HandlerLimits {
     fn owner(&self) -> &str {
-        self.limits.first().map_or("", |spec| spec.handler())
+        match (self.limits.first(), self.in_flight.first()) {
+            (Some(spec), _) => spec.handler(),
+            (None, Some(spec)) => spec.handler(),
+            (None, None) => "",
+        }
+    }
+
+    fn in_flight(&self) -> Vec<(&limiter_core::Concurrency, String)> {
+        self.in_flight
+            .iter()
+            .map(|spec| (spec.limit(), spec.key().kind().into_owned()))
+            .collect()
     }
 
     fn limits(&self) -> Vec<&Limit> {

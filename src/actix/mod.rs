@@ -12,6 +12,7 @@
 //! | `limits.rs` | a handler's limits as declared: each limit's spec and options, the set checked together |
 //! | `decide.rs` | the one decide path: the limiter of a request, its keys, one check, the fields or the response |
 //! | `lean.rs` | the decide path of a handler's one plain limit, without a future when the store answers at once |
+//! | `in_flight.rs` | `#[concurrency_limit]`: a slot per request, held until its response is sent |
 //! | `enforcement.rs` | [`Share`](crate::Share): a limit enforced on a share of its clients, the rest a dry run |
 //! | `jitter.rs` | a rejection's wait lengthened at random (`jitter = "1s"`) |
 //! | `refund.rs` | what a success gives back (`count = "failures"`) |
@@ -32,6 +33,7 @@ pub(crate) mod decide;
 pub(crate) mod enforcement;
 pub(crate) mod fields;
 pub(crate) mod fnv;
+pub(crate) mod in_flight;
 pub(crate) mod inline;
 pub(crate) mod jitter;
 pub(crate) mod keys;

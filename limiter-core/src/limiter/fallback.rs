@@ -52,6 +52,12 @@ impl Fallback {
         Some(made)
     }
 
+    /// The memory itself: its concurrency slots are counted in full (a request in flight
+    /// here is one request, whatever the other instances hold).
+    pub(super) fn memory(&self) -> &MemoryStore {
+        &self.memory
+    }
+
     pub(super) fn check_at(&self, limit: &Limit, key: &[u8], now: Duration) -> Decision {
         let decision = match self.limit(limit) {
             Some(scaled) => self.memory.check_at(&scaled, key, now),

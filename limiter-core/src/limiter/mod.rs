@@ -7,6 +7,7 @@ mod failover;
 mod fallback;
 mod overrides;
 mod rejections;
+mod slots;
 
 pub use builder::LimiterBuilder;
 use overrides::Overrides;

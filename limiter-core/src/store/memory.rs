@@ -6,6 +6,7 @@ mod log;
 mod ring;
 mod saved;
 mod shard;
+mod slots;
 mod table;
 
 use std::collections::hash_map::{DefaultHasher, RandomState};
@@ -18,7 +19,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::{Charge, Check, Checked, Limit, Receipt, Store};
-use crate::Decision;
+use crate::concurrency::Acquired;
+use crate::{Concurrency, Decision, Slot};
 use shard::{Bounds, Padded, Shard};
 
 pub use saved::RestoreError;
@@ -493,6 +495,14 @@ impl Store for MemoryStore {
 
     fn name(&self) -> &'static str {
         "memory"
+    }
+
+    fn acquire<'a>(&'a self, limit: &'a Concurrency, key: &'a [u8]) -> Check<'a, Acquired> {
+        Check::ready(Ok(self.acquire_slot(limit, key)))
+    }
+
+    fn release(&self, slot: &Slot) {
+        self.release_slot(slot);
     }
 }
 

@@ -9,7 +9,8 @@ use std::sync::OnceLock;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use crate::{Decision, Policy};
+use crate::concurrency::Acquired;
+use crate::{Concurrency, Decision, Policy, Slot};
 
 mod memory;
 mod receipt;
@@ -234,6 +235,31 @@ pub trait Store: Send + Sync + 'static {
         false
     }
 
+    /// Takes one of `limit`'s slots for `key` (a request in flight), if fewer than its
+    /// `max` are taken ([`Limiter::acquire`](crate::Limiter::acquire)). A store without
+    /// slots answers an error, which the limiter's fault policy answers (by default, with
+    /// this instance's memory).
+    fn acquire<'a>(&'a self, limit: &'a Concurrency, key: &'a [u8]) -> Check<'a, Acquired> {
+        let _ = (limit, key);
+        Check::ready(Err(StoreError::msg(
+            "this store keeps no concurrency slots",
+        )))
+    }
+
+    /// Gives back a slot [`acquire`](Store::acquire) took: at once, or in the store's own
+    /// time (a networked store sends it from a task of its own). Never fails the caller: a
+    /// slot not given back is the store's to expire.
+    fn release(&self, slot: &Slot) {
+        let _ = slot;
+    }
+
+    /// The part of the store that holds `key`'s slots under `limit` (see
+    /// [`part`](Store::part)).
+    fn slot_part(&self, limit: &Concurrency, key: &[u8]) -> u16 {
+        let _ = (limit, key);
+        0
+    }
+
     /// The part of the store that holds `key`'s state under `limit`, for a store whose
     /// parts fail on their own (a Redis Cluster: the key's hash slot). The limiter tracks
     /// each part's health apart, so that a part that is down sends only its own keys to the
@@ -276,6 +302,18 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
 
     fn part(&self, limit: &Limit, key: &[u8]) -> u16 {
         (**self).part(limit, key)
+    }
+
+    fn acquire<'a>(&'a self, limit: &'a Concurrency, key: &'a [u8]) -> Check<'a, Acquired> {
+        (**self).acquire(limit, key)
+    }
+
+    fn release(&self, slot: &Slot) {
+        (**self).release(slot)
+    }
+
+    fn slot_part(&self, limit: &Concurrency, key: &[u8]) -> u16 {
+        (**self).slot_part(limit, key)
     }
 }
 

@@ -30,6 +30,9 @@ pub(super) struct Shard {
     /// The penalty records of its keys, by (limit id, fingerprint): few, only of clients
     /// that a limit with a penalty rejected.
     blocks: HashMap<(u64, u64), Block>,
+    /// The requests in flight of its keys under concurrency limits, by (limit id,
+    /// fingerprint): only keys with one in flight are held.
+    in_flight: HashMap<(u64, u64), u32>,
 }
 
 impl Shard {
@@ -65,6 +68,7 @@ impl Shard {
         self.tables.iter().map(Table::bytes).sum::<usize>()
             + self.tables.capacity() * std::mem::size_of::<Table>()
             + self.blocks.capacity() * BLOCK_BYTES
+            + self.in_flight.capacity() * SLOT_COUNT_BYTES
     }
 
     /// The milliseconds `fp`'s block under `limit` still lasts at `now_ms`, if one is in
@@ -303,6 +307,32 @@ impl Shard {
         self.tables[t].status(fp, now_ms)
     }
 
+    /// Takes a slot of `fp` under the concurrency limit `limit_id`, if fewer than `max` are
+    /// taken: the slots left.
+    pub(super) fn take_slot(&mut self, limit_id: u64, fp: u64, max: u32) -> Option<u32> {
+        let taken = self.in_flight.entry((limit_id, fp)).or_default();
+        if *taken >= max {
+            return None;
+        }
+        *taken += 1;
+        Some(max - *taken)
+    }
+
+    /// Gives a slot of `fp` under `limit_id` back.
+    pub(super) fn give_slot(&mut self, limit_id: u64, fp: u64) {
+        if let Some(taken) = self.in_flight.get_mut(&(limit_id, fp)) {
+            *taken = taken.saturating_sub(1);
+            if *taken == 0 {
+                self.in_flight.remove(&(limit_id, fp));
+            }
+        }
+    }
+
+    /// The slots of `fp` under `limit_id` taken now.
+    pub(super) fn slots_taken(&self, limit_id: u64, fp: u64) -> u32 {
+        self.in_flight.get(&(limit_id, fp)).copied().unwrap_or(0)
+    }
+
     /// Forgets `fp`'s state under `limit`, and its penalty record.
     pub(super) fn forget(&mut self, limit: &Limit, fp: u64) {
         self.blocks.remove(&(limit.id(), fp));
@@ -374,6 +404,9 @@ impl Shard {
 /// (at most 16 of 8 bytes, counted whole).
 const BLOCK_BYTES: usize =
     std::mem::size_of::<((u64, u64), Block)>() + 1 + 16 * std::mem::size_of::<u64>();
+
+/// What a key's count of requests in flight takes in its map.
+const SLOT_COUNT_BYTES: usize = std::mem::size_of::<((u64, u64), u32)>() + 1;
 
 /// Where an eviction starts looking: from the newcomer's secret fingerprint, so clients can
 /// neither predict nor aim it, and away from the newcomer's own probe run.

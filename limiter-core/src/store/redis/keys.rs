@@ -15,6 +15,11 @@ use crate::Limit;
 /// rolling deploy never read each other's states (each counts its own budget until the old
 /// ones are gone).
 pub(super) fn key_name(prefix: &str, limit: &Limit, key: &[u8]) -> String {
+    key_name_of(prefix, limit.id(), key)
+}
+
+/// [`key_name`] of a limit known by its id.
+pub(super) fn key_name_of(prefix: &str, limit_id: u64, key: &[u8]) -> String {
     let mut name = String::with_capacity(prefix.len() + 60);
     name.push_str(prefix);
     name.push_str(":{");
@@ -25,7 +30,7 @@ pub(super) fn key_name(prefix: &str, limit: &Limit, key: &[u8]) -> String {
     } else {
         let _ = write!(name, "{}", sha1_smol::Sha1::from(key).digest());
     }
-    let _ = write!(name, "}}:{:016x}", limit.id());
+    let _ = write!(name, "}}:{limit_id:016x}");
     name
 }
 

@@ -12,6 +12,7 @@ mod refund;
 mod reply;
 mod runtime;
 mod scripts;
+mod slots;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -100,6 +101,10 @@ struct Inner {
     overrides_every: Option<Duration>,
     /// The limits written into `PREFIX:limits`, by id (see `inspect.rs`).
     registered: arc_swap::ArcSwap<std::collections::HashMap<u64, String>>,
+    /// The concurrency slots' script, and the leases held (see `slots.rs`).
+    slots: Script,
+    leases: slots::Leases,
+    lease: Duration,
 }
 
 /// The store's timeout until a limiter gives it its own.
@@ -206,6 +211,9 @@ impl RedisStore {
                 timeout_ns: AtomicU64::new(DEFAULT_TIMEOUT.as_nanos() as u64),
                 overrides_every: Some(overrides::DEFAULT_EVERY),
                 registered: Default::default(),
+                slots: Script::slots(),
+                leases: Default::default(),
+                lease: slots::DEFAULT_LEASE,
             }),
         }
     }
@@ -246,6 +254,9 @@ impl RedisStore {
             timeout_ns: AtomicU64::new(shared.timeout_ns.load(Ordering::Relaxed)),
             overrides_every: shared.overrides_every,
             registered: Default::default(),
+            slots: Script::slots(),
+            leases: Default::default(),
+            lease: shared.lease,
         });
         change(&mut inner);
         RedisStore {
@@ -526,6 +537,22 @@ impl Store for RedisStore {
         } else {
             0
         }
+    }
+
+    fn acquire<'a>(
+        &'a self,
+        limit: &'a crate::Concurrency,
+        key: &'a [u8],
+    ) -> Check<'a, crate::Acquired> {
+        Check::pending(self.take_slot(limit, key))
+    }
+
+    fn release(&self, slot: &crate::Slot) {
+        self.give_slot(slot);
+    }
+
+    fn slot_part(&self, limit: &crate::Concurrency, key: &[u8]) -> u16 {
+        self.slots_slot(limit, key)
     }
 
     fn reset<'a>(&'a self, limit: &'a Limit, key: &'a [u8]) -> Check<'a, ()> {

@@ -60,6 +60,11 @@ impl Script {
         Script::of(REFUND)
     }
 
+    /// Taking and renewing concurrency slots (see `slots.lua`).
+    pub(crate) fn slots() -> Script {
+        Script::of(include_str!("slots.lua"))
+    }
+
     fn of(source: &'static str) -> Script {
         Script {
             source,

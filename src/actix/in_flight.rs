@@ -1,0 +1,241 @@
+//! `#[concurrency_limit(4, key = "user")]` at run time: a slot per request of the client,
+//! taken before its rate limits are decided and held until its response's body is sent —
+//! or dropped: a panic's unwinding, a client that went away, a streaming body cut short all
+//! give it back, since the slot is a guard that gives itself back when dropped.
+
+use std::borrow::Cow;
+use std::num::NonZeroU32;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use actix_web::body::{BodySize, BoxBody, MessageBody};
+use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::web::Bytes;
+use actix_web::{HttpRequest, HttpResponse};
+
+use super::keys::KeySpec;
+use super::limits::{handler_path, HandlerLimits};
+use super::observe::{count, Outcome};
+use super::problem::Failure;
+use crate::{Concurrency, Decision, Limiter, NoSlot, SlotGuard};
+
+/// One concurrency limit of a handler, as `#[concurrency_limit]` declares it. Not a public
+/// API: the attribute makes it.
+#[derive(Debug)]
+pub struct InFlightSpec {
+    pub(crate) limit: Concurrency,
+    pub(crate) key: KeySpec,
+    /// Its name in the header fields.
+    pub(crate) name: Cow<'static, str>,
+    handler: String,
+}
+
+impl InFlightSpec {
+    /// At most `max` requests of a client in flight on the handler at `path` (its
+    /// `module_path!()` and fn name; `marker` the `type_name` of a type in the generated
+    /// handler, as for [`LimitSpec::new`](super::limits::LimitSpec::new)). Without a
+    /// `scope` it is the handler's own, named after it with `#in-flight` (and its place
+    /// among the handler's concurrency limits after the first).
+    pub fn new(
+        scope: Option<&'static str>,
+        path: &'static str,
+        marker: &'static str,
+        position: usize,
+        max: u32,
+        key: KeySpec,
+    ) -> InFlightSpec {
+        let handler = handler_path(marker);
+        let own = match limiter_core::__private::path_is_shared(path) {
+            true => handler.clone(),
+            false => path.to_string(),
+        };
+        let scope: Cow<'static, str> = match (scope, position) {
+            (Some(scope), _) => Cow::Borrowed(scope),
+            (None, 0) => Cow::Owned(format!("{own}#in-flight")),
+            (None, n) => Cow::Owned(format!("{own}#in-flight{}", n + 1)),
+        };
+        let max = NonZeroU32::new(max).unwrap_or(NonZeroU32::MIN);
+        let name = super::fields::field_name(scope.clone());
+        InFlightSpec {
+            limit: Concurrency::of(scope, max),
+            key,
+            name,
+            handler,
+        }
+    }
+
+    /// The path of the handler it limits.
+    pub fn handler(&self) -> &str {
+        &self.handler
+    }
+
+    /// The limit.
+    pub fn limit(&self) -> &Concurrency {
+        &self.limit
+    }
+
+    /// Who it counts.
+    pub fn key(&self) -> &KeySpec {
+        &self.key
+    }
+
+    /// `"NAME";q=4;qu="concurrent-requests"`: its `RateLimit-Policy` member.
+    fn policy_member(&self) -> String {
+        format!(
+            "\"{}\";q={};qu=\"concurrent-requests\"",
+            self.name,
+            self.limit.max()
+        )
+    }
+}
+
+impl HandlerLimits {
+    /// The same limits, with concurrency limits checked before them (`#[concurrency_limit]`).
+    pub fn in_flight(mut self, specs: Vec<InFlightSpec>) -> HandlerLimits {
+        self.in_flight = specs;
+        self
+    }
+}
+
+/// The slots a request holds, with what its response's fields say of them.
+pub(crate) struct Slots {
+    guards: Vec<SlotGuard>,
+    /// `RateLimit-Policy` and `RateLimit` members, one per concurrency limit.
+    fields: Option<(String, String)>,
+}
+
+impl Slots {
+    /// Holds nothing: a handler without concurrency limits.
+    pub(crate) fn none() -> Slots {
+        Slots {
+            guards: Vec::new(),
+            fields: None,
+        }
+    }
+
+    /// Puts the slots' fields on `response` and ties the slots to its body: given back
+    /// when the body is sent, or dropped.
+    pub(crate) fn hold_until_sent(self, response: HttpResponse, headers: bool) -> HttpResponse {
+        if self.guards.is_empty() && self.fields.is_none() {
+            return response;
+        }
+        let mut response = response;
+        if let (true, Some((policy, state))) = (headers, &self.fields) {
+            append(response.headers_mut(), "ratelimit-policy", policy);
+            append(response.headers_mut(), "ratelimit", state);
+        }
+        let guards = self.guards;
+        response.map_body(|_, body| {
+            BoxBody::new(HeldBody {
+                body,
+                guards: Some(guards),
+            })
+        })
+    }
+}
+
+/// Adds `members` to the list field `name` (or sets it).
+fn append(headers: &mut actix_web::http::header::HeaderMap, name: &'static str, members: &str) {
+    let name = HeaderName::from_static(name);
+    let value = match headers.get(&name).and_then(|v| v.to_str().ok()) {
+        Some(present) if !present.is_empty() => format!("{present}, {members}"),
+        _ => members.to_string(),
+    };
+    if let Ok(value) = HeaderValue::from_str(&value) {
+        headers.insert(name, value);
+    }
+}
+
+impl Limiter {
+    /// Takes a slot of every concurrency limit of `limits` for `req`, or the response that
+    /// refuses it (429, `Retry-After: 1`: a slot is given back when some request of the
+    /// client ends, which nobody can tell in advance).
+    pub(crate) async fn take_slots(
+        &self,
+        req: &HttpRequest,
+        limits: &HandlerLimits,
+    ) -> Result<Slots, HttpResponse> {
+        if limits.in_flight.is_empty() || self.passes_preflight(req) || self.is_exempt(req) {
+            return Ok(Slots::none());
+        }
+        let mut guards = Vec::with_capacity(limits.in_flight.len());
+        let (mut policy, mut state) = (String::new(), String::new());
+        for spec in &limits.in_flight {
+            let key = spec
+                .key
+                .key_of(req, self)
+                .map_err(|error| self.key_failure(limits, &error))?;
+            match self.acquire(&spec.limit, key.as_bytes()).await {
+                Ok(guard) => {
+                    count(spec.limit.scope(), Outcome::Allowed);
+                    guards.push(guard);
+                }
+                Err(NoSlot::Full) => {
+                    count(spec.limit.scope(), Outcome::Rejected);
+                    tracing::debug!(
+                        scope = spec.limit.scope(),
+                        key = %spec.key.kind(),
+                        "rate limit: a request over its concurrency limit"
+                    );
+                    // The guards taken so far go with `guards`: given back now.
+                    let decision = Decision::reject(spec.limit.max().get(), Duration::from_secs(1));
+                    let mut response = self.rejection(None, None, &spec.name, decision);
+                    let headers = response.headers_mut();
+                    if let Ok(value) = HeaderValue::from_str(&spec.policy_member()) {
+                        headers.insert(HeaderName::from_static("ratelimit-policy"), value);
+                    }
+                    if let Ok(value) = HeaderValue::from_str(&format!("\"{}\";r=0", spec.name)) {
+                        headers.insert(HeaderName::from_static("ratelimit"), value);
+                    }
+                    return Err(response);
+                }
+                Err(NoSlot::Unavailable) => {
+                    count(spec.limit.scope(), Outcome::StoreError);
+                    return Err(self.failure(Some(limits), Failure::StoreUnavailable));
+                }
+            }
+            if !policy.is_empty() {
+                policy.push_str(", ");
+                state.push_str(", ");
+            }
+            policy.push_str(&spec.policy_member());
+            state.push_str(&format!("\"{}\";r={}", spec.name, remaining(&guards)));
+        }
+        Ok(Slots {
+            guards,
+            fields: Some((policy, state)),
+        })
+    }
+}
+
+/// The slots left of the last limit after its slot was taken, as far as known.
+fn remaining(guards: &[SlotGuard]) -> u32 {
+    guards.last().map_or(0, SlotGuard::left)
+}
+
+/// A response body that holds slots until it has been sent, or is dropped.
+struct HeldBody {
+    body: BoxBody,
+    guards: Option<Vec<SlotGuard>>,
+}
+
+impl MessageBody for HeldBody {
+    type Error = Box<dyn std::error::Error>;
+
+    fn size(&self) -> BodySize {
+        self.body.size()
+    }
+
+    fn poll_next(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Bytes, Self::Error>>> {
+        let polled = Pin::new(&mut self.body).poll_next(cx);
+        if let Poll::Ready(None) = polled {
+            // Sent: the slots go back now, not when the connection's next request comes.
+            self.guards = None;
+        }
+        polled
+    }
+}
