@@ -51,10 +51,19 @@ fn thorough() -> bool {
     std::env::var_os("LIMITER_THOROUGH").is_some()
 }
 
-/// Runs the whole pipeline on one attribute over `item`: the attribute, then its marker.
-/// Returns the code and whether it holds an error of the macro's.
+/// Runs the whole pipeline on one `#[rate_limit]` over `item`: the attribute, then its
+/// marker. Returns the code and whether it holds an error of the macro's.
 fn expand(args: TokenStream, item: TokenStream) -> (String, bool) {
-    let output = stack::rate_limit(args, item);
+    expand_with(stack::rate_limit, args, item)
+}
+
+/// [`expand`] for the attribute `attribute` (`#[rate_limit]`, `#[concurrency_limit]`).
+fn expand_with(
+    attribute: fn(TokenStream, TokenStream) -> TokenStream,
+    args: TokenStream,
+    item: TokenStream,
+) -> (String, bool) {
+    let output = attribute(args, item);
     let mut function: syn::ItemFn = match syn::parse2(output.clone()) {
         Ok(function) => function,
         // The function and the errors: not a single function any more.
@@ -86,6 +95,15 @@ proptest! {
         let Ok(args) = text.parse::<TokenStream>() else { return Ok(()) };
         let item: TokenStream = "async fn handler() -> &'static str { \"ok\" }".parse().unwrap();
         let (code, _) = expand(args, item);
+        prop_assert!(syn::parse_file(&code).is_ok(), "unparseable output for {:?}", text);
+    }
+
+    /// The same for `#[concurrency_limit]`.
+    #[test]
+    fn any_tokens_get_code_or_an_error_in_flight(text in "[ -~]{0,40}") {
+        let Ok(args) = text.parse::<TokenStream>() else { return Ok(()) };
+        let item: TokenStream = "async fn handler() -> &'static str { \"ok\" }".parse().unwrap();
+        let (code, _) = expand_with(stack::concurrency_limit, args, item);
         prop_assert!(syn::parse_file(&code).is_ok(), "unparseable output for {:?}", text);
     }
 }

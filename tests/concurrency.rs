@@ -2,14 +2,17 @@
 //! (counted inside the handler), every slot back afterwards — after a success, a rate
 //! limit's 429, a panic, a body dropped half way — in memory, and on Redis across two
 //! instances, where a dead instance's slots expire with their leases (feature `redis`).
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+// tests: a panic is a failure
+// The tests that share the handler's counters run one at a time, each holding a lock
+// across its awaits (on its own thread: no other task waits for it).
+#![allow(clippy::await_holding_lock)]
 
 mod common;
 
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::LazyLock;
-use std::time::Duration;
 
 use actix_web::{test, web, App, HttpRequest, HttpResponse};
 use common::header;
@@ -77,6 +80,9 @@ fn export_request(user: &str) -> actix_http::Request {
         .to_request()
 }
 
+/// A response's status, `Retry-After` and `RateLimit-Policy`.
+type Answer = (u16, (Option<String>, Option<String>));
+
 /// Lets `n` requests held in the handler go, once they are all in.
 async fn release(n: usize) {
     for _ in 0..200 {
@@ -88,14 +94,11 @@ async fn release(n: usize) {
     GATE.add_permits(n);
 }
 
-/// The tests of this binary share the handler's counters: one at a time.
-static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 /// 50 requests of one user at once: 4 run, 46 are refused at once (429, Retry-After 1, the
 /// `concurrent-requests` fields), and every slot is back once the 4 are done.
 #[actix_web::test]
 async fn fifty_requests_of_one_user_run_four_at_a_time() {
-    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = common::one_at_a_time();
     MOST.store(0, Ordering::SeqCst);
     REFUSED.store(0, Ordering::SeqCst);
     let store = MemoryStore::new();
@@ -130,12 +133,11 @@ async fn fifty_requests_of_one_user_run_four_at_a_time() {
         tokio::task::yield_now().await;
     }
     release(4).await;
-    let answers: Vec<(u16, (Option<String>, Option<String>))> =
-        futures_util::future::join_all(requests)
-            .await
-            .into_iter()
-            .map(Result::unwrap)
-            .collect();
+    let answers: Vec<Answer> = futures_util::future::join_all(requests)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
     let ok = answers.iter().filter(|(s, _)| *s == 200).count();
     let refused: Vec<_> = answers.iter().filter(|(s, _)| *s == 429).collect();
     println!(
@@ -216,7 +218,7 @@ async fn a_body_holds_its_slot_until_sent_or_dropped() {
 /// running, ten refused for concurrency, and the rate's third request is still there.
 #[actix_web::test]
 async fn a_request_refused_for_concurrency_takes_nothing_from_its_rate() {
-    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = common::one_at_a_time();
     let limiter = Limiter::builder().build();
     let app = Rc::new(test::init_service(App::new().app_data(limiter).configure(routes)).await);
     let running: Vec<_> = (0..12)
@@ -276,12 +278,13 @@ mod on_redis {
     use super::*;
     use common::redis_server::RedisServer;
     use limiter::{Acquired, RedisStore, Store};
+    use std::time::Duration;
 
     /// 200 requests of one user over two instances on one Redis, the handler held: never
     /// more than 4 running, and every lease back afterwards.
     #[actix_web::test]
     async fn two_instances_share_four_slots() {
-        let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+        let _one = common::one_at_a_time();
         MOST.store(0, Ordering::SeqCst);
         let server = RedisServer::start();
         let store = RedisStore::connect(&server.url()).await.unwrap();

@@ -43,7 +43,8 @@ use std::path::Path;
 
 use quote::ToTokens;
 
-const EXAMPLES: [&str; 14] = [
+const EXAMPLES: [&str; 15] = [
+    "exports",
     "penalties",
     "basic",
     "stacked",
@@ -71,7 +72,7 @@ fn args_of(attr: syn::Attribute) -> proc_macro2::TokenStream {
     }
 }
 
-/// Expands the `#[rate_limit]`s of every function as rustc would: each in turn, from the
+/// Expands the `#[rate_limit]`s and `#[concurrency_limit]`s of every function as rustc would: each in turn, from the
 /// top, then the marker they gathered into.
 fn expand_file(source: &str) -> String {
     let mut file = syn::parse_file(source).unwrap();
@@ -81,9 +82,17 @@ fn expand_file(source: &str) -> String {
             items.push(item);
             continue;
         };
-        while let Some(at) = function.attrs.iter().position(|a| named(a, "rate_limit")) {
+        while let Some(at) = function
+            .attrs
+            .iter()
+            .position(|a| named(a, "rate_limit") || named(a, "concurrency_limit"))
+        {
             let attr = function.attrs.remove(at);
-            let output = stack::rate_limit(args_of(attr), function.into_token_stream());
+            let attribute = match named(&attr, "rate_limit") {
+                true => stack::rate_limit,
+                false => stack::concurrency_limit,
+            };
+            let output = attribute(args_of(attr), function.into_token_stream());
             function = syn::parse2(output).unwrap();
         }
         match function

@@ -15,6 +15,8 @@ mod custom_key;
 #[rustfmt::skip]
 mod custom_response;
 #[rustfmt::skip]
+mod exports;
+#[rustfmt::skip]
 mod login_failures;
 #[cfg(feature = "metrics")]
 #[rustfmt::skip]

@@ -192,6 +192,32 @@
 //! In memory a block is a record of 32 to 160 bytes beside the client's state, at most as
 //! many as the store's keys, dropped when it no longer matters.
 //!
+//! ## Requests in flight: concurrency limits
+//!
+//! ```rust,ignore
+//! #[post("/export")]
+//! #[concurrency_limit(2, key = "user")]    // two exports of one user running at once
+//! #[rate_limit(20, per = "1h", key = "user")]
+//! async fn export(/* ... */) -> HttpResponse { /* slow */ }
+//! ```
+//!
+//! A rate says how often; a concurrency limit says how many at once — what protects a slow
+//! endpoint (an export, a report, an upload) from one client's parallel requests. A request
+//! takes a slot before its rates are decided (a request refused for concurrency takes
+//! nothing from them) and holds it until its response's body is sent; the slot is a guard
+//! ([`SlotGuard`](crate::SlotGuard)) that gives itself back when dropped, so a rate
+//! limit's 429, an extractor's error, a panic, a client that goes away and a streaming body
+//! cut short all give it back (`tests/concurrency.rs` runs each). Refused: `429`,
+//! `Retry-After: 1`, `RateLimit-Policy: "NAME";q=2;qu="concurrent-requests"`.
+//!
+//! On Redis a slot is a lease (a sorted set per client and limit, scored by expiry), taken
+//! by one script, renewed every 10 s while the request runs and removed when it ends; an
+//! instance that dies holding slots holds them until their leases expire, 30 s by default
+//! ([`RedisStore::lease`](crate::RedisStore::lease)). 200 requests of one user over two
+//! instances never run more than the limit at once. A handler can take slots itself with
+//! [`Limiter::acquire`](limiter_core::Limiter::acquire). The route table lists each as `2 in
+//! flight`.
+//!
 //! ## Dry runs
 //!
 //! `#[rate_limit(..., dry_run = true)]` on one limit, or `Limiter::builder().dry_run(true)` for
