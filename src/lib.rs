@@ -41,6 +41,7 @@ mod limiter;
 pub use crate::builder::LimiterBuilder;
 pub use crate::limiter::Limiter;
 pub use actix::enforcement::{InvalidShare, Share};
+pub use actix::in_flight_middleware::{ConcurrencyLimit, ConcurrencyLimitService};
 pub use actix::inline::{check, check_failures, Rejected};
 pub use actix::keys::{client_ip, KeySpec};
 pub use actix::middleware::{RateLimit, RateLimitService};

@@ -17,7 +17,7 @@ use std::sync::LazyLock;
 use actix_web::{test, web, App, HttpRequest, HttpResponse};
 use common::header;
 use futures_util::FutureExt;
-use limiter::{concurrency_limit, rate_limit, Concurrency, Limiter, MemoryStore};
+use limiter::{concurrency_limit, rate_limit, Concurrency, ConcurrencyLimit, Limiter, MemoryStore};
 
 /// Requests running in the handler now, and the most seen at once; requests answered 429.
 static RUNNING: AtomicUsize = AtomicUsize::new(0);
@@ -262,6 +262,46 @@ async fn get_rated(
     test::call_service(app, req).await.status().as_u16()
 }
 
+/// The middleware holds a slot per request under everything it wraps, until the body is
+/// sent.
+#[actix_web::test]
+async fn the_middleware_holds_a_slot_until_the_body_is_sent() {
+    let limiter = Limiter::builder().build();
+    let app = test::init_service(
+        App::new().app_data(limiter).service(
+            web::scope("/files")
+                .wrap(ConcurrencyLimit::new(1).scope("files-in-flight"))
+                .route("/big", web::get().to(streaming_file)),
+        ),
+    )
+    .await;
+    let get = || {
+        test::TestRequest::get()
+            .uri("/files/big")
+            .peer_addr(common::CLIENT.parse().unwrap())
+            .to_request()
+    };
+    let first = test::call_service(&app, get()).await;
+    assert_eq!(first.status(), 200);
+    let refused = test::call_service(&app, get()).await;
+    assert_eq!(refused.status(), 429);
+    assert_eq!(
+        header(refused.headers(), "ratelimit-policy"),
+        Some("\"files-in-flight\";q=1;qu=\"concurrent-requests\"")
+    );
+    assert_eq!(test::read_body(first).await.len(), 15);
+    assert_eq!(test::call_service(&app, get()).await.status(), 200);
+    let table = limiter::routes().to_string();
+    assert!(table.contains("files-in-flight  1 in flight"), "{table}");
+}
+
+async fn streaming_file() -> HttpResponse {
+    let chunks = futures_util::stream::iter(
+        (0..3).map(|_| Ok::<_, actix_web::Error>(web::Bytes::from_static(b"chunk"))),
+    );
+    HttpResponse::Ok().streaming(chunks)
+}
+
 /// The route table lists concurrency limits.
 #[::std::prelude::v1::test]
 fn the_route_table_shows_concurrency_limits() {
@@ -401,4 +441,69 @@ mod on_redis {
         }
         assert_eq!(living.slots_taken(&limit, b"j").await.unwrap(), 0);
     }
+}
+
+/// A store of one's own that keeps no slots: the slots are this instance's, and its rate
+/// checks stay the store's (a missing feature is no outage).
+#[actix_web::test]
+async fn a_store_without_slots_leaves_them_to_this_instance() {
+    struct Counting(MemoryStore);
+    impl limiter::Store for Counting {
+        fn check<'a>(
+            &'a self,
+            limit: &'a limiter::Limit,
+            key: &'a [u8],
+            now: std::time::Duration,
+        ) -> limiter::Check<'a> {
+            self.0.check(limit, key, now)
+        }
+        fn check_all<'a>(
+            &'a self,
+            charges: &'a [limiter::Charge<'a>],
+            now: std::time::Duration,
+        ) -> limiter::Check<'a, limiter::Checked> {
+            self.0.check_all(charges, now)
+        }
+        fn refund<'a>(
+            &'a self,
+            charges: &'a [limiter::Charge<'a>],
+            receipt: &'a limiter::Receipt,
+            now: std::time::Duration,
+        ) -> limiter::Check<'a, ()> {
+            self.0.refund(charges, receipt, now)
+        }
+        fn reset<'a>(&'a self, limit: &'a limiter::Limit, key: &'a [u8]) -> limiter::Check<'a, ()> {
+            limiter::Store::reset(&self.0, limit, key)
+        }
+    }
+    let counted = MemoryStore::new();
+    let limiter = Limiter::builder()
+        .store(Counting(counted.clone()))
+        .on_store_error(limiter::OnStoreError::FailClosed)
+        .build();
+    let uploads = Concurrency::new("own-store", 1).unwrap();
+    for _ in 0..5 {
+        let held = limiter.acquire(&uploads, b"k").await.unwrap();
+        assert_eq!(
+            limiter.acquire(&uploads, b"k").await.unwrap_err(),
+            limiter::NoSlot::Full
+        );
+        drop(held);
+    }
+    // The store still counts: no failure was recorded against it.
+    let app = test::init_service(App::new().app_data(limiter).configure(routes)).await;
+    assert_eq!(get_rated_released(&app).await, 200);
+    assert!(!counted.is_empty(), "the rate was counted in the store");
+}
+
+async fn get_rated_released(
+    app: &impl actix_web::dev::Service<
+        actix_http::Request,
+        Response = actix_web::dev::ServiceResponse,
+        Error = actix_web::Error,
+    >,
+) -> u16 {
+    let _one = common::one_at_a_time();
+    GATE.add_permits(1);
+    get_rated(app).await
 }

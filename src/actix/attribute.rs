@@ -56,7 +56,12 @@ where
         true => Slots::none(),
         false => match Box::pin(limiter.take_slots(&req, limits)).await {
             Ok(slots) => slots,
-            Err(response) => return Guarded(response, PhantomData),
+            Err(response) if limiter.bodiless(&req) => return Guarded(response, PhantomData),
+            // As any refusal: the body is read only when small and quick.
+            Err(response) => {
+                let answer = limiter.answer_refused(&req, &mut payload, response);
+                return Guarded(Box::pin(answer).await, PhantomData);
+            }
         },
     };
     // What is awaited only on the way less taken — a check under way in a networked store,

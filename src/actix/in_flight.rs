@@ -70,6 +70,18 @@ impl InFlightSpec {
         &self.handler
     }
 
+    /// The limit of a [`ConcurrencyLimit`](super::in_flight_middleware::ConcurrencyLimit)
+    /// middleware: named after its scope.
+    pub(crate) fn for_middleware(scope: Cow<'static, str>, max: u32, key: KeySpec) -> InFlightSpec {
+        let max = NonZeroU32::new(max).unwrap_or(NonZeroU32::MIN);
+        InFlightSpec {
+            handler: format!("ConcurrencyLimit middleware \"{scope}\""),
+            name: super::fields::field_name(scope.clone()),
+            limit: Concurrency::of(scope, max),
+            key,
+        }
+    }
+
     /// The limit.
     pub fn limit(&self) -> &Concurrency {
         &self.limit

@@ -13,6 +13,7 @@
 //! | `decide.rs` | the one decide path: the limiter of a request, its keys, one check, the fields or the response |
 //! | `lean.rs` | the decide path of a handler's one plain limit, without a future when the store answers at once |
 //! | `in_flight.rs` | `#[concurrency_limit]`: a slot per request, held until its response is sent |
+//! | `in_flight_middleware.rs` | [`ConcurrencyLimit`](crate::ConcurrencyLimit): the same over an `App` or a `Scope` |
 //! | `enforcement.rs` | [`Share`](crate::Share): a limit enforced on a share of its clients, the rest a dry run |
 //! | `jitter.rs` | a rejection's wait lengthened at random (`jitter = "1s"`) |
 //! | `refund.rs` | what a success gives back (`count = "failures"`) |
@@ -34,6 +35,7 @@ pub(crate) mod enforcement;
 pub(crate) mod fields;
 pub(crate) mod fnv;
 pub(crate) mod in_flight;
+pub(crate) mod in_flight_middleware;
 pub(crate) mod inline;
 pub(crate) mod jitter;
 pub(crate) mod keys;

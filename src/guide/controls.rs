@@ -186,11 +186,18 @@
 //! [`Limiter::reset`](crate::Limiter::reset) (and `limiter-cli reset`) lifts a block and
 //! forgets the past blocks. The route table shows the penalty in the policy column; the
 //! metrics count each refusal by a block as outcome `blocked` of `limiter_decisions_total`
-//! and each block started in `limiter_blocks_total`. A blocked client's flood costs Redis
-//! one call per second per instance: the rejection cache answers a block a second at a time
-//! (not until its end, so that a reset made on another instance lifts it within a second).
-//! In memory a block is a record of 32 to 160 bytes beside the client's state, at most as
-//! many as the store's keys, dropped when it no longer matters.
+//! and each block started in `limiter_blocks_total`. A blocked client's flood on a handler
+//! of one limit costs Redis one call per second per instance: the rejection cache answers a
+//! block a second at a time (not until its end, so that a reset made on another instance
+//! lifts it within a second); stacked limits, costs above one and handlers with a
+//! concurrency limit (whose slot is taken before the rates) ask Redis each time.
+//! In memory a block is a record of 32 to 160 bytes beside the client's state, dropped when
+//! it no longer matters; the records have a budget of their own, a quarter of the store's
+//! bytes ([`MemoryStore::side_bytes`](crate::MemoryStore::side_bytes)): about 350 blocks per
+//! MiB of `max_bytes`, 22,000 with the default 64 MiB. A flood of blocked clients never
+//! evicts another limit's counts: beyond that room, the record whose block ends first among
+//! a few goes, freeing that client early (`limiter-core/tests/penalties.rs` blocks 50,000). A restart lifts blocks: a
+//! saved file keeps the counts, not the records (yet).
 //!
 //! ## Requests in flight: concurrency limits
 //!
@@ -216,7 +223,9 @@
 //! ([`RedisStore::lease`](crate::RedisStore::lease)). 200 requests of one user over two
 //! instances never run more than the limit at once. A handler can take slots itself with
 //! [`Limiter::acquire`](limiter_core::Limiter::acquire). The route table lists each as `2 in
-//! flight`.
+//! flight`. Over a whole `App` or `Scope`, the middleware
+//! [`ConcurrencyLimit`](crate::ConcurrencyLimit) does the same: `web::scope("/upload")
+//! .wrap(ConcurrencyLimit::new(2).key(KeySpec::User).scope("uploads"))`.
 //!
 //! ## Dry runs
 //!

@@ -117,8 +117,21 @@ fn recharged<'a>(charges: &[Charge<'a>], scaled: &'a [Arc<Limit>], share: u32) -
 /// A policy that cannot be scaled keeps its budget.
 fn share_of(policy: &Policy, share: u32) -> Policy {
     let max = policy.max().get().div_ceil(share).max(1);
-    let window = Duration::from_millis(policy.window_ms());
-    let scaled = Policy::for_algorithm(policy.algorithm(), max, window);
+    // A calendar quota is scaled as a quota, and a penalty kept as it is: a share counts
+    // less, it punishes the same.
+    let scaled = match policy.calendar() {
+        Some(calendar) => Policy::per_calendar(max, calendar.period())
+            .and_then(|p| p.with_utc_offset(i32::from(calendar.offset_minutes()))),
+        None => Policy::for_algorithm(
+            policy.algorithm(),
+            max,
+            Duration::from_millis(policy.window_ms()),
+        ),
+    };
+    let scaled = scaled.map(|p| match policy.penalty() {
+        Some(penalty) => p.with_penalty(penalty),
+        None => p,
+    });
     let scaled = match (scaled, policy.algorithm()) {
         (Ok(scaled), Algorithm::TokenBucket) => {
             scaled.with_burst(policy.burst().get().div_ceil(share).max(1))
@@ -131,6 +144,23 @@ fn share_of(policy: &Policy, share: u32) -> Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_share_keeps_the_penalty_and_the_calendar() {
+        use crate::algorithm::calendar::Period;
+        let block = crate::Penalty::block(Duration::from_secs(900)).unwrap();
+        let monthly = Policy::per_calendar(9, Period::Month)
+            .unwrap()
+            .with_utc_offset(60)
+            .unwrap()
+            .with_penalty(block);
+        let share = share_of(&monthly, 3);
+        assert_eq!(share.to_string(), "3 per month, utc+01:00, block 15m");
+        let minute = Policy::new(10, Duration::from_secs(60))
+            .unwrap()
+            .with_penalty(block);
+        assert_eq!(share_of(&minute, 2).penalty(), Some(block));
+    }
 
     #[test]
     fn a_share_counts_its_part_of_every_budget() {

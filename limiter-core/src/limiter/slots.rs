@@ -27,7 +27,13 @@ impl Limiter {
             Backend::Memory(memory) => {
                 return self.guarded(Held::Store, memory.acquire_slot(limit, key))
             }
-            Backend::Other(store) => store,
+            Backend::Other(store) if store.keeps_slots() => store,
+            // A store without slots: this instance keeps them, as it would while the
+            // store is away.
+            Backend::Other(_) => {
+                let fallback = self.inner.fallback.memory();
+                return self.guarded(Held::Fallback, fallback.acquire_slot(limit, key));
+            }
         };
         let attempt = store.acquire(limit, key);
         let attempt = Check::pending(async move { attempt.await.map(|a| (a, Held::Store)) });

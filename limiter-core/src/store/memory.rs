@@ -431,6 +431,18 @@ impl MemoryStore {
         self.inner.shards.iter().map(|s| s.0.lock().bytes()).sum()
     }
 
+    /// The bytes its penalty records (`block = "..."`) and its counts of requests in flight
+    /// take now: apart from [`bytes`](Self::bytes), so that blocked clients never evict
+    /// another limit's counts; penalty records take at most a quarter of `max_bytes`, about
+    /// 350 records per MiB (beyond that the record whose block ends first among a few goes).
+    pub fn side_bytes(&self) -> usize {
+        self.inner
+            .shards
+            .iter()
+            .map(|s| s.0.lock().side_bytes())
+            .sum()
+    }
+
     /// How many keys were forgotten to make room for newcomers since the store was made.
     pub fn evictions(&self) -> u64 {
         self.inner.shards.iter().map(|s| s.0.lock().evicted).sum()
@@ -495,6 +507,10 @@ impl Store for MemoryStore {
 
     fn name(&self) -> &'static str {
         "memory"
+    }
+
+    fn keeps_slots(&self) -> bool {
+        true
     }
 
     fn acquire<'a>(&'a self, limit: &'a Concurrency, key: &'a [u8]) -> Check<'a, Acquired> {

@@ -235,10 +235,16 @@ pub trait Store: Send + Sync + 'static {
         false
     }
 
+    /// Whether it keeps concurrency slots ([`acquire`](Store::acquire)). A limiter over a
+    /// store that does not keeps them in this instance's memory — no store failure, no
+    /// fault policy. `false` by default.
+    fn keeps_slots(&self) -> bool {
+        false
+    }
+
     /// Takes one of `limit`'s slots for `key` (a request in flight), if fewer than its
-    /// `max` are taken ([`Limiter::acquire`](crate::Limiter::acquire)). A store without
-    /// slots answers an error, which the limiter's fault policy answers (by default, with
-    /// this instance's memory).
+    /// `max` are taken ([`Limiter::acquire`](crate::Limiter::acquire)); for a store that
+    /// [`keeps_slots`](Store::keeps_slots). By default an error.
     fn acquire<'a>(&'a self, limit: &'a Concurrency, key: &'a [u8]) -> Check<'a, Acquired> {
         let _ = (limit, key);
         Check::ready(Err(StoreError::msg(
@@ -302,6 +308,10 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
 
     fn part(&self, limit: &Limit, key: &[u8]) -> u16 {
         (**self).part(limit, key)
+    }
+
+    fn keeps_slots(&self) -> bool {
+        (**self).keeps_slots()
     }
 
     fn acquire<'a>(&'a self, limit: &'a Concurrency, key: &'a [u8]) -> Check<'a, Acquired> {

@@ -63,12 +63,19 @@ impl Shard {
         }
     }
 
-    /// The bytes its tables hold, the tables themselves included, and its penalty records.
+    /// The bytes its tables hold, the tables themselves included (what `max_bytes` bounds;
+    /// penalty records and slot counts have budgets of their own, see
+    /// [`side_bytes`](Self::side_bytes)).
     pub(super) fn bytes(&self) -> usize {
         self.tables.iter().map(Table::bytes).sum::<usize>()
             + self.tables.capacity() * std::mem::size_of::<Table>()
-            + self.blocks.capacity() * BLOCK_BYTES
-            + self.in_flight.capacity() * SLOT_COUNT_BYTES
+    }
+
+    /// The bytes of its penalty records and its counts of requests in flight: kept apart
+    /// from the tables' bound, so that a flood of blocked clients never evicts another
+    /// limit's counts; the records are bounded by a quarter of the shard's bytes.
+    pub(super) fn side_bytes(&self) -> usize {
+        self.blocks.capacity() * BLOCK_BYTES + self.in_flight.capacity() * SLOT_COUNT_BYTES
     }
 
     /// The milliseconds `fp`'s block under `limit` still lasts at `now_ms`, if one is in
@@ -89,15 +96,27 @@ impl Shard {
         bounds: Bounds,
     ) -> u64 {
         let id = (limit.id(), fp);
-        if !self.blocks.contains_key(&id) && self.blocks.len() >= bounds.keys {
-            self.blocks.retain(|_, block| !block.is_expired(now_ms));
-            let first_to_end = self
+        // A quarter of the records a quarter of the bytes holds: a map that removes and
+        // inserts at its fill grows for its tombstones, to about three and a half times
+        // its records' room.
+        let most = (bounds.bytes / 16 / BLOCK_BYTES).clamp(1, bounds.keys);
+        if !self.blocks.contains_key(&id) && self.blocks.len() >= most {
+            // A few records looked at, not all: a flood of blocks costs each a bounded
+            // time under the lock. One that no longer matters goes; else the one whose
+            // block ends first (which frees that client early: what an eviction can give).
+            let sample: Vec<((u64, u64), bool, u64)> = self
                 .blocks
                 .iter()
-                .min_by_key(|(_, block)| block.until_ms())
-                .map(|(&id, _)| id);
-            if let (true, Some(first)) = (self.blocks.len() >= bounds.keys, first_to_end) {
-                self.blocks.remove(&first);
+                .take(16)
+                .map(|(&id, block)| (id, block.is_expired(now_ms), block.until_ms()))
+                .collect();
+            let victim = sample
+                .iter()
+                .find(|(_, expired, _)| *expired)
+                .or_else(|| sample.iter().min_by_key(|(_, _, until)| *until))
+                .map(|(id, _, _)| *id);
+            if let Some(victim) = victim {
+                self.blocks.remove(&victim);
                 self.evicted += 1;
             }
         }
@@ -393,6 +412,9 @@ impl Shard {
         self.blocks.retain(|_, block| !block.is_expired(now_ms));
         if self.blocks.capacity() > 2 * self.blocks.len().max(4) {
             self.blocks.shrink_to_fit();
+        }
+        if self.in_flight.capacity() > 2 * self.in_flight.len().max(4) {
+            self.in_flight.shrink_to_fit();
         }
         if self.tables.capacity() > 2 * self.tables.len().max(4) {
             self.tables.shrink_to_fit();

@@ -539,6 +539,10 @@ impl Store for RedisStore {
         }
     }
 
+    fn keeps_slots(&self) -> bool {
+        true
+    }
+
     fn acquire<'a>(
         &'a self,
         limit: &'a crate::Concurrency,

@@ -2,25 +2,30 @@
 //! script (drop the expired, count, add), renewed every third of a lease while held by a
 //! task of the store's own, and given back with `ZREM` — so that a slot is shared by every
 //! instance, and one an instance never gave back (it died) expires with its lease.
+//!
+//! Everything about a lease happens on the store's runtime, in one task from the script's
+//! answer on: a request that goes away while its slot is being taken (a timeout, a client
+//! gone) leaves no lease behind, since the task gives back a slot nobody received.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use tokio::sync::oneshot;
 
 use super::keys::{hash_slot, key_name_of};
-use super::{RedisStore, StoreError};
+use super::{deadline, error, RedisStore, StoreError};
 use crate::concurrency::Acquired;
 use crate::{Concurrency, Slot};
 
 /// How long a lease lasts unless renewed; it is renewed every third of that.
 pub(super) const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 
-/// The leases this store holds now: a renewal stops when its lease is no longer here.
+/// The leases this store holds now, each with what stops its renewal (dropping it does).
 #[derive(Default)]
-pub(super) struct Leases(Mutex<HashSet<u64>>);
+pub(super) struct Leases(Mutex<HashMap<u64, oneshot::Sender<()>>>);
 
 impl RedisStore {
     /// The Redis key of `key`'s leases under the concurrency limit `limit_id`:
@@ -31,6 +36,20 @@ impl RedisStore {
         name
     }
 
+    /// The script's call: `op` (`a` take, `r` renew) on `lease`.
+    fn slots_call(&self, name: &str, op: &str, lease: u64, most: u32) -> redis::Cmd {
+        let mut command = redis::cmd("EVALSHA");
+        command
+            .arg(&self.inner.slots.sha)
+            .arg(1)
+            .arg(name)
+            .arg(op)
+            .arg(lease)
+            .arg(most)
+            .arg(self.inner.lease.as_millis() as u64);
+        command
+    }
+
     pub(super) async fn take_slot(
         &self,
         limit: &Concurrency,
@@ -38,75 +57,110 @@ impl RedisStore {
     ) -> Result<Acquired, StoreError> {
         let lease = fresh_lease();
         let name = self.slots_key(limit.id(), key);
-        let length = self.inner.lease;
-        let mut command = redis::cmd("EVALSHA");
-        command
-            .arg(&self.inner.slots.sha)
-            .arg(1)
-            .arg(&name)
-            .arg("a")
-            .arg(lease)
-            .arg(limit.max().get())
-            .arg(length.as_millis() as u64);
-        let held: i64 = self.run(|inner| &inner.slots, command).await?;
-        let Ok(held @ 1..) = u32::try_from(held) else {
-            return Ok(Acquired::Full);
-        };
-        self.inner.leases.0.lock().insert(lease);
-        let renewal =
-            RedisStore::renew(Arc::downgrade(&self.inner), name, lease, limit.max().get());
-        self.inner.runtime.spawn(renewal);
-        let left = limit.max().get().saturating_sub(held);
-        Ok(Acquired::Slot(Slot::new(limit.id(), key, lease, left)))
+        let most = limit.max().get();
+        let command = self.slots_call(&name, "a", lease, most);
+        let slot = Slot::new(limit.id(), key, lease, 0);
+        let (answer, answered) = oneshot::channel();
+        let store = self.clone();
+        self.inner.runtime.spawn(async move {
+            let inner = &store.inner;
+            let call = inner.connection.eval::<i64>(&inner.slots, &command);
+            let held = match deadline::within(store.timeout(), call).await {
+                Ok(Ok(held)) => held,
+                Ok(Err(e)) => {
+                    let _ = answer.send(Err(error("Redis could not take a slot", e)));
+                    return;
+                }
+                Err(_) => {
+                    // It may have been taken all the same: given back, unheard of.
+                    store.remove_lease(&name, lease).await;
+                    let timeout = store.timeout();
+                    let _ = answer.send(Err(StoreError::msg(format!(
+                        "Redis did not answer within {timeout:?}"
+                    ))));
+                    return;
+                }
+            };
+            let Ok(held @ 1..) = u32::try_from(held) else {
+                let _ = answer.send(Ok(Acquired::Full));
+                return;
+            };
+            let (stop, stopped) = oneshot::channel();
+            inner.leases.0.lock().insert(lease, stop);
+            let slot = Slot::new(slot.limit(), slot.key(), lease, most.saturating_sub(held));
+            if answer.send(Ok(Acquired::Slot(slot))).is_err() {
+                // Nobody waits for it any more: given back now.
+                inner.leases.0.lock().remove(&lease);
+                store.remove_lease(&name, lease).await;
+                return;
+            }
+            let renewal =
+                RedisStore::renew(Arc::downgrade(&store.inner), name, lease, most, stopped);
+            drop(store);
+            renewal.await;
+        });
+        answered
+            .await
+            .unwrap_or_else(|_| Err(StoreError::msg("the Redis store's runtime stopped")))
     }
 
-    /// Renews `lease` every third of a lease while this store holds it — and while the
-    /// store exists: it holds no store alive, so a store gone (its instance stopped) leaves
-    /// its leases to expire.
-    async fn renew(store: Weak<super::Inner>, name: String, lease: u64, most: u32) {
+    /// Renews `lease` every third of a lease until it is given back (its stop fires or is
+    /// dropped) — and while the store exists: it holds no store alive, so a store gone (its
+    /// instance stopped) leaves its leases to expire.
+    async fn renew(
+        store: Weak<super::Inner>,
+        name: String,
+        lease: u64,
+        most: u32,
+        mut stopped: oneshot::Receiver<()>,
+    ) {
         let Some(length) = store.upgrade().map(|inner| inner.lease) else {
             return;
         };
         loop {
-            tokio::time::sleep(length / 3).await;
+            if tokio::time::timeout(length / 3, &mut stopped).await.is_ok() {
+                return;
+            }
             let Some(inner) = store.upgrade() else {
                 return;
             };
-            if !inner.leases.0.lock().contains(&lease) {
+            let store = RedisStore { inner };
+            let command = store.slots_call(&name, "r", lease, most);
+            let inner = &store.inner;
+            // A renewal that fails is tried again a third of a lease later: the lease
+            // outlives two failures. One the lease no longer has (it expired while Redis
+            // was away) stops: its slot may be someone else's by now.
+            let renewed = deadline::within(
+                store.timeout(),
+                inner.connection.eval::<i64>(&inner.slots, &command),
+            )
+            .await;
+            if let Ok(Ok(0)) = renewed {
                 return;
             }
-            let mut command = redis::cmd("EVALSHA");
-            command
-                .arg(&inner.slots.sha)
-                .arg(1)
-                .arg(&name)
-                .arg("r")
-                .arg(lease)
-                .arg(most)
-                .arg(length.as_millis() as u64);
-            let store = RedisStore { inner };
-            // A renewal that fails is tried again a third of a lease later: the lease
-            // outlives two failures.
-            let _ = store.run::<i64>(|inner| &inner.slots, command).await;
         }
     }
 
+    async fn remove_lease(&self, name: &str, lease: u64) {
+        let mut command = redis::cmd("ZREM");
+        command.arg(name).arg(lease);
+        let call = self.inner.connection.query::<i64>(&command);
+        let _ = deadline::within(self.timeout(), call).await;
+    }
+
     pub(super) fn give_slot(&self, slot: &Slot) {
-        if !self.inner.leases.0.lock().remove(&slot.lease()) {
+        // Its renewal stops as its stop is dropped.
+        if self.inner.leases.0.lock().remove(&slot.lease()).is_none() {
             return;
         }
-        let mut command = redis::cmd("ZREM");
-        command
-            .arg(self.slots_key(slot.limit(), slot.key()))
-            .arg(slot.lease());
+        let name = self.slots_key(slot.limit(), slot.key());
+        let lease = slot.lease();
         let store = self.clone();
         // Given back in the store's own time: a slot not given back (Redis away) expires
         // with its lease.
-        self.inner.runtime.spawn(async move {
-            let connection = store.inner.connection.clone();
-            let _ =
-                super::deadline::within(store.timeout(), connection.query::<i64>(&command)).await;
-        });
+        self.inner
+            .runtime
+            .spawn(async move { store.remove_lease(&name, lease).await });
     }
 
     pub(super) fn slots_slot(&self, limit: &Concurrency, key: &[u8]) -> u16 {
