@@ -276,3 +276,43 @@ mod on_redis {
             .all(|(_, retry)| retry.as_deref() == Some("900")));
     }
 }
+
+/// A restart lifts no block: saved with the counts, restored ten minutes later, the block
+/// has five minutes left.
+#[actix_web::test]
+async fn a_block_survives_a_restart() {
+    use limiter::{Clock, MemoryStore};
+    let dir = std::env::temp_dir().join(format!("limiter-blocks-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("limits.bin");
+    let clock = ManualClock::starting_at(Duration::from_secs(1_770_000_000));
+    let store = MemoryStore::new();
+    let limiter = Limiter::builder()
+        .store(store.clone())
+        .clock(clock.clone())
+        .build();
+    let app = test::init_service(App::new().app_data(limiter).configure(routes)).await;
+    for _ in 0..3 {
+        get_from(&app, "/login", CLIENT).await;
+    }
+    assert_eq!(retry_after(&get_from(&app, "/login", CLIENT).await), 900);
+    let wall = |at: Duration| std::time::UNIX_EPOCH + at;
+    store
+        .save_at(&file, clock.now(), wall(clock.now()))
+        .unwrap();
+    let later = clock.now() + 10 * MINUTE;
+    let restored = MemoryStore::new()
+        .restore_at(&file, later, wall(later))
+        .unwrap();
+    let limiter = Limiter::builder()
+        .store(restored)
+        .clock(ManualClock::starting_at(later))
+        .build();
+    let app = test::init_service(App::new().app_data(limiter).configure(routes)).await;
+    let blocked = get_from(&app, "/login", CLIENT).await;
+    assert_eq!(
+        (blocked.status().as_u16(), retry_after(&blocked)),
+        (429, 300)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -259,6 +259,21 @@ impl Block {
         now_ms >= self.expires_ms
     }
 
+    /// The record as a saved file holds it: the block's end, when the record stops
+    /// mattering, and the past blocks' starts (ms).
+    pub(crate) fn parts(&self) -> (u64, u64, &[u64]) {
+        (self.until_ms, self.expires_ms, &self.strikes)
+    }
+
+    /// A record from [`parts`](Self::parts).
+    pub(crate) fn from_parts(until_ms: u64, expires_ms: u64, strikes: Vec<u64>) -> Block {
+        Block {
+            until_ms,
+            strikes,
+            expires_ms,
+        }
+    }
+
     /// When the block in force ends (ms): what an eviction weighs.
     pub(crate) fn until_ms(&self) -> u64 {
         self.until_ms

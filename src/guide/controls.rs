@@ -196,8 +196,9 @@
 //! bytes ([`MemoryStore::side_bytes`](crate::MemoryStore::side_bytes)): about 350 blocks per
 //! MiB of `max_bytes`, 22,000 with the default 64 MiB. A flood of blocked clients never
 //! evicts another limit's counts: beyond that room, the record whose block ends first among
-//! a few goes, freeing that client early (`limiter-core/tests/penalties.rs` blocks 50,000). A restart lifts blocks: a
-//! saved file keeps the counts, not the records (yet).
+//! a few goes, freeing that client early (`limiter-core/tests/penalties.rs` blocks 50,000).
+//! A restart lifts no block: [`MemoryStore::save`](crate::MemoryStore::save) writes the
+//! records beside the counts (a file of a build before penalties is read as holding none).
 //!
 //! ## Requests in flight: concurrency limits
 //!

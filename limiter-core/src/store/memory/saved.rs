@@ -18,6 +18,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::table::{Moved, SavedState};
 use super::{millis, MemoryStore};
 use crate::algorithm::calendar::{Calendar, Period};
+use crate::penalty::Block;
 use crate::{Algorithm, Clock, Policy};
 
 const MAGIC: &[u8; 16] = b"limiter:memory\0\0";
@@ -179,6 +180,27 @@ impl MemoryStore {
             }
         }
         out[tables_at..tables_at + 4].copy_from_slice(&tables.to_le_bytes());
+        // Then the penalty records, so that a restart lifts no block: a section a file of
+        // a build without penalties does not have (it is read as none).
+        let blocks_at = out.len();
+        out.extend_from_slice(&0u32.to_le_bytes());
+        let mut blocks = 0u32;
+        for shard in self.inner.shards.iter() {
+            shard.0.lock().each_block(|(limit_id, fp), block| {
+                put(&mut out, limit_id);
+                put(&mut out, fp);
+                let (until, expires, strikes) = block.parts();
+                put(&mut out, until);
+                put(&mut out, expires);
+                // At most 16 (`Penalty::MAX_STRIKES`).
+                out.push(strikes.len() as u8);
+                for &strike in strikes {
+                    put(&mut out, strike);
+                }
+                blocks += 1;
+            });
+        }
+        out[blocks_at..blocks_at + 4].copy_from_slice(&blocks.to_le_bytes());
         let hash = fnv(&out);
         put(&mut out, hash);
         write_privately(path, &out)?;
@@ -276,6 +298,30 @@ impl MemoryStore {
                 shard
                     .lock()
                     .restore((limit_id, policy), fp, state, moved, bounds);
+            }
+        }
+        if file.at != body.len() {
+            for _ in 0..file.u32()? {
+                let (limit_id, fp) = (file.u64()?, file.u64()?);
+                let (until, expires) = (file.u64()?, file.u64()?);
+                let [count] = file.take::<1>()?;
+                let mut strikes = Vec::with_capacity(usize::from(count).min(16));
+                for _ in 0..count {
+                    strikes.push(file.u64()?);
+                }
+                if count > 16 || expires <= saved_ms.saturating_add(moved.elapsed_ms) {
+                    continue;
+                }
+                let shift = |at: u64| at.saturating_add_signed(moved.by_ms);
+                let block = Block::from_parts(
+                    shift(until),
+                    shift(expires),
+                    strikes.into_iter().map(shift).collect(),
+                );
+                let shard = &store.inner.shards[store.shard_of(fp)].0;
+                shard
+                    .lock()
+                    .restore_block((limit_id, fp), block, store.inner.bounds);
             }
         }
         if file.at != body.len() {

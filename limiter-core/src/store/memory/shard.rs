@@ -96,10 +96,7 @@ impl Shard {
         bounds: Bounds,
     ) -> u64 {
         let id = (limit.id(), fp);
-        // A quarter of the records a quarter of the bytes holds: a map that removes and
-        // inserts at its fill grows for its tombstones, to about three and a half times
-        // its records' room.
-        let most = (bounds.bytes / 16 / BLOCK_BYTES).clamp(1, bounds.keys);
+        let most = most_blocks(bounds);
         if !self.blocks.contains_key(&id) && self.blocks.len() >= most {
             // A few records looked at, not all: a flood of blocks costs each a bounded
             // time under the lock. One that no longer matters goes; else the one whose
@@ -326,6 +323,20 @@ impl Shard {
         self.tables[t].status(fp, now_ms)
     }
 
+    /// Calls `f` with each penalty record, for a saved file.
+    pub(super) fn each_block(&self, mut f: impl FnMut((u64, u64), &Block)) {
+        for (&id, block) in &self.blocks {
+            f(id, block);
+        }
+    }
+
+    /// Holds a restored penalty record, within the records' room.
+    pub(super) fn restore_block(&mut self, id: (u64, u64), block: Block, bounds: Bounds) {
+        if self.blocks.len() < most_blocks(bounds) {
+            self.blocks.insert(id, block);
+        }
+    }
+
     /// Takes a slot of `fp` under the concurrency limit `limit_id`, if fewer than `max` are
     /// taken: the slots left.
     pub(super) fn take_slot(&mut self, limit_id: u64, fp: u64, max: u32) -> Option<u32> {
@@ -426,6 +437,13 @@ impl Shard {
 /// (at most 16 of 8 bytes, counted whole).
 const BLOCK_BYTES: usize =
     std::mem::size_of::<((u64, u64), Block)>() + 1 + 16 * std::mem::size_of::<u64>();
+
+/// The penalty records a shard holds at most: a quarter of those a quarter of its bytes
+/// holds, since a map that removes and inserts at its fill grows for its tombstones, to
+/// about three and a half times its records' room.
+fn most_blocks(bounds: Bounds) -> usize {
+    (bounds.bytes / 16 / BLOCK_BYTES).clamp(1, bounds.keys)
+}
 
 /// What a key's count of requests in flight takes in its map.
 const SLOT_COUNT_BYTES: usize = std::mem::size_of::<((u64, u64), u32)>() + 1;
