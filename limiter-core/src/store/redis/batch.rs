@@ -41,12 +41,25 @@ pub(super) struct CheckArgs {
     pub(super) names: Vec<String>,
     /// The caller's reading (ms), or none for the server's clock.
     pub(super) now: Option<u64>,
-    /// Count nothing, answer as if rejected by another limit.
-    pub(super) peek: bool,
+    /// Count nothing, answer as if rejected by another limit ([`Peek::Read`]: a limit
+    /// that rejects still starts its penalty's block; [`Peek::Status`]: nothing changes).
+    pub(super) peek: Peek,
     /// Per limit: algorithm code, window_ms, max, interval_ns, capacity_ns, the penalty's
     /// block_ms, after, within_ms, escalated block_ms (0s for none), the calendar's period
     /// and offset + 840 (0s for none), then the cost.
     pub(super) limits: Vec<[u64; 12]>,
+}
+
+/// Whether a check counts, or only reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Peek {
+    /// It counts: the usual check.
+    No,
+    /// It reads, as the other nodes of a check another node rejected: a limit that rejects
+    /// it itself starts its block, as it would alone.
+    Read,
+    /// It reads where the limits stand and changes nothing (a part given back).
+    Status,
 }
 
 /// A check's answer from the script: three numbers per limit, then the clock reading.

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use redis::RedisError;
 
-use super::batch::CheckArgs;
+use super::batch::{CheckArgs, Peek};
 use super::{error, RedisStore};
 use crate::StoreError;
 
@@ -78,9 +78,12 @@ impl RedisStore {
         let mut plan = Vec::with_capacity(checks.len());
         let mut given = Vec::new();
         for (check, numbers) in checks.iter().zip(&numbered) {
-            if let ([number], [limit], None, false) =
-                (&numbers[..], &check.limits[..], check.now, check.peek)
-            {
+            if let ([number], [limit], None, true) = (
+                &numbers[..],
+                &check.limits[..],
+                check.now,
+                check.peek == Peek::No,
+            ) {
                 if let (1, 0, Ok(byte @ 1..)) = (limit[COST], limit[5], u8::try_from(*number)) {
                     plan.push(byte);
                     continue;
@@ -91,7 +94,12 @@ impl RedisStore {
             if let Some(now) = check.now {
                 let _ = write!(arg, "{now}");
             }
-            let _ = write!(arg, ";{}", u8::from(check.peek));
+            let peek = match check.peek {
+                Peek::No => 0,
+                Peek::Read => 1,
+                Peek::Status => 2,
+            };
+            let _ = write!(arg, ";{peek}");
             for (number, limit) in numbers.iter().zip(&check.limits) {
                 let _ = write!(arg, ";{number}:{}", limit[COST]);
             }

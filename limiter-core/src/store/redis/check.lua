@@ -571,7 +571,7 @@ end
 -- those before it; its keys are the next ones in KEYS. A byte from 1 up is the usual check
 -- of that policy: one limit, one unit, the server's clock. A 0 is any other check, given by
 -- the next ARGV as `now;peek;policy:cost;policy:cost...` (`now` empty for the server's
--- clock, `peek` 1 to count nothing).
+-- clock, `peek` 1 or 2 to count nothing, 2 to change nothing at all).
 local reply, r = {}, 0
 local first = 1
 local plan = ARGV[2]
@@ -597,9 +597,12 @@ for c = 1, #plan do
   else
     local arg = ARGV[given]
     given = given + 1
-    local now, peek, rest = string.match(arg, '^(%d*);([01])(.*)$')
+    local now, peek, rest = string.match(arg, '^(%d*);([012])(.*)$')
     clock = tonumber(now) or server_now()
-    peek = peek == '1'
+    -- 1 reads as another node of a rejected check (a limit that rejects it itself still
+    -- starts its block), 2 reads where the limits stand and changes nothing.
+    local status = peek == '2'
+    peek = peek ~= '0'
     -- Each limit's key, and its record's after it when it has a penalty.
     local limits, k = {}, first
     for p, cost in string.gmatch(rest, '(%d+):(%d+)') do
@@ -626,7 +629,9 @@ for c = 1, #plan do
         decide(l[1], l[3], l[2], not peek)
       local flag = counted(admits, used)
       if admits and peek then remaining, wait, flag = status_remaining, status_wait, -1 end
-      if not admits and l[4] then wait, flag = start_block(policies[l[1]], l[4], wait), -2 end
+      if not admits and l[4] and not status then
+        wait, flag = start_block(policies[l[1]], l[4], wait), -2
+      end
       reply[r + 1], reply[r + 2], reply[r + 3], r = flag, remaining, wait, r + 3
     else
       -- Several: every limit is read first; only if all admit (and not peeking) are they
@@ -655,7 +660,7 @@ for c = 1, #plan do
           reply[r + 1], reply[r + 2], reply[r + 3], r = -1, answer[4], answer[5], r + 3
         elseif lefts[i] then
           reply[r + 1], reply[r + 2], reply[r + 3], r = -3, 0, lefts[i], r + 3
-        elseif l[4] then
+        elseif l[4] and not status then
           -- It rejects the request itself: its block starts.
           local wait = start_block(policies[l[1]], l[4], answer[3])
           reply[r + 1], reply[r + 2], reply[r + 3], r = -2, answer[2], wait, r + 3

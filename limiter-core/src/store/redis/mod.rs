@@ -24,7 +24,7 @@ use redis::RedisError;
 
 use super::{Charge, Check, Checked, Limit, Receipt, Store, StoreError};
 use crate::Decision;
-use batch::{Batcher, CheckArgs};
+use batch::{Batcher, CheckArgs, Peek};
 use connection::Connection;
 use keys::hash_slot;
 use runtime::Runtime;
@@ -322,7 +322,8 @@ impl RedisStore {
             .collect();
         let nodes = self.by_node(&names);
         let answers = if let [_] = nodes.as_slice() {
-            self.check_on_one_node(&unique, &names, now, false).await?
+            self.check_on_one_node(&unique, &names, now, Peek::No)
+                .await?
         } else {
             self.check_across_nodes(&unique, &names, &nodes, now)
                 .await?
@@ -358,7 +359,7 @@ impl RedisStore {
         charges: &[Charge<'_>],
         names: &[String],
         now: Duration,
-        peek: bool,
+        peek: Peek,
     ) -> Result<Vec<Answer>, StoreError> {
         let mut with_blocks = Vec::with_capacity(names.len());
         for (charge, name) in charges.iter().zip(names) {

@@ -16,9 +16,10 @@
 //! numbers per key, `allowed, remaining, wait_ns`, with the meaning of
 //! [`Store::check_all`](crate::Store) (the request is counted by every limit or by none),
 //! then, last, the server's clock reading (ms) the checks without a `now` were decided at
-//! (0 if none). With `peek` = 1 a check counts nothing and answers as if another limit had
-//! rejected it (each limit's rejection, or where it stands): for checks whose keys live on
-//! several cluster nodes.
+//! (0 if none). With `peek` = 1 or 2 a check counts nothing and answers as if another
+//! limit had rejected it (each limit's rejection, or where it stands): for checks whose
+//! keys live on several cluster nodes; with 1 a limit that rejects it itself still starts
+//! its penalty's block (as that node would alone), with 2 nothing at all changes.
 //!
 //! A reading earlier than a key's state — the server's clock stepping back, or callers
 //! whose clocks differ — is treated as the newest instant the state holds: nothing is
