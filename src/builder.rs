@@ -168,6 +168,9 @@ impl LimiterBuilder {
 
     // ---- who the client is, and what responses look like ----------------------------
 
+    /// The most requests waiting for their turn at once (`delay`), by default: 1,024.
+    pub const DEFAULT_MOST_WAITING: usize = 1_024;
+
     /// The largest body a refused request has read and dropped, by default: 16 KiB.
     pub const DEFAULT_KEEP_ALIVE_BODY_LIMIT: usize = 16 * 1024;
 
@@ -390,6 +393,19 @@ impl LimiterBuilder {
     /// ```
     pub fn quota_exceeded_problems(mut self, on: bool) -> LimiterBuilder {
         self.http().quota_exceeded = on;
+        self
+    }
+
+    /// The most requests waiting for their turn at once (`delay = "..."`, over every
+    /// limit), default [`DEFAULT_MOST_WAITING`](Self::DEFAULT_MOST_WAITING): one more
+    /// is refused at once with its 429, its place given back.
+    ///
+    /// ```
+    /// use limiter::Limiter;
+    /// let limiter = Limiter::builder().most_waiting(10_000).build();
+    /// ```
+    pub fn most_waiting(mut self, most: usize) -> LimiterBuilder {
+        self.http().most_waiting = most;
         self
     }
 

@@ -26,8 +26,9 @@ pub struct Decision {
 const ALLOWED: u64 = 1 << 63;
 const FALLBACK: u64 = 1 << 62;
 const BLOCKED: u64 = 1 << 61;
-/// The bits of the wait itself: 73 years of nanoseconds, far beyond any wait a policy allows.
-const WAIT: u64 = BLOCKED - 1;
+const DELAYED: u64 = 1 << 60;
+/// The bits of the wait itself: 36 years of nanoseconds, far beyond any wait a policy allows.
+const WAIT: u64 = DELAYED - 1;
 
 impl Decision {
     /// An admitted request: `remaining` more would be admitted now, and used quota next
@@ -111,6 +112,40 @@ impl Decision {
             wait: self.wait | FALLBACK,
             ..self
         }
+    }
+
+    /// An admission that must wait (a bucket's `delay`): counted now, its token taken ahead,
+    /// to run once `delay` has gone by — the instant it would have been admitted.
+    #[inline]
+    pub(crate) const fn allow_after_ns(limit: u32, delay_ns: u64) -> Decision {
+        Decision {
+            wait: (delay_ns & WAIT) | ALLOWED | DELAYED,
+            limit,
+            remaining: 0,
+        }
+    }
+
+    /// For an admission that must wait for its turn (a token bucket's
+    /// [`delay`](crate::Policy::with_delay)), how long; `None` for one that runs at once or
+    /// a rejection.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use limiter::{Algorithm, MemoryStore, Limit, Policy};
+    /// let policy = Policy::for_algorithm(Algorithm::TokenBucket, 1, Duration::from_secs(1))?
+    ///     .with_delay(Duration::from_secs(2))?;
+    /// let limit = Limit::new("smooth", policy);
+    /// let store = MemoryStore::new();
+    /// assert_eq!(store.check_at(&limit, b"k", Duration::ZERO).delayed(), None);
+    /// let second = store.check_at(&limit, b"k", Duration::ZERO);
+    /// assert!(second.allowed());
+    /// assert_eq!(second.delayed(), Some(Duration::from_secs(1)));
+    /// # Ok::<(), limiter::PolicyError>(())
+    /// ```
+    #[inline]
+    pub fn delayed(&self) -> Option<Duration> {
+        (self.wait & (ALLOWED | DELAYED) == ALLOWED | DELAYED)
+            .then(|| Duration::from_nanos(self.wait & WAIT))
     }
 
     /// Whether a [`Penalty`](crate::Penalty) refused it: the client's block was in force,

@@ -94,6 +94,9 @@ pub struct Policy {
     /// For a calendar quota (`per = "month"`), the periods it resets at; `window_ms` is then
     /// the longest period's length.
     calendar: Option<Calendar>,
+    /// How long a request the bucket would refuse may wait for its token instead (`delay`,
+    /// token bucket only), in ms; 0 for none.
+    delay_ms: u64,
 }
 
 /// Why a [`Policy`] could not be built.
@@ -137,6 +140,11 @@ pub enum PolicyError {
     CalendarWithAlgorithm(Algorithm),
     /// An offset from UTC beyond ±14 hours (in minutes).
     OffsetOutOfRange(i32),
+    /// `delay` was given for an algorithm other than `token_bucket`: only a bucket says
+    /// exactly when a refused request would be admitted and can hold its place.
+    DelayWithoutTokenBucket(Algorithm),
+    /// A delay longer than [`Policy::MAX_DELAY`], or not a whole number of milliseconds.
+    DelayOutOfRange(Duration),
 }
 
 // Two policies that count the same way are the same policy, however the algorithm was chosen.
@@ -149,6 +157,7 @@ impl PartialEq for Policy {
             self.burst,
             self.penalty,
             self.calendar,
+            self.delay_ms,
         ) == (
             other.max,
             other.window_ms,
@@ -156,6 +165,7 @@ impl PartialEq for Policy {
             other.burst,
             other.penalty,
             other.calendar,
+            other.delay_ms,
         )
     }
 }
@@ -171,6 +181,7 @@ impl std::hash::Hash for Policy {
             self.burst,
             self.penalty,
             self.calendar,
+            self.delay_ms,
         )
             .hash(state);
     }
@@ -200,6 +211,9 @@ impl fmt::Display for Policy {
         }
         if let Some(burst) = self.burst {
             write!(f, ", burst {burst}")?;
+        }
+        if self.delay_ms > 0 {
+            write!(f, ", delay {}", Span(self.delay_ms))?;
         }
         if let Some(penalty) = self.penalty {
             write!(f, ", {penalty}")?;
@@ -287,6 +301,16 @@ impl fmt::Display for PolicyError {
             PolicyError::OffsetOutOfRange(m) => {
                 write!(f, "an offset from UTC is within ±14 hours, got {m} minutes")
             }
+            PolicyError::DelayWithoutTokenBucket(a) => write!(
+                f,
+                "delay only applies to token_bucket (which says exactly when a refused request \
+                 would be admitted), but the algorithm is {a}"
+            ),
+            PolicyError::DelayOutOfRange(d) => write!(
+                f,
+                "a delay is a whole number of milliseconds up to {} s, got {d:?}",
+                Policy::MAX_DELAY.as_secs()
+            ),
         }
     }
 }
@@ -336,6 +360,10 @@ impl PolicyError {
             PolicyError::OffsetOutOfRange(_) => {
                 "rate_limit: an offset from UTC is within ±14 hours"
             }
+            PolicyError::DelayWithoutTokenBucket(_) => {
+                "rate_limit: delay only applies to algorithm = \"token_bucket\""
+            }
+            PolicyError::DelayOutOfRange(_) => "rate_limit: a delay is at most 60s",
         }
     }
 }
@@ -411,6 +439,7 @@ impl Policy {
             burst: None,
             penalty: None,
             calendar: None,
+            delay_ms: 0,
         };
         policy.validate()
     }
@@ -438,6 +467,7 @@ impl Policy {
             burst: None,
             penalty: None,
             calendar: Some(Calendar::utc(period)),
+            delay_ms: 0,
         })
     }
 
@@ -486,6 +516,9 @@ impl Policy {
     const fn validate(self) -> Result<Policy, PolicyError> {
         if self.calendar.is_some() && !matches!(self.algorithm, Algorithm::FixedWindow) {
             return Err(PolicyError::CalendarWithAlgorithm(self.algorithm));
+        }
+        if self.delay_ms > 0 && !matches!(self.algorithm, Algorithm::TokenBucket) {
+            return Err(PolicyError::DelayWithoutTokenBucket(self.algorithm));
         }
         let limit = Policy::max_limit_for(self.algorithm, self.window_ms);
         if self.max.get() > limit {
@@ -565,10 +598,54 @@ impl Policy {
             true => *self,
             false => self.with_algorithm(declared.algorithm())?,
         };
-        Ok(match (policy.penalty, declared.penalty) {
+        let policy = match (policy.penalty, declared.penalty) {
             (None, Some(penalty)) => policy.with_penalty(penalty),
             _ => policy,
+        };
+        Ok(match (policy.delay_ms, declared.delay_ms) {
+            (0, delay) if delay > 0 => Policy {
+                delay_ms: delay,
+                ..policy
+            }
+            .validate()
+            .unwrap_or(policy),
+            _ => policy,
         })
+    }
+
+    /// The longest `delay`: a minute (a request that waits longer is better refused).
+    pub const MAX_DELAY: Duration = Duration::from_secs(60);
+
+    /// The same bucket, whose refused requests wait for their token instead when it comes
+    /// within `delay` (nginx's `burst` with `delay`): such a request takes its token now,
+    /// ahead, and runs at the instant it would have been admitted. Token bucket only.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use limiter::{Algorithm, Policy};
+    /// let smooth = Policy::for_algorithm(Algorithm::TokenBucket, 10, Duration::from_secs(1))?
+    ///     .with_delay(Duration::from_secs(2))?;
+    /// assert_eq!(smooth.to_string(), "10 per 1s, token_bucket, delay 2s");
+    /// # Ok::<(), limiter::PolicyError>(())
+    /// ```
+    pub const fn with_delay(self, delay: Duration) -> Result<Policy, PolicyError> {
+        let nanos = delay.as_nanos();
+        if nanos > Policy::MAX_DELAY.as_nanos() || !nanos.is_multiple_of(1_000_000) {
+            return Err(PolicyError::DelayOutOfRange(delay));
+        }
+        Policy {
+            delay_ms: (nanos / 1_000_000) as u64,
+            ..self
+        }
+        .validate()
+    }
+
+    /// How long a refused request may wait for its token instead, if it may.
+    pub const fn delay(&self) -> Option<Duration> {
+        match self.delay_ms {
+            0 => None,
+            ms => Some(Duration::from_millis(ms)),
+        }
     }
 
     /// The penalty of a client it rejects, if any.

@@ -11,14 +11,14 @@ use syn::{Expr, Ident, Token};
 
 use crate::ast::LimitAttr;
 use crate::errors::Errors;
-use crate::penalty::{parse_block, parse_jitter, parse_penalty};
+use crate::penalty::{parse_block, parse_delay, parse_jitter, parse_penalty};
 use crate::share::parse_share;
 use crate::values::{
     parse_algorithm, parse_bool, parse_burst, parse_cost, parse_count, parse_crate, parse_function,
     parse_key, parse_max, parse_per, parse_scope,
 };
 
-pub(crate) const ARGUMENTS: &str = "`per`, `key`, `algorithm`, `scope`, `burst`, `cost`, `count`, `exempt`, `dry_run`, `enforce`, `policy`, `block`, `penalty`, `jitter`, `crate`";
+pub(crate) const ARGUMENTS: &str = "`per`, `key`, `algorithm`, `scope`, `burst`, `cost`, `count`, `exempt`, `dry_run`, `enforce`, `policy`, `block`, `penalty`, `jitter`, `delay`, `crate`";
 
 /// One comma-separated piece of the attribute, as written.
 enum RawArg {
@@ -77,6 +77,7 @@ pub(crate) fn parse(
         block: None,
         penalty: None,
         jitter: None,
+        delay: None,
         krate: None,
         per_given: false,
         algorithm_given: false,
@@ -133,6 +134,7 @@ pub(crate) fn parse(
                     "block" => attr.block = parse_block(&value, errors),
                     "penalty" => attr.penalty = parse_penalty(&value, errors),
                     "jitter" => attr.jitter = parse_jitter(&value, errors),
+                    "delay" => attr.delay = parse_delay(&value, errors),
                     "crate" => attr.krate = parse_crate(&value, errors),
                     _ => errors.at(
                         &name,

@@ -122,6 +122,8 @@ pub(crate) struct LimitAttr {
     pub(crate) penalty: Option<Spanned<crate::penalty::Escalation>>,
     /// `jitter = "1s"`, in ms.
     pub(crate) jitter: Option<Spanned<u64>>,
+    /// `delay = "2s"`, in ms.
+    pub(crate) delay: Option<Spanned<u64>>,
     pub(crate) krate: Option<syn::Path>,
     /// Whether `per` was written at all (even with a bad value).
     pub(crate) per_given: bool,

@@ -99,6 +99,17 @@ pub(crate) fn handler(
             }
             None => quote!(policy),
         };
+        // A delay's length was checked when parsed, and its algorithm: it cannot fail here.
+        let penalized = match limit.delay {
+            Some(delay) => quote! {{
+                let policy = match policy.with_delay(::core::time::Duration::from_millis(#delay)) {
+                    ::core::result::Result::Ok(policy) => policy,
+                    ::core::result::Result::Err(error) => ::core::panic!("{}", error.message()),
+                };
+                #penalized
+            }},
+            None => penalized,
+        };
         let made = match limit.window.calendar {
             Some(period) => {
                 let period = format_ident!("{}", period);

@@ -71,6 +71,30 @@ pub(crate) fn parse_jitter(value: &Expr, errors: &mut Errors) -> Option<Spanned<
     }
 }
 
+/// `delay = "2s"`: up to a minute, in milliseconds.
+pub(crate) fn parse_delay(value: &Expr, errors: &mut Errors) -> Option<Spanned<u64>> {
+    let text = string(
+        value,
+        "`delay` (how long a refused request may wait for its turn instead, e.g. \"2s\")",
+        errors,
+    )?;
+    let delay = Length {
+        noun: "delay",
+        longest_ms: 60_000,
+        longest: "1m",
+    };
+    match parse_length(&text.value(), delay) {
+        Ok(ms) => Some(Spanned {
+            value: ms,
+            span: text.span(),
+        }),
+        Err(message) => {
+            errors.at(&text, message);
+            None
+        }
+    }
+}
+
 /// `penalty = "3 in 1h -> 1d"`.
 pub(crate) fn parse_penalty(value: &Expr, errors: &mut Errors) -> Option<Spanned<Escalation>> {
     let text = string(

@@ -29,6 +29,8 @@ pub(crate) struct Limit {
     pub(crate) penalty: Option<(u64, Option<Escalation>)>,
     /// `jitter`, in ms.
     pub(crate) jitter: Option<u64>,
+    /// `delay`, in ms.
+    pub(crate) delay: Option<u64>,
 }
 
 /// Checks one attribute on its own; `None` when something is wrong (reported in `errors`)
@@ -56,6 +58,17 @@ pub(crate) fn limit(attr: LimitAttr, errors: &mut Errors) -> Option<Limit> {
         (None, false, None) => Some(Algorithm::SlidingWindow),
         (None, true, None) => None,
     };
+    if let (Some(delay), Some(algorithm)) = (&attr.delay, algorithm) {
+        if algorithm != Algorithm::TokenBucket {
+            errors.at(
+                delay.span,
+                format!(
+                    "`delay` needs algorithm = \"token_bucket\": a bucket says exactly when a refused request would be admitted and holds its place until then (this limit uses {}); set the algorithm, or remove `delay`",
+                    algorithm.name()
+                ),
+            );
+        }
+    }
     if let (Some(burst), Some(algorithm)) = (&attr.burst, algorithm) {
         if algorithm != Algorithm::TokenBucket {
             errors.at(
@@ -189,6 +202,7 @@ pub(crate) fn limit(attr: LimitAttr, errors: &mut Errors) -> Option<Limit> {
             .block
             .map(|block| (block.value, attr.penalty.map(|p| p.value))),
         jitter: attr.jitter.map(|j| j.value),
+        delay: attr.delay.map(|d| d.value),
     })
 }
 

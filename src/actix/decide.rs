@@ -169,6 +169,8 @@ impl Limiter {
                 Some(result) => result,
                 None => check.await,
             };
+            // What the enforced limits' check counted, for a request that waits its turn.
+            let counted: crate::Receipt;
             match self.verdict(result) {
                 Verdict::Decided(checked) => {
                     let (answers, receipt) = checked.into_parts();
@@ -180,6 +182,7 @@ impl Limiter {
                                 .map(|d| super::jitter::jittered(d, p.spec.options.jitter_ms));
                         }
                     }
+                    counted = receipt.clone();
                     // Each limit that counts only some responses, with its own rule.
                     for (i, p) in enforced.iter().enumerate() {
                         if let Some(counts) = p.spec.options.counts {
@@ -205,6 +208,28 @@ impl Limiter {
                 .zip(&decisions)
                 .filter_map(|(p, d)| d.filter(|d| !d.allowed()).map(|d| (p, d)))
                 .max_by_key(|(_, d)| d.retry_after());
+            // Admitted ahead of its tokens (a bucket's `delay`): it waits its turn — or, the
+            // queue full, is refused, its place given back.
+            let delayed = decisions
+                .iter()
+                .flatten()
+                .filter_map(Decision::delayed)
+                .max();
+            if let (None, Some(delay)) = (&rejected, delayed) {
+                let charges = enforced.iter().map(|p| p.owned()).collect();
+                if !self.wait_turn(delay, charges, counted).await {
+                    let p = planned
+                        .iter()
+                        .zip(&decisions)
+                        .filter(|(_, d)| d.is_some_and(|d| d.delayed().is_some()))
+                        .map(|(p, _)| p)
+                        .next()
+                        .unwrap_or(&planned[0]);
+                    p.counted(Outcome::Rejected);
+                    let refused = Decision::reject(p.limit.policy().max().get(), delay);
+                    return Err(self.rejection(Some(limits), None, &p.spec.name, refused));
+                }
+            }
             if let Some((p, decision)) = rejected {
                 for (p, d) in planned.iter().zip(&decisions) {
                     if let Some(d) = d.filter(|d| !d.allowed()) {

@@ -330,7 +330,10 @@ impl HandlerLimits {
                 .iter()
                 .map(|s| fields::member_prefix(&s.name))
                 .collect(),
-            plain: limits.iter().all(|s| s.options.is_plain()),
+            // A bucket with a delay may make a request wait: the full path.
+            plain: limits
+                .iter()
+                .all(|s| s.options.is_plain() && s.limit.policy().delay().is_none()),
             tiers: parking_lot::Mutex::new(Vec::new()),
             in_flight: Vec::new(),
             limits,

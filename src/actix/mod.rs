@@ -11,6 +11,7 @@
 //! | `reset.rs` | [`Limiter::reset`](crate::Limiter::reset): forgetting one client's budget |
 //! | `limits.rs` | a handler's limits as declared: each limit's spec and options, the set checked together |
 //! | `decide.rs` | the one decide path: the limiter of a request, its keys, one check, the fields or the response |
+//! | `delay.rs` | `delay = "2s"`: a request admitted ahead of its tokens waits its turn |
 //! | `lean.rs` | the decide path of a handler's one plain limit, without a future when the store answers at once |
 //! | `in_flight.rs` | `#[concurrency_limit]`: a slot per request, held until its response is sent |
 //! | `in_flight_middleware.rs` | [`ConcurrencyLimit`](crate::ConcurrencyLimit): the same over an `App` or a `Scope` |
@@ -31,6 +32,7 @@
 pub(crate) mod attribute;
 pub(crate) mod body;
 pub(crate) mod decide;
+pub(crate) mod delay;
 pub(crate) mod enforcement;
 pub(crate) mod fields;
 pub(crate) mod fnv;

@@ -53,6 +53,9 @@ pub(crate) struct HttpSettings {
     pub(crate) track_rejected: bool,
     /// The most rejected clients of each scope, lately.
     pub(crate) rejected: RejectedClients,
+    /// The requests waiting for their turn now (`delay`), and the most that may.
+    pub(crate) waiting: super::delay::Waiting,
+    pub(crate) most_waiting: usize,
 }
 
 impl Default for HttpSettings {
@@ -81,6 +84,8 @@ impl Default for HttpSettings {
             quota_exceeded: false,
             track_rejected: true,
             rejected: RejectedClients::default(),
+            waiting: Default::default(),
+            most_waiting: LimiterBuilder::DEFAULT_MOST_WAITING,
         }
     }
 }

@@ -22,8 +22,15 @@ pub(crate) fn runtime() -> tokio::runtime::Runtime {
 pub(crate) fn policy(algorithm: Algorithm) -> impl Strategy<Value = Policy> {
     (1..=5u32, 1..=200u64, 1..=6u32, penalty()).prop_map(move |(max, window, burst, penalty)| {
         let policy = Policy::for_algorithm(algorithm, max, Duration::from_millis(window)).unwrap();
+        // Half the buckets hold refused requests' places for a delay of up to 300 ms.
         let policy = if algorithm == Algorithm::TokenBucket {
-            policy.with_burst(burst).unwrap()
+            let bucket = policy.with_burst(burst).unwrap();
+            match window % 2 {
+                0 => bucket
+                    .with_delay(Duration::from_millis(window * 3 / 2))
+                    .unwrap(),
+                _ => bucket,
+            }
         } else {
             policy
         };

@@ -32,7 +32,10 @@ impl TokenBucket {
     /// Whether a state read from a file could have been counted by `policy` before
     /// `saved_ms`: no more of the bucket used than it holds.
     pub(crate) fn plausible(self, saved_ms: u64, policy: &Policy) -> bool {
-        let most = u128::from(policy.burst().get()) * u128::from(policy.emission_interval_ns());
+        // A bucket with a delay holds tokens taken ahead, up to the delay past its capacity.
+        let ahead = policy.delay().map_or(0, |d| d.as_nanos());
+        let most =
+            u128::from(policy.burst().get()) * u128::from(policy.emission_interval_ns()) + ahead;
         u128::from(self.tat_ns) <= u128::from(nanos(saved_ms)) + most
     }
 
@@ -76,6 +79,14 @@ impl TokenBucket {
         let used = self.tat_ns.saturating_sub(now);
         if u128::from(used) + taken > u128::from(capacity) {
             let wait = (u128::from(used) + taken - u128::from(capacity)).min(1 << 62);
+            // With a delay, a request whose tokens come within it takes them now, ahead,
+            // and waits for them: the bucket holds its place (a cost above the burst never
+            // fits, however long it waits).
+            let delay = u128::from(policy.delay().map_or(0, |d| d.as_millis() as u64)) * 1_000_000;
+            if wait <= delay && taken <= u128::from(capacity) {
+                self.tat_ns = now.saturating_add((u128::from(used) + taken) as u64);
+                return Decision::allow_after_ns(max, wait as u64);
+            }
             let left = (capacity.saturating_sub(used) / interval).min(u64::from(u32::MAX));
             return Decision::reject_leaving_ns(max, left as u32, wait as u64);
         }

@@ -46,8 +46,8 @@ pub(super) struct CheckArgs {
     pub(super) peek: Peek,
     /// Per limit: algorithm code, window_ms, max, interval_ns, capacity_ns, the penalty's
     /// block_ms, after, within_ms, escalated block_ms (0s for none), the calendar's period
-    /// and offset + 840 (0s for none), then the cost.
-    pub(super) limits: Vec<[u64; 12]>,
+    /// and offset + 840 (0s for none), the bucket's delay in ns, then the cost.
+    pub(super) limits: Vec<[u64; 13]>,
 }
 
 /// Whether a check counts, or only reads.

@@ -48,9 +48,9 @@ impl RedisStore {
         // The header, packed big-endian: `min_ttl` (8 bytes), the number of policies (4),
         // and each policy — state (1), window_ms (8), max (4), interval_ns (8), capacity_ns
         // (8), then its penalty: block_ms (8), after (1), within_ms (8), escalated block_ms
-        // (8), and its calendar: period (1), offset (2). A script's `tonumber` costs more
-        // than a `GET`: no number is parsed per call.
-        let mut header = Vec::with_capacity(12 + 57 * policies.len());
+        // (8), its calendar: period (1), offset (2), and its delay in ns (8). A script's
+        // `tonumber` costs more than a `GET`: no number is parsed per call.
+        let mut header = Vec::with_capacity(12 + 65 * policies.len());
         header.extend_from_slice(&min_ttl.to_be_bytes());
         let count = u32::try_from(policies.len()).unwrap_or(u32::MAX);
         header.extend_from_slice(&count.to_be_bytes());
@@ -69,6 +69,7 @@ impl RedisStore {
             // The period (below 4) and the offset + 840 (at most 1,680).
             header.push(u8::try_from(policy[9]).unwrap_or(u8::MAX));
             header.extend_from_slice(&u16::try_from(policy[10]).unwrap_or(u16::MAX).to_be_bytes());
+            header.extend_from_slice(&policy[11].to_be_bytes());
         }
         command.arg(header);
         // The plan: a byte per check, its policy's number for the usual check (one limit
@@ -142,7 +143,7 @@ impl RedisStore {
 }
 
 /// Where a check's limit numbers (see [`CheckArgs`]) hold the cost: before it, the policy.
-const COST: usize = 11;
+const COST: usize = 12;
 
 /// With the caller's clock, keys live at least this long in Redis's own time (a minute): the
 /// caller's time need not run at Redis's pace, and expiry must not cut a window short.

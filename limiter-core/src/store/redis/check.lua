@@ -369,7 +369,7 @@ local function sliding_window_counter(raw, window, max, cost)
     encode(COUNTER, index, prev, cur + cost), 2 * window - elapsed
 end
 
-local function token_bucket(raw, interval, capacity, cost)
+local function token_bucket(raw, interval, capacity, cost, delay)
   local now = clock
   local used = 0
   if raw then
@@ -381,6 +381,26 @@ local function token_bucket(raw, interval, capacity, cost)
   if used + taken > capacity then
     local wait = used + taken - capacity
     if wait > 4611686018427387904 then wait = 4611686018427387904 end
+    if wait <= delay and taken <= capacity then
+      -- Its tokens come within the delay: taken now, ahead; it runs once they are back.
+      -- (The answer's wait is negative: an admission that waits.) Where the bucket stands
+      -- with nothing taken may be a refusal (a status of -1 remaining says so).
+      local status_remaining, status_wait = -1, used + interval - capacity
+      if used + interval <= capacity then
+        local left = capacity - used
+        status_remaining = idiv(left, interval)
+        status_wait = 0
+        if used ~= 0 then
+          status_wait = interval
+          local partial = left - status_remaining * interval
+          if partial ~= 0 then status_wait = interval - partial end
+        end
+      end
+      local after = used + taken
+      local whole = idiv(after, 1000000)
+      return true, 0, -wait, status_remaining, status_wait, now,
+        encode(BUCKET, now + whole, after - whole * 1000000), whole + 1
+    end
     local left = 0
     if used < capacity then left = idiv(capacity - used, interval) end
     return false, left, wait, left, wait, now
@@ -407,16 +427,18 @@ end
 
 -- The policies this call's checks use, each once, from the header: state, window_ms, max,
 -- interval_ns, capacity_ns, then the penalty's block_ms (0: none), after, within_ms and
--- escalated block_ms, and the calendar's period (0: none) and UTC offset + 840 minutes.
+-- escalated block_ms, the calendar's period (0: none) and UTC offset + 840 minutes, and the
+-- bucket's delay in ns (0: none).
 local policies = {}
 -- Whether any keeps a packed string (not a list: a long log), or a penalty record.
 local strings = false
 for p = 1, npolicies do
   local state, window, max, interval, capacity, block, after, within, long, period, offset
-  state, window, max, interval, capacity, block, after, within, long, period, offset, at =
-    struct.unpack('>I1I8I4I8I8I8I1I8I8I1I2', header, at)
+  local delay
+  state, window, max, interval, capacity, block, after, within, long, period, offset, delay, at =
+    struct.unpack('>I1I8I4I8I8I8I1I8I8I1I2I8', header, at)
   policies[p] = {state, window, max, interval, capacity, block, after, within, long, period,
-    offset}
+    offset, delay}
   if state ~= 1 or block > 0 then strings = true end
 end
 
@@ -428,7 +450,7 @@ local function packed(policy, raw, cost)
   if state == 2 then return fixed_window(raw, policy[2], policy[3], cost) end
   if state == 6 then return calendar_quota(policy, raw, cost) end
   if state == 3 then return sliding_window_counter(raw, policy[2], policy[3], cost) end
-  return token_bucket(raw, policy[4], policy[5], cost)
+  return token_bucket(raw, policy[4], policy[5], cost, policy[12])
 end
 
 -- How long a state counted at `used` must live, in ms from the call's reading (Redis counts
@@ -628,7 +650,11 @@ for c = 1, #plan do
       local admits, remaining, wait, status_remaining, status_wait, used =
         decide(l[1], l[3], l[2], not peek)
       local flag = counted(admits, used)
-      if admits and peek then remaining, wait, flag = status_remaining, status_wait, -1 end
+      if admits and peek then
+        remaining, wait, flag = status_remaining, status_wait, -1
+        -- A bucket whose place-holding admitted it, and that would refuse now.
+        if status_remaining < 0 then remaining, flag = 0, 0 end
+      end
       if not admits and l[4] and not status then
         wait, flag = start_block(policies[l[1]], l[4], wait), -2
       end
@@ -654,6 +680,9 @@ for c = 1, #plan do
         if admitted then
           decide(l[1], l[3], l[2], true)
           reply[r + 1], reply[r + 2], reply[r + 3], r = counted(true, answer[6]), answer[2], answer[3], r + 3
+        elseif answer[1] and answer[4] < 0 then
+          -- A bucket that would have held its place, and stands full: a refusal.
+          reply[r + 1], reply[r + 2], reply[r + 3], r = 0, 0, answer[5], r + 3
         elseif answer[1] then
           -- Another limit rejects the request: this one counts nothing and says where it
           -- stands (-1: it would admit it, and counted nothing).

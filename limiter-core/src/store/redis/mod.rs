@@ -394,6 +394,7 @@ impl RedisStore {
                         long,
                         period,
                         offset,
+                        policy.delay().map_or(0, |d| d.as_nanos() as u64),
                         u64::from(charge.units()),
                     ]
                 })

@@ -35,6 +35,14 @@ pub(super) fn decode(limit: &Limit, answer: &[i64], clock: i64) -> (Decision, Op
         _ => {}
     }
     let used = u64::try_from(clock.saturating_add(answer[0] - 1)).unwrap_or(0);
+    if answer[2] < 0 {
+        // An admission that waits (a bucket's delay): the bucket is full past its capacity
+        // by the wait, and its tokens are back at `used + capacity + wait`.
+        let wait_ns = answer[2].unsigned_abs();
+        let capacity = u64::from(policy.burst().get()) * policy.emission_interval_ns();
+        let mark = Duration::from_millis(used) + Duration::from_nanos(capacity + wait_ns);
+        return (Decision::allow_after_ns(max, wait_ns), Some(mark));
+    }
     let mark = mark(policy, used, answer[1], wait_ns);
     (Decision::allow(max, remaining, wait), Some(mark))
 }

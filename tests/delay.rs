@@ -1,0 +1,224 @@
+//! `delay = "2s"` on a token bucket: a burst beyond the bucket waits its turn — each
+//! request at the exact instant its token comes back — instead of a 429; beyond the delay,
+//! or with the queue full, a 429. Through real actix services with the manual clock, and
+//! tokio's paused timer (the waits are virtual, exact, and take no real time).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
+
+mod common;
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use actix_web::{test, web, App, HttpResponse};
+use common::{get_from, header, CLIENT};
+use limiter::{rate_limit, Limiter, ManualClock};
+
+#[rate_limit(
+    10,
+    per = "1s",
+    algorithm = "token_bucket",
+    delay = "2s",
+    scope = "smooth"
+)]
+async fn smooth() -> HttpResponse {
+    HttpResponse::Ok().finish()
+}
+
+#[rate_limit(
+    1,
+    per = "1s",
+    algorithm = "token_bucket",
+    delay = "5s",
+    scope = "patient"
+)]
+async fn patient() -> HttpResponse {
+    HttpResponse::Ok().finish()
+}
+
+fn routes(config: &mut web::ServiceConfig) {
+    config
+        .route("/smooth", web::get().to(smooth))
+        .route("/patient", web::get().to(patient));
+}
+
+/// Whether a request ran at `expected`, to the timer's millisecond (tokio's timer fires at
+/// the next millisecond at the latest).
+fn on_time(at: Duration, expected: Duration) -> bool {
+    at >= expected && at <= expected + Duration::from_millis(1)
+}
+
+/// 35 requests at one instant at 10/s with a delay of 2 s: 10 at once, 20 spread over the
+/// 2 s at the instants their tokens come back (every 100 ms), 5 refused at once.
+#[actix_web::test]
+async fn a_burst_is_spread_over_the_delay_at_the_exact_instants() {
+    tokio::time::pause();
+    let clock = ManualClock::starting_at(Duration::from_secs(1_770_000_000));
+    let limiter = Limiter::builder().clock(clock.clone()).build();
+    let app = Rc::new(test::init_service(App::new().app_data(limiter).configure(routes)).await);
+    let start = tokio::time::Instant::now();
+    let requests: Vec<_> = (0..35)
+        .map(|_| {
+            let app = Rc::clone(&app);
+            tokio::task::spawn_local(async move {
+                let res = get_from(&*app, "/smooth", CLIENT).await;
+                let retry = header(res.headers(), "retry-after").map(str::to_owned);
+                (res.status().as_u16(), start.elapsed(), retry)
+            })
+        })
+        .collect();
+    let answers: Vec<(u16, Duration, Option<String>)> = futures_util::future::join_all(requests)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let mut ran: Vec<Duration> = answers
+        .iter()
+        .filter(|(status, _, _)| *status == 200)
+        .map(|(_, at, _)| *at)
+        .collect();
+    ran.sort();
+    let refused = answers
+        .iter()
+        .filter(|(status, _, _)| *status == 429)
+        .count();
+    println!("35 at once at 10/s with delay 2s: ran at {ran:?}, {refused} refused");
+    assert_eq!(ran.len(), 30);
+    assert_eq!(refused, 5);
+    for (i, at) in ran.iter().enumerate() {
+        let expected = Duration::from_millis(100 * i.saturating_sub(9) as u64);
+        assert!(
+            on_time(*at, expected),
+            "request {i} ran at {at:?}, not {expected:?}"
+        );
+    }
+    // The refused ones were answered at once, told when a token is back beyond the delay.
+    assert!(answers
+        .iter()
+        .filter(|(status, _, _)| *status == 429)
+        .all(|(_, at, retry)| at.is_zero() && retry.as_deref() == Some("3")));
+}
+
+/// A waiting request that goes away gives its place back: the next one waits as long as
+/// it would have.
+#[actix_web::test]
+async fn a_request_that_goes_away_while_it_waits_gives_its_place_back() {
+    tokio::time::pause();
+    let clock = ManualClock::starting_at(Duration::from_secs(1_770_000_000));
+    let limiter = Limiter::builder().clock(clock.clone()).build();
+    let app = Rc::new(test::init_service(App::new().app_data(limiter).configure(routes)).await);
+    assert_eq!(get_from(&*app, "/patient", CLIENT).await.status(), 200);
+    let app2 = Rc::clone(&app);
+    let gone =
+        tokio::task::spawn_local(
+            async move { get_from(&*app2, "/patient", CLIENT).await.status() },
+        );
+    // It is waiting (a second) when its client goes.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    gone.abort();
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    let start = tokio::time::Instant::now();
+    assert_eq!(get_from(&*app, "/patient", CLIENT).await.status(), 200);
+    // Its turn is the one the request gone had: a second after the first, not two.
+    assert!(
+        on_time(start.elapsed(), Duration::from_secs(1)),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+/// With the queue full, one more is refused at once — and its place is given back.
+#[actix_web::test]
+async fn a_full_queue_refuses_at_once() {
+    tokio::time::pause();
+    let clock = ManualClock::starting_at(Duration::from_secs(1_770_000_000));
+    let limiter = Limiter::builder()
+        .clock(clock.clone())
+        .most_waiting(2)
+        .build();
+    let app = Rc::new(test::init_service(App::new().app_data(limiter).configure(routes)).await);
+    assert_eq!(get_from(&*app, "/patient", CLIENT).await.status(), 200);
+    let waiting: Vec<_> = (0..2)
+        .map(|_| {
+            let app = Rc::clone(&app);
+            tokio::task::spawn_local(
+                async move { get_from(&*app, "/patient", CLIENT).await.status() },
+            )
+        })
+        .collect();
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    let start = tokio::time::Instant::now();
+    let full = get_from(&*app, "/patient", CLIENT).await;
+    assert_eq!(
+        (full.status().as_u16(), start.elapsed()),
+        (429, Duration::ZERO)
+    );
+    assert_eq!(header(full.headers(), "retry-after"), Some("3"));
+    for request in waiting {
+        assert_eq!(request.await.unwrap(), 200);
+    }
+    // The refused one's token was given back: the next takes the fourth, 3 s after the
+    // first on the limiter's clock (which stands still here), not the fifth.
+    let next = tokio::time::Instant::now();
+    assert_eq!(get_from(&*app, "/patient", CLIENT).await.status(), 200);
+    assert!(
+        on_time(next.elapsed(), Duration::from_secs(3)),
+        "{:?}",
+        next.elapsed()
+    );
+}
+
+#[cfg(feature = "redis")]
+mod on_redis {
+    use super::*;
+    use common::redis_server::RedisServer;
+    use limiter::RedisStore;
+
+    /// The same burst over two instances on one Redis: 10 at once, 20 at their instants,
+    /// 5 refused.
+    #[actix_web::test]
+    async fn a_burst_over_two_instances_is_spread_exactly() {
+        let server = RedisServer::start();
+        let clock = ManualClock::starting_at(Duration::from_secs(1_770_000_000));
+        let mut apps = Vec::new();
+        for _ in 0..2 {
+            let store = RedisStore::connect(&server.url())
+                .await
+                .unwrap()
+                .use_caller_clock();
+            let limiter = Limiter::builder()
+                .store(store)
+                .clock(clock.clone())
+                .store_timeout(Duration::from_secs(2))
+                .build();
+            apps.push(Rc::new(
+                test::init_service(App::new().app_data(limiter).configure(routes)).await,
+            ));
+        }
+        // The check goes to Redis in real time; the waits are then virtual.
+        let requests: Vec<_> = (0..35)
+            .map(|i| {
+                let app = Rc::clone(&apps[i % 2]);
+                tokio::task::spawn_local(async move {
+                    let res = get_from(&*app, "/smooth", CLIENT).await;
+                    let retry = header(res.headers(), "retry-after").map(str::to_owned);
+                    (res.status().as_u16(), retry)
+                })
+            })
+            .collect();
+        let answers: Vec<(u16, Option<String>)> = futures_util::future::join_all(requests)
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        let ran = answers.iter().filter(|(s, _)| *s == 200).count();
+        let refused = answers.iter().filter(|(s, _)| *s == 429).count();
+        println!(
+            "35 at once over two instances at 10/s with delay 2s: {ran} ran, {refused} refused"
+        );
+        assert_eq!((ran, refused), (30, 5));
+    }
+}
