@@ -56,8 +56,11 @@ impl FromStr for Policy {
         }
         let window = window_of(window.trim()).map_err(&bad)?;
         let (mut algorithm, mut burst, mut block, mut escalation) = (None, None, None, None);
+        let mut delay = None;
         for part in parts {
-            if let Some(b) = part.strip_prefix("block ") {
+            if let Some(d) = part.strip_prefix("delay ") {
+                delay = Some(window_of(d.trim()).map_err(&bad)?);
+            } else if let Some(b) = part.strip_prefix("block ") {
                 block = Some(window_of(b.trim()).map_err(&bad)?);
             } else if let Some((after, rest)) = part.split_once(" in ") {
                 let Some((within, long)) = rest.split_once("->") else {
@@ -80,8 +83,8 @@ impl FromStr for Policy {
             } else {
                 return Err(bad(format!(
                     "\"{part}\" is neither an algorithm (sliding_window, fixed_window, \
-                     sliding_window_counter, token_bucket) nor `burst N`, `block D` or \
-                     `N in W -> D`"
+                     sliding_window_counter, token_bucket) nor `burst N`, `delay D`, `block D` \
+                     or `N in W -> D`"
                 )));
             }
         }
@@ -92,6 +95,10 @@ impl FromStr for Policy {
         .map_err(|e| bad(e.to_string()))?;
         let policy = match burst {
             Some(b) => policy.with_burst(b).map_err(|e| bad(e.to_string()))?,
+            None => policy,
+        };
+        let policy = match delay {
+            Some(d) => policy.with_delay(d).map_err(|e| bad(e.to_string()))?,
             None => policy,
         };
         let penalty = match (block, escalation) {
@@ -216,6 +223,7 @@ mod tests {
             "10000 per month",
             "100 per day, utc+02:00",
             "7 per week, utc-05:30, block 1h",
+            "10 per 1s, token_bucket, burst 5, delay 2s",
         ] {
             let policy: Policy = text.parse().unwrap();
             assert_eq!(policy.to_string(), text);
@@ -236,6 +244,7 @@ mod tests {
             ("10 per 1m, block 0s", "at least 1ms"),
             ("10 per month, utc+15:00", "14 hours"),
             ("10 per month, sliding_window", "takes an offset"),
+            ("10 per 1s, delay 2s", "token_bucket"),
         ] {
             let error = text.parse::<Policy>().unwrap_err().to_string();
             assert!(error.contains(says), "{text}: {error}");

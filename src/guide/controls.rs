@@ -200,6 +200,31 @@
 //! A restart lifts no block: [`MemoryStore::save`](crate::MemoryStore::save) writes the
 //! records beside the counts (a file of a build before penalties is read as holding none).
 //!
+//! ## Slowing down instead of refusing
+//!
+//! ```rust,ignore
+//! #[rate_limit(10, per = "1s", algorithm = "token_bucket", delay = "2s")]
+//! async fn search(/* ... */) -> HttpResponse { /* ... */ }
+//! ```
+//!
+//! A request the bucket would refuse, but whose tokens come back within 2 s, takes them
+//! now — ahead, so that the bucket holds its place — and waits for them, then runs (nginx's
+//! `burst` with `delay`); one that would wait longer gets its 429 at once. A burst of 35 at
+//! 10/s with a bucket of 10: 10 run at once, 20 at 100 ms, 200 ms, … 2 s (each at the
+//! instant its token is back, to the timer's millisecond), 5 are refused
+//! (`tests/delay.rs`, in memory and over two instances on Redis). Only the token bucket
+//! says exactly when a refused request would be admitted and can hold its place (the
+//! windows would need their next window's count): `delay` with another algorithm is a
+//! compile error.
+//!
+//! The wait is a timer, not a thread. The requests waiting at once are bounded,
+//! [`LimiterBuilder::most_waiting`](crate::LimiterBuilder::most_waiting) (1,024 by default):
+//! one more is refused at once, its place given back; per client the delay bounds them
+//! (`delay / interval` places ahead). A request that goes away while it waits gives its place
+//! back, exactly, by its receipt — the next one waits as long as it would have. A limit
+//! checked inside a handler ([`check`](crate::check)) does not wait: its delayed admission
+//! runs at once.
+//!
 //! ## Requests in flight: concurrency limits
 //!
 //! ```rust,ignore

@@ -12,3 +12,8 @@ async fn escalated() -> &'static str {
 }
 
 fn main() {}
+
+#[limiter::rate_limit(10, per = "1s", algorithm = "token_bucket", burst = 5, delay = "2s")]
+async fn smoothed() -> &'static str {
+    "ok"
+}
