@@ -1,7 +1,8 @@
 //! Hello-world over HTTP on loopback: bare actix, the same handler under `#[rate_limit]`
 //! (limit never reached), under actix-governor's middleware and under limiter's own
-//! `RateLimit` middleware, under an attribute with every option on, and a flood of
-//! requests that `#[rate_limit]` rejects. One server process per variant, all pinned to CPU 0; the load
+//! `RateLimit` middleware, under an attribute with every option on, under a concurrency
+//! limit, under a bucket with a `delay` its clients overrun (their requests wait their
+//! turn), and a flood of requests that `#[rate_limit]` rejects. One server process per variant, all pinned to CPU 0; the load
 //! generator pinned to CPU 1; several alternating rounds; medians and ratios printed, and
 //! the servers' CPU time per request, read from `/proc/PID/task/*/schedstat` (more stable
 //! than requests per second on a shared machine).
@@ -26,9 +27,11 @@ mod redis_server;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-const VARIANTS: [&str; 11] = [
+const VARIANTS: [&str; 13] = [
     "bare",
     "limiter",
+    "in_flight",
+    "delayed",
     "governor",
     "rejecting",
     "quiet",
@@ -95,6 +98,21 @@ async fn many_log_hello() -> &'static str {
 #[rate_limit(65535, per = "100ms", cost = 2, count = "failures", exempt = never_exempt, policy = default_plan)]
 #[rate_limit(65535, per = "100ms", dry_run = true, scope = "trial")]
 async fn options_hello() -> &'static str {
+    "Hello world!"
+}
+
+/// A concurrency limit this benchmark never reaches (one request of a client at a time on
+/// each connection): what taking and giving back a slot costs.
+#[limiter::concurrency_limit(64)]
+async fn in_flight_hello() -> &'static str {
+    "Hello world!"
+}
+
+/// A bucket a client overruns, each request past it waiting its turn (`delay`): 2,000 a
+/// second per client, a burst of 10, at most a second ahead. Every connection is one
+/// client sending as fast as it can, so most requests wait on the timer.
+#[rate_limit(2000, per = "1s", algorithm = "token_bucket", burst = 10, delay = "1s")]
+async fn delayed_hello() -> &'static str {
     "Hello world!"
 }
 
@@ -237,6 +255,8 @@ fn serve(variant: &str, listener: TcpListener) -> std::io::Result<()> {
                 "redis_many" => app.route("/", web::get().to(many_fixed_hello)),
                 "redis_many_log" => app.route("/", web::get().to(many_log_hello)),
                 "options" => app.route("/", web::get().to(options_hello)),
+                "in_flight" => app.route("/", web::get().to(in_flight_hello)),
+                "delayed" => app.route("/", web::get().to(delayed_hello)),
                 "post_kept" | "post_closed" => app.route("/", web::post().to(rejecting_post)),
                 "headers" => app.route("/", web::get().to(hello_with_headers)),
                 _ => app.route("/", web::get().to(hello)),
@@ -595,6 +615,20 @@ fn main() {
         "options",
         "limiter",
     );
+    ratio(
+        "concurrency limit / attribute throughput",
+        "in_flight",
+        "limiter",
+    );
+    // A bucket's delay: its throughput is the bucket's rate; what each waiting request
+    // costs the server is its CPU.
+    if let (Some(d), Some(l)) = (at("delayed"), at("limiter")) {
+        println!(
+            "delayed requests (waiting their turn) / attribute CPU per request: {:.3} ({:.0} req/s: 32 clients at 2,000/s each at most)",
+            cpu[d] / cpu[l],
+            rps[d]
+        );
+    }
     ratio("rejected flood / bare throughput", "rejecting", "bare");
     ratio(
         "rejected flood / limiter allowed throughput",

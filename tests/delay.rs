@@ -35,10 +35,45 @@ async fn patient() -> HttpResponse {
     HttpResponse::Ok().finish()
 }
 
+const PER_SECOND: limiter::Policy =
+    match limiter::Policy::__try_from_attribute(1, 1_000, limiter::Algorithm::TokenBucket, 0) {
+        Ok(policy) => match policy.with_delay(Duration::from_secs(5)) {
+            Ok(policy) => policy,
+            Err(error) => panic!("{}", error.message()),
+        },
+        Err(error) => panic!("{}", error.message()),
+    };
+static INLINE: limiter::Limit = limiter::Limit::constant("inline-smooth", PER_SECOND);
+
+/// A limit checked inside the handler waits its turn too.
+async fn inline(req: actix_web::HttpRequest) -> Result<HttpResponse, limiter::Rejected> {
+    limiter::check(&req, &INLINE, "ann").await?;
+    Ok(HttpResponse::Ok().finish())
+}
+
 fn routes(config: &mut web::ServiceConfig) {
     config
         .route("/smooth", web::get().to(smooth))
-        .route("/patient", web::get().to(patient));
+        .route("/patient", web::get().to(patient))
+        .route("/inline", web::get().to(inline));
+}
+
+/// `limiter::check` with a delay: the second request waits a second, then runs.
+#[actix_web::test]
+async fn a_limit_checked_in_the_handler_waits_its_turn() {
+    tokio::time::pause();
+    let clock = ManualClock::starting_at(Duration::from_secs(1_770_000_000));
+    let limiter = Limiter::builder().clock(clock.clone()).build();
+    let app = test::init_service(App::new().app_data(limiter).configure(routes)).await;
+    assert_eq!(get_from(&app, "/inline", CLIENT).await.status(), 200);
+    let start = tokio::time::Instant::now();
+    let second = get_from(&app, "/inline", CLIENT).await;
+    assert_eq!(second.status(), 200);
+    assert!(
+        on_time(start.elapsed(), Duration::from_secs(1)),
+        "{:?}",
+        start.elapsed()
+    );
 }
 
 /// Whether a request ran at `expected`, to the timer's millisecond (tokio's timer fires at
@@ -91,11 +126,12 @@ async fn a_burst_is_spread_over_the_delay_at_the_exact_instants() {
             "request {i} ran at {at:?}, not {expected:?}"
         );
     }
-    // The refused ones were answered at once, told when a token is back beyond the delay.
+    // The refused ones were answered at once, told when they may come back to wait: the
+    // 31st's token is 2.1 s away, within the delay 0.1 s from now.
     assert!(answers
         .iter()
         .filter(|(status, _, _)| *status == 429)
-        .all(|(_, at, retry)| at.is_zero() && retry.as_deref() == Some("3")));
+        .all(|(_, at, retry)| at.is_zero() && retry.as_deref() == Some("1")));
 }
 
 /// A waiting request that goes away gives its place back: the next one waits as long as

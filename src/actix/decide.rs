@@ -229,6 +229,18 @@ impl Limiter {
                     let refused = Decision::reject(p.limit.policy().max().get(), delay);
                     return Err(self.rejection(Some(limits), None, &p.spec.name, refused));
                 }
+                // Its wait is over: the fields say where the limits stand now.
+                for (d, p) in decisions.iter_mut().zip(&planned) {
+                    *d = d.map(|d| match d.delayed() {
+                        Some(_) => super::delay::after_the_wait(d, p.limit.policy()),
+                        None if d.allowed() => Decision::allow(
+                            d.limit(),
+                            d.remaining(),
+                            d.reset_after().saturating_sub(delay),
+                        ),
+                        None => d,
+                    });
+                }
             }
             if let Some((p, decision)) = rejected {
                 for (p, d) in planned.iter().zip(&decisions) {

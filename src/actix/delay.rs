@@ -7,6 +7,7 @@
 //!
 //! [`LimiterBuilder::most_waiting`]: crate::LimiterBuilder::most_waiting
 
+use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -27,15 +28,28 @@ struct Place<'l> {
 
 impl Drop for Place<'_> {
     fn drop(&mut self) {
-        if let Some(refund) = self.refund.take() {
-            // The request went away while it waited: its tokens go back, in the
-            // runtime's time (the request's own future is gone).
-            let limiter = self.limiter.clone();
-            actix_web::rt::spawn(async move {
-                refund.take_back(&limiter, StatusCode::OK).await;
-            });
+        let Some(refund) = self.refund.take() else {
+            return;
+        };
+        // The request went away while it waited: its tokens go back — at once from memory,
+        // else in the runtime's time (the request's own future is gone). Without a runtime
+        // (it is shutting down) a networked store keeps the place until its token is back.
+        let limiter = self.limiter.clone();
+        let mut giving = Box::pin(async move { refund.take_back(&limiter, StatusCode::OK).await });
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        if giving.as_mut().poll(&mut cx).is_pending() {
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                drop(runtime.spawn(giving));
+            }
         }
     }
+}
+
+/// What a delayed admission says once its wait is over: nothing left, and its token's
+/// interval until the next comes back (not the wait it no longer has).
+pub(crate) fn after_the_wait(decision: crate::Decision, policy: &crate::Policy) -> crate::Decision {
+    let interval = Duration::from_nanos(policy.emission_interval_ns());
+    crate::Decision::allow(decision.limit(), 0, interval)
 }
 
 /// Counts one more waiting request while it lives.

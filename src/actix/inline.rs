@@ -146,6 +146,21 @@ async fn check_inline(
             return Err(Rejected::new(response));
         }
     };
+    // Admitted ahead of its tokens (a bucket's `delay`): it waits its turn, as a handler's
+    // limit does — or, the queue full, is refused, its place given back.
+    let decision = match decision.delayed() {
+        Some(delay) => {
+            let place = vec![(Arc::new(limit.clone()), key.clone(), 1)];
+            if !limiter.wait_turn(delay, place, receipt.clone()).await {
+                super::observe::count(limit.scope(), Outcome::Rejected);
+                let name = super::fields::field_name(Cow::Owned(limit.scope().to_string()));
+                let refused = crate::Decision::reject(limit.policy().max().get(), delay);
+                return Err(Rejected::new(limiter.rejection(None, None, &name, refused)));
+            }
+            super::delay::after_the_wait(decision, limit.policy())
+        }
+        None => decision,
+    };
     let refund = (failures_only && decision.allowed())
         .then(|| Refund::one(Arc::new(limit.clone()), key.clone(), receipt));
     let name = super::fields::field_name(Cow::Owned(limit.scope().to_string()));

@@ -12,6 +12,16 @@
 use crate::{Decision, Policy};
 use std::time::Duration;
 
+/// The longest wait a bucket reports: far beyond any policy's, and exact in Lua's doubles.
+const MOST_WAIT: u128 = 1 << 59;
+
+/// A policy's delay in nanoseconds (0 without one).
+fn delay_ns(policy: &Policy) -> u64 {
+    policy
+        .delay()
+        .map_or(0, |d| d.as_millis() as u64 * 1_000_000)
+}
+
 /// One key's bucket, as its theoretical arrival time in nanoseconds of the clock.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TokenBucket {
@@ -78,17 +88,20 @@ impl TokenBucket {
         let now = nanos(now_ms);
         let used = self.tat_ns.saturating_sub(now);
         if u128::from(used) + taken > u128::from(capacity) {
-            let wait = (u128::from(used) + taken - u128::from(capacity)).min(1 << 62);
+            let wait = (u128::from(used) + taken - u128::from(capacity)).min(MOST_WAIT);
             // With a delay, a request whose tokens come within it takes them now, ahead,
             // and waits for them: the bucket holds its place (a cost above the burst never
-            // fits, however long it waits).
-            let delay = u128::from(policy.delay().map_or(0, |d| d.as_millis() as u64)) * 1_000_000;
-            if wait <= delay && taken <= u128::from(capacity) {
+            // fits, however long it waits). One that would wait longer may come back once
+            // its wait is within the delay.
+            let delay = u128::from(delay_ns(policy));
+            let fits = taken <= u128::from(capacity);
+            if wait <= delay && fits {
                 self.tat_ns = now.saturating_add((u128::from(used) + taken) as u64);
                 return Decision::allow_after_ns(max, wait as u64);
             }
+            let retry = if fits { wait - delay } else { wait };
             let left = (capacity.saturating_sub(used) / interval).min(u64::from(u32::MAX));
-            return Decision::reject_leaving_ns(max, left as u32, wait as u64);
+            return Decision::reject_leaving_ns(max, left as u32, retry as u64);
         }
         let used = used + taken as u64;
         self.tat_ns = now.saturating_add(used);
@@ -129,7 +142,14 @@ impl TokenBucket {
         let capacity = u64::from(policy.burst().get()) * interval;
         let used = self.tat_ns.saturating_sub(nanos(now_ms));
         if used + interval > capacity {
-            return Decision::reject_ns(max, used + interval - capacity);
+            // With a delay, a bucket that would hold one more request's place stands as
+            // admitting it (after a wait): nothing left now, a token back in `over`.
+            let over = used + interval - capacity;
+            let delay = delay_ns(policy);
+            if over <= delay {
+                return Decision::allow_ns(max, 0, over);
+            }
+            return Decision::reject_ns(max, over - delay);
         }
         let left = capacity - used;
         let remaining = (left / interval).min(u64::from(u32::MAX)) as u32;

@@ -132,10 +132,15 @@ fn share_of(policy: &Policy, share: u32) -> Policy {
         Some(penalty) => p.with_penalty(penalty),
         None => p,
     });
+    // A bucket's delay too (after its burst: the delay needs the algorithm).
+    let with_delay = |p: Policy| match policy.delay() {
+        Some(delay) => p.with_delay(delay),
+        None => Ok(p),
+    };
     let scaled = match (scaled, policy.algorithm()) {
-        (Ok(scaled), Algorithm::TokenBucket) => {
-            scaled.with_burst(policy.burst().get().div_ceil(share).max(1))
-        }
+        (Ok(scaled), Algorithm::TokenBucket) => scaled
+            .with_burst(policy.burst().get().div_ceil(share).max(1))
+            .and_then(with_delay),
         (scaled, _) => scaled,
     };
     scaled.unwrap_or(*policy)

@@ -380,13 +380,16 @@ local function token_bucket(raw, interval, capacity, cost, delay)
   local taken = cost * interval
   if used + taken > capacity then
     local wait = used + taken - capacity
-    if wait > 4611686018427387904 then wait = 4611686018427387904 end
+    if wait > 576460752303423488 then wait = 576460752303423488 end
     if wait <= delay and taken <= capacity then
       -- Its tokens come within the delay: taken now, ahead; it runs once they are back.
       -- (The answer's wait is negative: an admission that waits.) Where the bucket stands
-      -- with nothing taken may be a refusal (a status of -1 remaining says so).
-      local status_remaining, status_wait = -1, used + interval - capacity
-      if used + interval <= capacity then
+      -- with nothing taken: admitting one more after a wait (0 left), or refusing (a status
+      -- of -1 remaining says so) until a wait is within the delay.
+      local over = used + interval - capacity
+      local status_remaining, status_wait = 0, over
+      if over > delay then status_remaining, status_wait = -1, over - delay end
+      if over <= 0 then
         local left = capacity - used
         status_remaining = idiv(left, interval)
         status_wait = 0
@@ -403,6 +406,8 @@ local function token_bucket(raw, interval, capacity, cost, delay)
     end
     local left = 0
     if used < capacity then left = idiv(capacity - used, interval) end
+    -- A request that fits comes back once its wait is within the delay.
+    if taken <= capacity then wait = wait - delay end
     return false, left, wait, left, wait, now
   end
   local left = capacity - used
