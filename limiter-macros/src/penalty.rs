@@ -30,60 +30,41 @@ pub(crate) struct Escalation {
 
 /// `block = "15m"`: the block in milliseconds.
 pub(crate) fn parse_block(value: &Expr, errors: &mut Errors) -> Option<Spanned<u64>> {
-    let text = string(
-        value,
-        "`block` (how long a rejected client is refused, e.g. \"15m\")",
-        errors,
-    )?;
-    match parse_length(&text.value(), BLOCK) {
-        Ok(ms) => Some(Spanned {
-            value: ms,
-            span: text.span(),
-        }),
-        Err(message) => {
-            errors.at(&text, message);
-            None
-        }
-    }
+    let what = "`block` (how long a rejected client is refused, e.g. \"15m\")";
+    parse_span(value, what, BLOCK, errors)
 }
 
 /// `jitter = "1s"`: up to an hour, in milliseconds.
 pub(crate) fn parse_jitter(value: &Expr, errors: &mut Errors) -> Option<Spanned<u64>> {
-    let text = string(
-        value,
-        "`jitter` (the most added to a rejection's wait at random, e.g. \"1s\")",
-        errors,
-    )?;
+    let what = "`jitter` (the most added to a rejection's wait at random, e.g. \"1s\")";
     let jitter = Length {
         noun: "jitter",
         longest_ms: 3_600_000,
         longest: "1h",
     };
-    match parse_length(&text.value(), jitter) {
-        Ok(ms) => Some(Spanned {
-            value: ms,
-            span: text.span(),
-        }),
-        Err(message) => {
-            errors.at(&text, message);
-            None
-        }
-    }
+    parse_span(value, what, jitter, errors)
 }
 
 /// `delay = "2s"`: up to a minute, in milliseconds.
 pub(crate) fn parse_delay(value: &Expr, errors: &mut Errors) -> Option<Spanned<u64>> {
-    let text = string(
-        value,
-        "`delay` (how long a refused request may wait for its turn instead, e.g. \"2s\")",
-        errors,
-    )?;
+    let what = "`delay` (how long a refused request may wait for its turn instead, e.g. \"2s\")";
     let delay = Length {
         noun: "delay",
         longest_ms: 60_000,
         longest: "1m",
     };
-    match parse_length(&text.value(), delay) {
+    parse_span(value, what, delay, errors)
+}
+
+/// A length of the window's grammar, in ms, as a string literal naming `what` it is.
+fn parse_span(
+    value: &Expr,
+    what: &str,
+    length: Length,
+    errors: &mut Errors,
+) -> Option<Spanned<u64>> {
+    let text = string(value, what, errors)?;
+    match parse_length(&text.value(), length) {
         Ok(ms) => Some(Spanned {
             value: ms,
             span: text.span(),

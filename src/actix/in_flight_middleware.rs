@@ -10,7 +10,7 @@ use std::task::{Context, Poll};
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{Service, ServiceRequest, ServiceResponse, Transform};
-use actix_web::{Error, HttpMessage};
+use actix_web::Error;
 
 use super::in_flight::InFlightSpec;
 use super::keys::KeySpec;
@@ -115,27 +115,15 @@ where
         self.service.poll_ready(cx)
     }
 
-    fn call(&self, mut req: ServiceRequest) -> Self::Future {
+    fn call(&self, req: ServiceRequest) -> Self::Future {
         let service = Rc::clone(&self.service);
         let limits = Arc::clone(&self.limits);
         Box::pin(async move {
             let limiter = Limiter::of(req.request()).clone();
             let slots = match limiter.take_slots(req.request(), &limits).await {
                 Ok(slots) => slots,
-                Err(response) => {
-                    // As any refusal: the body is read only when small and quick.
-                    let response = match limiter.bodiless(req.request()) {
-                        true => response,
-                        false => {
-                            let mut payload = req.take_payload();
-                            let answer =
-                                limiter.answer_refused(req.request(), &mut payload, response);
-                            Box::pin(answer).await
-                        }
-                    };
-                    let (request, _) = req.into_parts();
-                    return Ok(ServiceResponse::new(request, response));
-                }
+                // As any refusal: the body is read only when small and quick.
+                Err(response) => return Ok(Box::pin(limiter.refuse(req, response)).await),
             };
             let (request, response) = service.call(req).await?.map_into_boxed_body().into_parts();
             let response = slots.hold_until_sent(response, limiter.http().headers.ietf);

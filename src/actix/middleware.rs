@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use actix_web::body::{BoxBody, EitherBody, MessageBody};
 use actix_web::dev::{Service, ServiceRequest, ServiceResponse, Transform};
-use actix_web::{Error, HttpMessage};
+use actix_web::{Error, HttpMessage, HttpResponse};
 
 use super::fields::Write;
 use super::keys::KeySpec;
@@ -133,6 +133,26 @@ where
     }
 }
 
+impl Limiter {
+    /// Answers a middleware's refused `req` with `response`, its body read only when small
+    /// and quick (else the connection closes after it), as every refusal.
+    pub(crate) async fn refuse(
+        &self,
+        mut req: ServiceRequest,
+        response: HttpResponse,
+    ) -> ServiceResponse {
+        let response = match self.bodiless(req.request()) {
+            true => response,
+            false => {
+                let mut payload = req.take_payload();
+                Box::pin(self.answer_refused(req.request(), &mut payload, response)).await
+            }
+        };
+        let (request, _) = req.into_parts();
+        ServiceResponse::new(request, response)
+    }
+}
+
 /// The service [`RateLimit`] wraps around another.
 pub struct RateLimitService<S> {
     service: Rc<S>,
@@ -160,7 +180,7 @@ where
         self.service.poll_ready(cx)
     }
 
-    fn call(&self, mut req: ServiceRequest) -> Self::Future {
+    fn call(&self, req: ServiceRequest) -> Self::Future {
         let service = Rc::clone(&self.service);
         let limits = Arc::clone(&self.limits);
         Box::pin(async move {
@@ -174,17 +194,8 @@ where
             let decided = match decided {
                 Ok(decided) => decided,
                 Err(response) => {
-                    let response = match limiter.bodiless(req.request()) {
-                        true => response,
-                        false => {
-                            let mut payload = req.take_payload();
-                            let answer =
-                                limiter.answer_refused(req.request(), &mut payload, response);
-                            Box::pin(answer).await
-                        }
-                    };
-                    let (request, _) = req.into_parts();
-                    return Ok(ServiceResponse::new(request, response).map_into_right_body());
+                    let refused = Box::pin(limiter.refuse(req, response)).await;
+                    return Ok(refused.map_into_right_body());
                 }
             };
             let mut response = service.call(req).await?;
