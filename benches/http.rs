@@ -109,8 +109,9 @@ async fn in_flight_hello() -> &'static str {
 }
 
 /// A bucket a client overruns, each request past it waiting its turn (`delay`): 2,000 a
-/// second per client, a burst of 10, at most a second ahead. Every connection is one
-/// client sending as fast as it can, so most requests wait on the timer.
+/// second, a burst of 10, at most a second ahead. Every connection comes from loopback, so
+/// they are one client sending as fast as they can: the throughput is the bucket's rate,
+/// and most requests wait on the timer.
 #[rate_limit(2000, per = "1s", algorithm = "token_bucket", burst = 10, delay = "1s")]
 async fn delayed_hello() -> &'static str {
     "Hello world!"
@@ -624,7 +625,7 @@ fn main() {
     // costs the server is its CPU.
     if let (Some(d), Some(l)) = (at("delayed"), at("limiter")) {
         println!(
-            "delayed requests (waiting their turn) / attribute CPU per request: {:.3} ({:.0} req/s: 32 clients at 2,000/s each at most)",
+            "delayed requests (waiting their turn) / attribute CPU per request: {:.3} ({:.0} req/s: one client at 2,000/s at most)",
             cpu[d] / cpu[l],
             rps[d]
         );
