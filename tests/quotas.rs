@@ -147,6 +147,26 @@ async fn weeks_begin_on_monday_and_days_at_the_configured_offset() {
     );
 }
 
+/// A scope whose quota configuration sets without an offset keeps UTC, and the limiter
+/// says so once it is built with `utc_offset`.
+#[actix_web::test]
+async fn an_offset_configuration_overrides_is_reported() {
+    common::events::record();
+    let configured =
+        limiter::Policy::per_calendar(5, limiter::algorithm::calendar::Period::Day).unwrap();
+    let limiter = Limiter::builder()
+        .policy("stacked-day", configured)
+        .utc_offset(120)
+        .build();
+    assert_eq!(
+        limiter.policy("stacked-day").unwrap().to_string(),
+        "5 per day",
+        "configuration wins"
+    );
+    let warned = common::events::warnings("utc_offset does not apply");
+    assert!(!warned.is_empty(), "no warning");
+}
+
 /// A quota counted in memory survives a restart: saved at the end of January, restored the
 /// next day, the month's count still holds until February.
 #[actix_web::test]

@@ -224,7 +224,22 @@ impl LimiterBuilder {
             for entry in route.limits {
                 let (scope, policy) = (entry.limit.scope(), entry.limit.policy());
                 let unset = policy.calendar().is_some_and(|c| c.offset_minutes() == 0);
-                if !unset || self.overrides.contains_key(scope) {
+                if !unset {
+                    continue;
+                }
+                if let Some(configured) = self.overrides.get(scope) {
+                    let configured = configured.given().policy();
+                    if configured
+                        .calendar()
+                        .is_some_and(|c| c.offset_minutes() == 0)
+                    {
+                        tracing::warn!(
+                            scope,
+                            "rate limit: utc_offset does not apply to this scope's configured \
+                             policy ({configured}), which gives none: its quota is counted in \
+                             UTC. Give the policy its offset (Policy::with_utc_offset)"
+                        );
+                    }
                     continue;
                 }
                 if let Ok(offset) = policy.with_utc_offset(self.utc_offset) {
