@@ -147,9 +147,19 @@ pub enum PolicyError {
     DelayOutOfRange(Duration),
 }
 
-// Two policies that count the same way are the same policy, however the algorithm was chosen.
-impl PartialEq for Policy {
-    fn eq(&self, other: &Policy) -> bool {
+/// What a policy counts by: every field but whether its algorithm was named.
+type Identity = (
+    NonZeroU32,
+    u64,
+    Algorithm,
+    Option<NonZeroU32>,
+    Option<Penalty>,
+    Option<Calendar>,
+    u64,
+);
+
+impl Policy {
+    fn identity(&self) -> Identity {
         (
             self.max,
             self.window_ms,
@@ -158,15 +168,14 @@ impl PartialEq for Policy {
             self.penalty,
             self.calendar,
             self.delay_ms,
-        ) == (
-            other.max,
-            other.window_ms,
-            other.algorithm,
-            other.burst,
-            other.penalty,
-            other.calendar,
-            other.delay_ms,
         )
+    }
+}
+
+// Two policies that count the same way are the same policy, however the algorithm was chosen.
+impl PartialEq for Policy {
+    fn eq(&self, other: &Policy) -> bool {
+        self.identity() == other.identity()
     }
 }
 
@@ -174,16 +183,7 @@ impl Eq for Policy {}
 
 impl std::hash::Hash for Policy {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        (
-            self.max,
-            self.window_ms,
-            self.algorithm,
-            self.burst,
-            self.penalty,
-            self.calendar,
-            self.delay_ms,
-        )
-            .hash(state);
+        self.identity().hash(state);
     }
 }
 

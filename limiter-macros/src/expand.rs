@@ -130,13 +130,7 @@ pub(crate) fn handler(
             };
         });
         let key = key_spec(&private, &limit.key);
-        let scope = match &limit.scope {
-            Some(scope) => {
-                let scope = &scope.value;
-                quote!(::core::option::Option::Some(#scope))
-            }
-            None => quote!(::core::option::Option::None),
-        };
+        let scope = scope_option(&limit.scope);
         // Each option a method of its own, on the tokens it was written with: a function of
         // the wrong type is a type mismatch right there.
         let mut options = TokenStream::new();
@@ -229,13 +223,7 @@ pub(crate) fn handler(
     for (index, limit) in in_flight.iter().enumerate() {
         let max = limit.max;
         let key = key_spec(&private, &limit.key);
-        let scope = match &limit.scope {
-            Some(scope) => {
-                let scope = &scope.value;
-                quote!(::core::option::Option::Some(#scope))
-            }
-            None => quote!(::core::option::Option::None),
-        };
+        let scope = scope_option(&limit.scope);
         in_flight_specs.push(quote! {
             #private::InFlightSpec::new(
                 #scope,
@@ -290,6 +278,17 @@ pub(crate) fn handler(
             )
             .await
         }
+    }
+}
+
+/// `Some("scope")` when the attribute names one, else `None`.
+fn scope_option(scope: &Option<Spanned<String>>) -> TokenStream {
+    match scope {
+        Some(scope) => {
+            let scope = &scope.value;
+            quote!(::core::option::Option::Some(#scope))
+        }
+        None => quote!(::core::option::Option::None),
     }
 }
 
