@@ -51,13 +51,26 @@ impl FromStr for Policy {
             .trim()
             .parse()
             .map_err(|_| bad(format!("the maximum \"{}\" is not a number", max.trim())))?;
-        if let Some(period) = Period::from_name(window.trim()) {
-            return calendar_quota(max, period, parts).map_err(bad);
-        }
-        let window = window_of(window.trim()).map_err(&bad)?;
+        // A calendar period (`month`), or a rolling window (`1h30m`).
+        let period = Period::from_name(window.trim());
+        let window = match period {
+            Some(_) => Duration::ZERO,
+            None => window_of(window.trim()).map_err(&bad)?,
+        };
         let (mut algorithm, mut burst, mut block, mut escalation) = (None, None, None, None);
-        let mut delay = None;
+        let (mut delay, mut offset) = (None, None);
+        // What a calendar quota does not take: an algorithm, a burst, a delay.
+        let mut not_for_quotas = Vec::new();
         for part in parts {
+            if let (Some(_), Some(o)) = (period, part.strip_prefix("utc")) {
+                let minutes = offset_of(o)
+                    .ok_or_else(|| bad(format!("\"{part}\" is not an offset: write utc+02:00")))?;
+                offset = Some(minutes);
+                continue;
+            }
+            if !part.starts_with("block ") && !part.contains(" in ") {
+                not_for_quotas.push(part);
+            }
             if let Some(d) = part.strip_prefix("delay ") {
                 delay = Some(window_of(d.trim()).map_err(&bad)?);
             } else if let Some(b) = part.strip_prefix("block ") {
@@ -88,9 +101,17 @@ impl FromStr for Policy {
                 )));
             }
         }
-        let policy = match algorithm {
-            Some(algorithm) => Policy::for_algorithm(algorithm, max, window),
-            None => Policy::new(max, window),
+        let policy = match (period, algorithm) {
+            (Some(_), _) if !not_for_quotas.is_empty() => {
+                return Err(bad(format!(
+                    "a calendar quota takes an offset (utc+02:00) and a penalty, not \"{}\"",
+                    not_for_quotas.join(", ")
+                )))
+            }
+            (Some(period), _) => Policy::per_calendar(max, period)
+                .and_then(|quota| quota.with_utc_offset(offset.unwrap_or(0))),
+            (None, Some(algorithm)) => Policy::for_algorithm(algorithm, max, window),
+            (None, None) => Policy::new(max, window),
         }
         .map_err(|e| bad(e.to_string()))?;
         let policy = match burst {
@@ -119,39 +140,6 @@ impl FromStr for Policy {
             (None, None) => return Ok(policy),
         };
         Ok(policy.with_penalty(penalty))
-    }
-}
-
-/// `MAX per PERIOD`, then optionally `, utc+HH:MM` (or `utc-HH:MM`) and a penalty.
-fn calendar_quota<'a>(
-    max: u32,
-    period: Period,
-    parts: impl Iterator<Item = &'a str>,
-) -> Result<Policy, String> {
-    let mut policy = Policy::per_calendar(max, period).map_err(|e| e.to_string())?;
-    let mut rest = Vec::new();
-    for part in parts {
-        match part.strip_prefix("utc") {
-            Some(offset) => {
-                let minutes = offset_of(offset)
-                    .ok_or_else(|| format!("\"{part}\" is not an offset: write utc+02:00"))?;
-                policy = policy.with_utc_offset(minutes).map_err(|e| e.to_string())?;
-            }
-            None => rest.push(part),
-        }
-    }
-    if rest.is_empty() {
-        return Ok(policy);
-    }
-    // A penalty, read as a window's would be.
-    let text = format!("1 per 1s, fixed_window, {}", rest.join(", "));
-    let penalized: Policy = text.parse().map_err(|e: InvalidPolicy| e.0)?;
-    match penalized.penalty() {
-        Some(penalty) => Ok(policy.with_penalty(penalty)),
-        None => Err(format!(
-            "a calendar quota takes an offset (utc+02:00) and a penalty, not \"{}\"",
-            rest.join(", ")
-        )),
     }
 }
 
