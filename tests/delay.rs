@@ -211,7 +211,6 @@ async fn a_full_queue_refuses_at_once() {
 mod on_redis {
     use super::*;
     use common::redis_server::RedisServer;
-    use limiter::RedisStore;
 
     /// The same burst over two instances on one Redis: 10 at once, 20 at their instants,
     /// 5 refused.
@@ -221,15 +220,7 @@ mod on_redis {
         let clock = ManualClock::starting_at(Duration::from_secs(1_770_000_000));
         let mut apps = Vec::new();
         for _ in 0..2 {
-            let store = RedisStore::connect(&server.url())
-                .await
-                .unwrap()
-                .use_caller_clock();
-            let limiter = Limiter::builder()
-                .store(store)
-                .clock(clock.clone())
-                .store_timeout(Duration::from_secs(2))
-                .build();
+            let limiter = common::redis_instance(&server.url(), &clock).await;
             apps.push(Rc::new(
                 test::init_service(App::new().app_data(limiter).configure(routes)).await,
             ));

@@ -172,16 +172,6 @@ async fn the_middleware_blocks_too() {
 mod on_redis {
     use super::*;
     use common::redis_server::RedisServer;
-    use limiter::RedisStore;
-
-    async fn instance(url: &str, clock: &ManualClock) -> Limiter {
-        let store = RedisStore::connect(url).await.unwrap().use_caller_clock();
-        Limiter::builder()
-            .store(store)
-            .clock(clock.clone())
-            .store_timeout(Duration::from_secs(2))
-            .build()
-    }
 
     /// A block started through one instance refuses the client on the other, exactly; the
     /// escalation counts the blocks of both; a reset on one lifts it on both.
@@ -192,7 +182,7 @@ mod on_redis {
         let mut apps = Vec::new();
         let mut limiters = Vec::new();
         for _ in 0..2 {
-            let limiter = instance(&server.url(), &clock).await;
+            let limiter = common::redis_instance(&server.url(), &clock).await;
             limiters.push(limiter.clone());
             apps.push(test::init_service(App::new().app_data(limiter).configure(routes)).await);
         }
@@ -248,7 +238,7 @@ mod on_redis {
         let clock = ManualClock::starting_at(Duration::from_secs(1_700_000_040));
         let mut apps = Vec::new();
         for _ in 0..2 {
-            let limiter = instance(&server.url(), &clock).await;
+            let limiter = common::redis_instance(&server.url(), &clock).await;
             let app = test::init_service(App::new().app_data(limiter).configure(routes)).await;
             apps.push(Rc::new(app));
         }

@@ -215,15 +215,6 @@ mod on_redis {
     use limiter::{Charge, Limit, MemoryStore, Policy, RedisStore, Store};
     use proptest::prelude::*;
 
-    async fn instance(url: &str, clock: &ManualClock) -> Limiter {
-        let store = RedisStore::connect(url).await.unwrap().use_caller_clock();
-        Limiter::builder()
-            .store(store)
-            .clock(clock.clone())
-            .store_timeout(Duration::from_secs(2))
-            .build()
-    }
-
     /// Two instances share one month's quota, exactly, and February starts afresh on both.
     #[actix_web::test]
     async fn two_instances_share_a_monthly_quota() {
@@ -231,7 +222,7 @@ mod on_redis {
         let clock = ManualClock::starting_at(LAST_MINUTE_OF_JANUARY);
         let mut apps = Vec::new();
         for _ in 0..2 {
-            let limiter = instance(&server.url(), &clock).await;
+            let limiter = common::redis_instance(&server.url(), &clock).await;
             apps.push(test::init_service(App::new().app_data(limiter).configure(routes)).await);
         }
         let mut admitted = 0;

@@ -239,15 +239,6 @@ async fn bucket() -> HttpResponse {
     HttpResponse::Ok().finish()
 }
 
-async fn instance(url: &str, clock: &ManualClock) -> Limiter {
-    let store = RedisStore::connect(url).await.unwrap().use_caller_clock();
-    Limiter::builder()
-        .store(store)
-        .clock(clock.clone())
-        .store_timeout(Duration::from_secs(2))
-        .build()
-}
-
 // ---- production controls on Redis ---------------------------------------------------------
 
 #[rate_limit(3, per = "15m", count = "failures", scope = "redis-login")]
@@ -277,7 +268,7 @@ async fn production_controls_hold_across_instances() {
     let mut apps = Vec::new();
     let mut limiters = Vec::new();
     for _ in 0..2 {
-        let limiter = instance(&server.url(), &clock).await;
+        let limiter = common::redis_instance(&server.url(), &clock).await;
         limiters.push(limiter.clone());
         apps.push(
             test::init_service(
@@ -343,7 +334,7 @@ async fn two_instances_admit_exactly_100_of_2_x_200_concurrent_requests() {
     for path in ["/sliding", "/fixed", "/counter", "/bucket"] {
         let mut apps = Vec::new();
         for _ in 0..2 {
-            let limiter = instance(&server.url(), &clock).await;
+            let limiter = common::redis_instance(&server.url(), &clock).await;
             let app = test::init_service(
                 App::new()
                     .app_data(limiter)
@@ -450,8 +441,8 @@ async fn a_killed_redis_gets_the_chosen_policy_for_every_request() {
 async fn a_restarted_redis_resumes_shared_counting() {
     let mut server = RedisServer::start();
     let clock = ManualClock::starting_at(Duration::from_secs(1_700_000_100));
-    let a = instance(&server.url(), &clock).await;
-    let b = instance(&server.url(), &clock).await;
+    let a = common::redis_instance(&server.url(), &clock).await;
+    let b = common::redis_instance(&server.url(), &clock).await;
     server.stop();
     // Away: each instance limits alone.
     let (statuses, _) = burst(&a, 6).await;
@@ -995,7 +986,7 @@ async fn losing_and_regaining_redis_are_one_event_each() {
     let _guard = tracing::subscriber::set_default(Counting(events.clone()));
     let mut server = RedisServer::start();
     let clock = ManualClock::starting_at(Duration::from_secs(1_700_000_200));
-    let limiter = instance(&server.url(), &clock).await;
+    let limiter = common::redis_instance(&server.url(), &clock).await;
     burst(&limiter, 3).await;
     server.stop();
     burst(&limiter, 20).await;

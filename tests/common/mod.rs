@@ -104,6 +104,21 @@ pub(crate) fn serve(
     (addr, handle)
 }
 
+/// A limiter over the Redis at `url` on the caller's clock (`clock`, a test's manual
+/// one), with a store timeout of 2 s: one of the instances a test runs on one Redis.
+#[cfg(feature = "redis")]
+pub(crate) async fn redis_instance(url: &str, clock: &limiter::ManualClock) -> limiter::Limiter {
+    let store = limiter::RedisStore::connect(url)
+        .await
+        .unwrap()
+        .use_caller_clock();
+    limiter::Limiter::builder()
+        .store(store)
+        .clock(clock.clone())
+        .store_timeout(Duration::from_secs(2))
+        .build()
+}
+
 /// A store whose every operation fails with `message` (which clients must never see).
 pub(crate) struct Failing(pub(crate) &'static str);
 
