@@ -42,6 +42,22 @@ fn the_keys_cover_every_node() {
         .map(|key| cluster.node_of(&store.key_name(&limit, &[key])))
         .collect();
     assert_eq!(nodes.len(), 3);
+    // And the store's connection to each node sends a call at once (TCP_NODELAY; with
+    // Nagle's algorithm a batch in two segments waits for a delayed acknowledgement).
+    let limiter = Limiter::builder().store(store).build();
+    for key in 0..6u8 {
+        assert!(rt
+            .block_on(limiter.check(&limit, &[key]))
+            .unwrap()
+            .allowed());
+    }
+    for node in 0..3 {
+        let sockets = common::sockets_to(cluster.node(node).port());
+        assert!(
+            !sockets.is_empty() && sockets.iter().all(|&on| on),
+            "node {node}: {sockets:?}"
+        );
+    }
 }
 
 #[::std::prelude::v1::test]

@@ -163,3 +163,40 @@ pub(crate) mod redis_cluster;
 pub(crate) mod redis_server;
 #[cfg(feature = "redis")]
 pub(crate) mod replays;
+
+/// The open TCP sockets of this process connected to `port` on loopback, and whether each
+/// sends at once (`TCP_NODELAY`).
+#[allow(unsafe_code)]
+pub(crate) fn sockets_to(port: u16) -> Vec<bool> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc/self/fd").unwrap().flatten() {
+        let Ok(fd) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        // SAFETY: getpeername(2) and getsockopt(2) write only into the buffers given, of
+        // the sizes given; on a descriptor that is not a TCP socket they fail.
+        unsafe {
+            let mut addr: libc::sockaddr_in = std::mem::zeroed();
+            let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            if libc::getpeername(fd, (&raw mut addr).cast(), &mut len) != 0
+                || i32::from(addr.sin_family) != libc::AF_INET
+                || u16::from_be(addr.sin_port) != port
+            {
+                continue;
+            }
+            let mut on: libc::c_int = 0;
+            let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+            if libc::getsockopt(
+                fd,
+                libc::IPPROTO_TCP,
+                libc::TCP_NODELAY,
+                (&raw mut on).cast(),
+                &mut len,
+            ) == 0
+            {
+                found.push(on != 0);
+            }
+        }
+    }
+    found
+}

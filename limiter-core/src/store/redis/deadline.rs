@@ -6,9 +6,13 @@
 //! instances).
 //!
 //! So a timer that fires is checked before it fails anything: what has arrived is read
-//! first, and a timer that fired late by half the timeout or more — the thread was not
-//! running — is armed again, at most [`MOST_REARMED`] times. On a host that gives the
-//! thread its CPU, a stalled Redis still fails a call after one timeout.
+//! first, and the time the thread waited for a CPU while the call was out (counted by the
+//! kernel, [`cpu_wait`]; a timer that fired late by half the timeout or more, where the
+//! kernel does not count) is given back to the call, which is armed again for the rest of
+//! its timeout. A call fails once it has had the whole timeout of the thread's running
+//! time, or [`MOST_WAITED`] timeouts of wall time whatever the host: a host that keeps the
+//! store's thread from running for that long is an outage of its own. On a host that gives
+//! the thread its CPU, a stalled Redis still fails a call after one timeout.
 
 use std::future::Future;
 use std::pin::pin;
@@ -17,9 +21,11 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// Times a late timer is armed again: a host that starves the store's thread for longer
-/// than three timeouts in a row is an outage of its own.
-const MOST_REARMED: u32 = 2;
+use super::cpu_wait;
+
+/// The longest a call waits, in timeouts of wall time, on a host that starves the store's
+/// thread.
+const MOST_WAITED: u32 = 5;
 
 /// The call took longer than the timeout, by the store's own running time.
 #[derive(Debug)]
@@ -31,10 +37,14 @@ pub(super) async fn within<T>(
     call: impl Future<Output = T>,
 ) -> Result<T, Elapsed> {
     let mut call = pin!(call);
-    let mut rearmed = 0;
+    let first = Instant::now();
+    // The thread's running time the call has had.
+    let mut ran = Duration::ZERO;
     loop {
         let armed = Instant::now();
-        if let Ok(output) = tokio::time::timeout(timeout, call.as_mut()).await {
+        let reading = cpu_wait::recent();
+        let budget = timeout.saturating_sub(ran);
+        if let Ok(output) = tokio::time::timeout(budget, call.as_mut()).await {
             return Ok(output);
         }
         // A yield lets the runtime poll its I/O: the connection's task reads a reply that
@@ -47,11 +57,20 @@ pub(super) async fn within<T>(
                 return Ok(output);
             }
         }
-        let late = armed.elapsed().saturating_sub(timeout);
-        if late < timeout / 2 || rearmed == MOST_REARMED {
+        let late = armed.elapsed().saturating_sub(budget);
+        ran += if late >= timeout / 2 {
+            // The thread was not running when its timer was due.
+            Duration::ZERO
+        } else {
+            match reading.and_then(|r| Some((r.at().elapsed(), r.waited_since()?))) {
+                // From the reading, a little before this arm: more running time, not less.
+                Some((window, waited)) => window.saturating_sub(waited),
+                None => armed.elapsed(),
+            }
+        };
+        if ran >= timeout || first.elapsed() >= MOST_WAITED * timeout {
             return Err(Elapsed);
         }
-        rearmed += 1;
     }
 }
 
@@ -87,9 +106,9 @@ mod tests {
         run(async {
             let (answer, answered) = oneshot::channel();
             tokio::spawn(async move {
-                // The thread is kept from running for five timeouts; the answer comes
+                // The thread is kept from running for three timeouts; the answer comes
                 // 5 ms after it runs again.
-                tokio::time::advance(5 * TIMEOUT).await;
+                tokio::time::advance(3 * TIMEOUT).await;
                 tokio::time::sleep(Duration::from_millis(5)).await;
                 let _ = answer.send(7);
             });
@@ -109,8 +128,11 @@ mod tests {
             });
             assert!(within(TIMEOUT, std::future::pending::<()>()).await.is_err());
             let took = started.elapsed();
-            // Armed three times, and given up while the thread is still kept from running.
-            assert!(took >= 3 * TIMEOUT && took < 10 * 5 * TIMEOUT, "{took:?}");
+            // Given up after MOST_WAITED timeouts, while the thread is still kept from running.
+            assert!(
+                took >= MOST_WAITED * TIMEOUT && took < 10 * 5 * TIMEOUT,
+                "{took:?}"
+            );
         });
     }
 

@@ -3,6 +3,7 @@
 mod batch;
 mod call;
 mod connection;
+mod cpu_wait;
 mod deadline;
 mod inspect;
 mod keys;
@@ -113,7 +114,7 @@ const DEFAULT_TIMEOUT: Duration = crate::LimiterBuilder::DEFAULT_STORE_TIMEOUT;
 impl RedisStore {
     /// Connects to `url` (`redis://host:port/db`), failing if Redis cannot be reached now.
     pub async fn connect(url: &str) -> Result<RedisStore, StoreError> {
-        let client = redis::Client::open(url).map_err(|e| error("invalid Redis URL", e))?;
+        let client = connection::client(url).map_err(|e| error("invalid Redis URL", e))?;
         RedisStore::from_client(client).await
     }
 
@@ -121,7 +122,7 @@ impl RedisStore {
     /// away, and the limiter's fault policy covers the meantime. It may be called anywhere
     /// (the connection lives on the store's own thread).
     pub fn connect_lazily(url: &str) -> Result<RedisStore, StoreError> {
-        let client = redis::Client::open(url).map_err(|e| error("invalid Redis URL", e))?;
+        let client = connection::client(url).map_err(|e| error("invalid Redis URL", e))?;
         let runtime = Runtime::start()?;
         let manager = runtime
             .enter(|| ConnectionManager::new_lazy_with_config(client, connection::single_config()))
@@ -130,7 +131,10 @@ impl RedisStore {
     }
 
     /// A store over a connection manager you configured yourself. Its I/O runs where you
-    /// made it; the store's batches run on a thread of the store's own.
+    /// made it; the store's batches run on a thread of the store's own. Make its client
+    /// with `TCP_NODELAY` (`ConnectionInfo::set_tcp_settings`), as the store's own
+    /// constructors do: with Nagle's algorithm, redis's default, a burst's calls wait tens
+    /// of milliseconds for Redis's delayed acknowledgements.
     ///
     /// # Panics
     ///
@@ -189,7 +193,9 @@ impl RedisStore {
     }
 
     /// A store over a cluster connection you configured yourself (TLS, credentials,
-    /// timeouts, replicas).
+    /// timeouts, replicas). Build it with `TCP_NODELAY`
+    /// (`ClusterClientBuilder::tcp_settings`), as [`connect_cluster`](Self::connect_cluster)
+    /// does (see [`from_manager`](Self::from_manager)).
     ///
     /// # Panics
     ///
@@ -218,8 +224,13 @@ impl RedisStore {
         }
     }
 
-    /// A store over a client you built (TLS, credentials, ...).
+    /// A store over a client you built (TLS, credentials, ...). Its connections send each
+    /// call at once (`TCP_NODELAY`, whatever the client's TCP settings say): with Nagle's
+    /// algorithm a burst's calls wait for Redis's delayed acknowledgements, tens of
+    /// milliseconds, and fail the store's timeout on a healthy Redis.
     pub async fn from_client(client: redis::Client) -> Result<RedisStore, StoreError> {
+        let client = connection::client(client.get_connection_info().clone())
+            .map_err(|e| error("invalid Redis configuration", e))?;
         let runtime = Runtime::start()?;
         let manager = runtime
             .run(async move {
