@@ -171,6 +171,9 @@ impl LimiterBuilder {
     /// The most requests waiting for their turn at once (`delay`), by default: 1,024.
     pub const DEFAULT_MOST_WAITING: usize = 1_024;
 
+    /// How long an `async` key or policy function may take by default: 100 ms.
+    pub const DEFAULT_RESOLVER_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(100);
+
     /// The largest body a refused request has read and dropped, by default: 16 KiB.
     pub const DEFAULT_KEEP_ALIVE_BODY_LIMIT: usize = 16 * 1024;
 
@@ -406,6 +409,25 @@ impl LimiterBuilder {
     /// ```
     pub fn most_waiting(mut self, most: usize) -> LimiterBuilder {
         self.http().most_waiting = most;
+        self
+    }
+
+    /// How long an `async` key or policy function (`key = path`, `policy = path` naming an
+    /// `async fn`) may take, default
+    /// [`DEFAULT_RESOLVER_TIMEOUT`](Self::DEFAULT_RESOLVER_TIMEOUT). One that takes longer
+    /// is given up, with a `warn` event, and counts as `None`: the client's address for a
+    /// key, the declared policy for a policy — a slow database never refuses a request by
+    /// itself.
+    ///
+    /// ```
+    /// use limiter::Limiter;
+    /// use std::time::Duration;
+    /// let limiter = Limiter::builder()
+    ///     .resolver_timeout(Duration::from_millis(20))
+    ///     .build();
+    /// ```
+    pub fn resolver_timeout(mut self, timeout: std::time::Duration) -> LimiterBuilder {
+        self.http().resolver_timeout = timeout;
         self
     }
 

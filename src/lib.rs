@@ -51,6 +51,7 @@ pub use actix::proxy::{
 };
 pub use actix::rejected::RejectedClient;
 pub use actix::reset::Subject;
+pub use actix::resolve::{Awaited, IntoResolver, Now, Resolver};
 pub use actix::routes_page::routes_service;
 #[doc(inline)]
 #[doc = include_str!("docs/concurrency_limit.md")]
@@ -67,6 +68,7 @@ pub mod __private {
     pub use crate::actix::in_flight::InFlightSpec;
     pub use crate::actix::keys::KeySpec;
     pub use crate::actix::limits::{handler_path, HandlerLimits, LimitSpec};
+    pub use crate::actix::resolve::Resolver;
     pub use crate::Share;
     pub use actix_web::http::header::HeaderName;
     pub use actix_web::{HttpRequest, Responder};

@@ -43,7 +43,9 @@ async fn reports(
             ::limiter::__private::LimitSpec::new(::core::option::Option::None,
             ::core::concat!(::core::module_path!(), "::", "reports"),
             ::core::any::type_name:: < __LimiterHandler > (), 0usize, "reports",
-            __LIMITER_POLICY_0, ::limiter::__private::KeySpec::Function(tenant),)
+            __LIMITER_POLICY_0,
+            ::limiter::__private::KeySpec::Resolved(::limiter::__private::Resolver:: <
+            ::std::string::String > ::new(tenant)),)
         ],
     ));
     fn __limiter_declares() -> &'static dyn ::limiter::__private::Declares {

@@ -42,7 +42,9 @@ async fn reports(
             ::limiter::__private::LimitSpec::new(::core::option::Option::Some("reports"),
             ::core::concat!(::core::module_path!(), "::", "reports"),
             ::core::any::type_name:: < __LimiterHandler > (), 0usize, "reports",
-            __LIMITER_POLICY_0, ::limiter::__private::KeySpec::User,).choose_policy(plan)
+            __LIMITER_POLICY_0, ::limiter::__private::KeySpec::User,)
+            .resolve_policy(::limiter::__private::Resolver:: <
+            ::limiter::__private::Policy > ::new(plan))
         ],
     ));
     fn __limiter_declares() -> &'static dyn ::limiter::__private::Declares {

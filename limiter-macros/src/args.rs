@@ -127,7 +127,7 @@ pub(crate) fn parse(
                         attr.policy = parse_function(
                             &value,
                             "policy",
-                            "fn(&HttpRequest) -> Option<Policy>",
+                            "fn(&HttpRequest) -> Option<Policy>` or an `async fn(&HttpRequest) -> Option<Policy>",
                             errors,
                         )
                     }

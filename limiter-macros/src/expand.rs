@@ -200,8 +200,13 @@ pub(crate) fn handler(
         if let Some(share) = limit.enforce {
             options.extend(quote!(.enforce(#private::Share::per_million_of(#share))));
         }
+        // A plain or an `async` function: `Resolver::new` tells them apart, and a
+        // function of neither kind is its error, on the path.
         if let Some(policy) = &limit.policy {
-            options.extend(call("choose_policy", first_span(policy), quote!(#policy)));
+            let span = first_span(policy);
+            let resolver = respan(quote!(#private::Resolver::<#private::Policy>::new), span);
+            let argument = quote_spanned! {span=> #resolver(#policy) };
+            options.extend(call("resolve_policy", span, argument));
         }
         if let Some(jitter) = limit.jitter {
             options.extend(quote!(.jitter(::core::time::Duration::from_millis(#jitter))));
@@ -301,15 +306,16 @@ fn key_spec(private: &TokenStream, key: &Key) -> TokenStream {
         Key::Header(name) => {
             quote!(#private::KeySpec::Header(#private::HeaderName::from_static(#name)))
         }
-        // Spanned on the path: a function of the wrong type is a type mismatch right
-        // there, between the type it has and the type a key function needs.
+        // Spanned on the path: a function of the wrong type — neither a plain nor an
+        // `async` key function — is its error right there.
         Key::Function(path) => {
-            let span = path
-                .segments
-                .last()
-                .map_or_else(proc_macro2::Span::call_site, |s| s.ident.span());
-            let key_spec = respan(quote!(#private::KeySpec::Function), span);
-            quote_spanned! {span=> #key_spec(#path) }
+            let span = first_span(path);
+            let key_spec = respan(quote!(#private::KeySpec::Resolved), span);
+            let resolver = respan(
+                quote!(#private::Resolver::<::std::string::String>::new),
+                span,
+            );
+            quote_spanned! {span=> #key_spec(#resolver(#path)) }
         }
     }
 }

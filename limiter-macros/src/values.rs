@@ -9,7 +9,7 @@ use crate::ast::{Algorithm, Cost, Count, Key, Max, Spanned, Window};
 use crate::errors::Errors;
 use crate::period;
 
-const KEYS: &str = "\"ip\", \"user\", \"global\", \"header:NAME\", or a path to a `fn(&HttpRequest) -> Option<String>`";
+const KEYS: &str = "\"ip\", \"user\", \"global\", \"header:NAME\", or a path to a `fn(&HttpRequest) -> Option<String>` (or an `async fn` of that)";
 
 pub(crate) fn string(value: &Expr, what: &str, errors: &mut Errors) -> Option<LitStr> {
     if let Expr::Lit(syn::ExprLit {

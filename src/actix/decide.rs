@@ -132,11 +132,12 @@ impl Limiter {
             }
             let key = spec
                 .key
-                .key_of(req, self)
+                .key_for(req, self)
+                .await
                 .map_err(|error| self.key_failure(limits, &error))?;
             planned.push(Planned {
                 spec,
-                limit: self.limit_for(limits, spec, req),
+                limit: self.limit_for(limits, spec, req).await,
                 dry_run: !self.enforces(spec, &key),
                 key,
                 cost: spec.options.cost.of(req),
@@ -410,13 +411,20 @@ impl Limiter {
 
     /// The limit `spec` applies to `req`: the policy its `policy` function chooses, else the
     /// one configuration sets for its scope, else the declared one.
-    fn limit_for<'s>(
+    async fn limit_for<'s>(
         &self,
         limits: &'s HandlerLimits,
         spec: &'s LimitSpec,
         req: &HttpRequest,
     ) -> LimitRef<'s> {
-        if let Some(policy) = spec.options.policy.and_then(|choose| choose(req)) {
+        let chosen = match &spec.options.policy {
+            Some(choose) => {
+                let timeout = self.http().resolver_timeout;
+                super::resolve::within(choose.resolve(req), timeout, "policy").await
+            }
+            None => None,
+        };
+        if let Some(policy) = chosen {
             let declared = spec.limit.policy();
             // As with configuration: a policy that names no algorithm keeps the declared
             // one, and one without a penalty the declared penalty.

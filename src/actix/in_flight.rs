@@ -176,7 +176,8 @@ impl Limiter {
         for spec in &limits.in_flight {
             let key = spec
                 .key
-                .key_of(req, self)
+                .key_for(req, self)
+                .await
                 .map_err(|error| self.key_failure(limits, &error))?;
             match self.acquire(&spec.limit, key.as_bytes()).await {
                 Ok(guard) => {

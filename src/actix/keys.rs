@@ -9,6 +9,7 @@ use actix_web::http::header::{self, HeaderName};
 use actix_web::HttpRequest;
 
 use super::proxy::{client_of, unmap, Client, Contradiction, ForwardingHeaders};
+use super::resolve::{self, Resolution, Resolver};
 use crate::Limiter;
 
 /// How a limit picks the client key (the `key = ...` of `#[rate_limit]`).
@@ -24,6 +25,10 @@ pub enum KeySpec {
     Header(HeaderName),
     /// A key the application computes; `None`, the address.
     Function(fn(&HttpRequest) -> Option<String>),
+    /// A key a [`Resolver`] finds, which may be `async` (what `key = path` makes); `None`,
+    /// or no answer within the limiter's
+    /// [`resolver_timeout`](crate::LimiterBuilder::resolver_timeout), the address.
+    Resolved(Resolver<String>),
 }
 
 /// A key's bytes: short ones (addresses, `global`) on the stack.
@@ -188,6 +193,32 @@ impl KeySpec {
             KeySpec::Global => "global".into(),
             KeySpec::Header(name) => format!("header:{name}").into(),
             KeySpec::Function(_) => "function".into(),
+            KeySpec::Resolved(resolver) if resolver.is_async() => "async function".into(),
+            KeySpec::Resolved(_) => "function".into(),
+        }
+    }
+
+    /// Whether finding a key means awaiting an `async` resolver.
+    pub(crate) fn is_async(&self) -> bool {
+        matches!(self, KeySpec::Resolved(resolver) if resolver.is_async())
+    }
+
+    /// The key of `req` under this spec, awaiting an `async` resolver (within the
+    /// limiter's resolver timeout).
+    pub(crate) async fn key_for(
+        &self,
+        req: &HttpRequest,
+        limiter: &Limiter,
+    ) -> Result<ClientKey, KeyError> {
+        match self {
+            KeySpec::Resolved(resolver) if resolver.is_async() => {
+                let timeout = limiter.http().resolver_timeout;
+                match resolve::within(resolver.resolve(req), timeout, "key").await {
+                    Some(key) => Ok(ClientKey::of(Kind::Function, key.as_bytes())),
+                    None => ip_key(req, limiter),
+                }
+            }
+            _ => self.key_of(req, limiter),
         }
     }
 
@@ -214,6 +245,14 @@ impl KeySpec {
             KeySpec::Function(compute) => {
                 compute(req).map(|key| ClientKey::of(Kind::Function, key.as_bytes()))
             }
+            // An `async` one is awaited by `key_for`; here (a path that cannot wait) it
+            // gives no answer.
+            KeySpec::Resolved(resolver) => match resolver.resolve(req) {
+                Resolution::Now(key) => {
+                    key.map(|key| ClientKey::of(Kind::Function, key.as_bytes()))
+                }
+                Resolution::Later(_) => None,
+            },
         };
         match value {
             Some(key) => Ok(key),

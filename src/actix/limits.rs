@@ -11,6 +11,7 @@ use actix_web::HttpRequest;
 
 use super::fields::{self, Member};
 use super::keys::KeySpec;
+use super::resolve::Resolver;
 use crate::{Limit, Limiter, Policy, Share};
 
 /// One `#[rate_limit(...)]`: the limit, the name its header fields use, and its key.
@@ -27,7 +28,7 @@ pub struct LimitSpec {
 
 /// What a limit does besides counting one unit per request: the attribute's `exempt`,
 /// `cost`, `count`, `dry_run`, `enforce` and `policy`.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Options {
     pub(crate) exempt: Option<fn(&HttpRequest) -> bool>,
     pub(crate) cost: Cost,
@@ -36,7 +37,7 @@ pub(crate) struct Options {
     pub(crate) counts: Option<super::refund::Counts>,
     /// The share of clients it is enforced on ([`Share::NONE`]: a dry run).
     pub(crate) enforce: Share,
-    pub(crate) policy: Option<fn(&HttpRequest) -> Option<Policy>>,
+    pub(crate) policy: Option<Resolver<Policy>>,
     /// Up to this many ms added to a rejection's wait, drawn per response (`jitter`).
     pub(crate) jitter_ms: u32,
 }
@@ -179,8 +180,16 @@ impl LimitSpec {
 
     /// The policy for each request: `choose` says, or `None` for the declared one
     /// (`policy = path`).
-    pub fn choose_policy(mut self, choose: fn(&HttpRequest) -> Option<Policy>) -> LimitSpec {
-        self.options.policy = Some(choose);
+    pub fn choose_policy(self, choose: fn(&HttpRequest) -> Option<Policy>) -> LimitSpec {
+        self.resolve_policy(Resolver::new(choose))
+    }
+
+    /// The policy for each request, as [`choose_policy`](Self::choose_policy), from a
+    /// resolver that may be `async` (awaited within the limiter's
+    /// [`resolver_timeout`](crate::LimiterBuilder::resolver_timeout); late or `None`: the
+    /// declared policy).
+    pub fn resolve_policy(mut self, resolve: Resolver<Policy>) -> LimitSpec {
+        self.options.policy = Some(resolve);
         self
     }
 
@@ -331,9 +340,9 @@ impl HandlerLimits {
                 .map(|s| fields::member_prefix(&s.name))
                 .collect(),
             // A bucket with a delay may make a request wait: the full path.
-            plain: limits
-                .iter()
-                .all(|s| s.options.is_plain() && s.limit.policy().delay().is_none()),
+            plain: limits.iter().all(|s| {
+                s.options.is_plain() && s.limit.policy().delay().is_none() && !s.key.is_async()
+            }),
             tiers: parking_lot::Mutex::new(Vec::new()),
             in_flight: Vec::new(),
             limits,
@@ -435,8 +444,10 @@ impl Options {
             Share::NONE => words.push("dry_run".to_string()),
             share => words.push(format!("enforce={share}")),
         }
-        if self.policy.is_some() {
-            words.push("policy=fn".to_string());
+        match &self.policy {
+            None => {}
+            Some(policy) if policy.is_async() => words.push("policy=async fn".to_string()),
+            Some(_) => words.push("policy=fn".to_string()),
         }
         if self.jitter_ms > 0 {
             words.push(format!("jitter={}ms", self.jitter_ms));

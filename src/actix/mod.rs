@@ -51,6 +51,7 @@ pub(crate) mod proxy;
 pub(crate) mod refund;
 pub(crate) mod rejected;
 pub(crate) mod reset;
+pub(crate) mod resolve;
 pub(crate) mod respond;
 pub(crate) mod routes_page;
 pub(crate) mod settings;

@@ -56,6 +56,8 @@ pub(crate) struct HttpSettings {
     /// The requests waiting for their turn now (`delay`), and the most that may.
     pub(crate) waiting: super::delay::Waiting,
     pub(crate) most_waiting: usize,
+    /// How long an `async` key or policy function may take before its default applies.
+    pub(crate) resolver_timeout: std::time::Duration,
 }
 
 impl Default for HttpSettings {
@@ -86,6 +88,7 @@ impl Default for HttpSettings {
             rejected: RejectedClients::default(),
             waiting: Default::default(),
             most_waiting: LimiterBuilder::DEFAULT_MOST_WAITING,
+            resolver_timeout: LimiterBuilder::DEFAULT_RESOLVER_TIMEOUT,
         }
     }
 }

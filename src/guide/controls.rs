@@ -364,6 +364,39 @@
 //! attribute's algorithm. The header fields name the plan's policy (`RateLimit-Policy:
 //! "reports";q=1000;w=3600`). `examples/tiers.rs` reads the free plan from configuration too.
 //!
+//! ## Keys and plans from a database: `async` resolvers
+//!
+//! ```rust,ignore
+//! #[rate_limit(100, per = "1m", key = tenant, policy = plan)]
+//! async fn api() -> impl Responder { /* ... */ }
+//!
+//! async fn tenant(req: &HttpRequest) -> Option<String> {       // None: the address
+//!     let key = req.headers().get("x-api-key")?.to_str().ok()?;
+//!     Some(CACHE.tenant_of(key).await?.id)
+//! }
+//! async fn plan(req: &HttpRequest) -> Option<Policy> { /* ... */ } // None: the declared 100/min
+//! ```
+//!
+//! `key = path` and `policy = path` take an `async fn(&HttpRequest) -> Option<...>` as
+//! well as a plain `fn`; the compiler tells them apart, and a function of neither kind is a
+//! compile error on its path that says which two are meant. The middleware takes the same:
+//! `RateLimit::new(policy).key(KeySpec::Resolved(Resolver::new(tenant)))`, and
+//! `#[concurrency_limit]` keys too.
+//!
+//! - **Timeout**: each is awaited for at most `LimiterBuilder::resolver_timeout` (100 ms by
+//!   default). One that takes longer is given up, with a `warn` event, and counts as `None`:
+//!   the client's address for a key, the declared policy for a plan. A slow or failing
+//!   database never refuses a request by itself, and never holds one past the timeout.
+//! - **Cost**: a plain function is called in place, as before. An `async` one costs its
+//!   request one boxed future (an allocation) and the timer of its timeout, besides what it
+//!   does itself; it takes the request off the lean path (one limit, as declared), so put a
+//!   cache in front of the database — the limiter calls it on every request, rejected ones
+//!   included. Measured in `tests/resolvers.rs`: a tenant's two API keys over two instances
+//!   on one Redis, 100 concurrent requests, exactly its plan's 4 admitted; a resolver stuck
+//!   for an hour given up after the 30 ms timeout it was given, its request counted by
+//!   address.
+//! - The route table shows `async function` for such a key and `policy=async fn`.
+//!
 //! ## Limits decided inside the handler
 //!
 //! A key function sees only the request before its extractors run: the username of a login form

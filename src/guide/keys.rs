@@ -57,7 +57,7 @@
 //! | `"user"` | the id from `.user_key(...)` | anonymous: the address |
 //! | `"header:NAME"` | the header's value (an API key) | absent: the address |
 //! | `"global"` | one budget for everyone on the route | — |
-//! | a function path | any key `fn(&HttpRequest) -> Option<String>` computes | `None`: the address |
+//! | a function path | any key a `fn(&HttpRequest) -> Option<String>` computes, or an `async fn` of that finds (within `.resolver_timeout(...)`, 100 ms) | `None`, or no answer in time: the address |
 //!
 //! - **Forwarding headers are never believed by default.** `.trusted_proxies(["10.0.0.0/8",
 //!   "fd00::/8"])` names your proxies (addresses or CIDRs, also written as IPv4-mapped IPv6; a
