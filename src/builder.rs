@@ -412,12 +412,12 @@ impl LimiterBuilder {
         self
     }
 
-    /// How long an `async` key or policy function (`key = path`, `policy = path` naming an
-    /// `async fn`) may take, default
-    /// [`DEFAULT_RESOLVER_TIMEOUT`](Self::DEFAULT_RESOLVER_TIMEOUT). One that takes longer
-    /// is given up, with a `warn` event, and counts as `None`: the client's address for a
-    /// key, the declared policy for a policy — a slow database never refuses a request by
-    /// itself.
+    /// How long a request's `async` key and policy functions (`key = path`, `policy = path`
+    /// naming an `async fn`) may take between them, default
+    /// [`DEFAULT_RESOLVER_TIMEOUT`](Self::DEFAULT_RESOLVER_TIMEOUT). One still running then
+    /// is given up, with a `warn` event (at most one a second), and counts as `None`: the
+    /// client's address for a key, the declared policy for a policy — a slow database holds
+    /// a request at most this long, and never refuses it by itself.
     ///
     /// ```
     /// use limiter::Limiter;

@@ -54,8 +54,21 @@ async fn api() -> HttpResponse {
     HttpResponse::Ok().finish()
 }
 
+/// A plan that never comes back in time.
+async fn stuck_plan(_: &HttpRequest) -> Option<Policy> {
+    tokio::time::sleep(Duration::from_secs(3_600)).await;
+    Policy::new(1_000, MINUTE).ok()
+}
+
 #[rate_limit(2, per = "1m", key = stuck, scope = "stuck-api")]
 async fn stuck_api() -> HttpResponse {
+    HttpResponse::Ok().finish()
+}
+
+/// Both of its resolvers stuck, and a second limit with a stuck key.
+#[rate_limit(2, per = "1m", key = stuck, policy = stuck_plan, scope = "stuck-both")]
+#[rate_limit(5, per = "1m", key = stuck, scope = "stuck-both-too")]
+async fn stuck_both() -> HttpResponse {
     HttpResponse::Ok().finish()
 }
 
@@ -69,6 +82,7 @@ fn routes(config: &mut web::ServiceConfig) {
     config
         .route("/api", web::get().to(api))
         .route("/stuck", web::get().to(stuck_api))
+        .route("/stuck-both", web::get().to(stuck_both))
         .route("/report", web::get().to(report));
 }
 
@@ -157,6 +171,32 @@ async fn a_resolver_that_does_not_answer_in_time_counts_as_none() {
     assert_eq!(get(&app, "/stuck", "192.0.2.1:1", "d").await, 200);
 }
 
+/// All of a request's resolvers share one timeout: three stuck ones (two keys, a plan)
+/// hold the request the timeout once, not three times; the stuck plan leaves the declared
+/// 2 a minute, the stuck keys the address.
+#[actix_web::test]
+async fn a_requests_resolvers_share_one_timeout() {
+    tokio::time::pause();
+    let limiter = Limiter::builder()
+        .clock(ManualClock::new())
+        .resolver_timeout(Duration::from_millis(30))
+        .build();
+    let app = test::init_service(App::new().app_data(limiter).configure(routes)).await;
+    let started = tokio::time::Instant::now();
+    assert_eq!(get(&app, "/stuck-both", CLIENT, "a").await, 200);
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(30) && took <= Duration::from_millis(31),
+        "one timeout for the three: {took:?}"
+    );
+    assert_eq!(get(&app, "/stuck-both", CLIENT, "b").await, 200);
+    assert_eq!(
+        get(&app, "/stuck-both", CLIENT, "c").await,
+        429,
+        "the declared 2, not the late plan's 1,000"
+    );
+}
+
 /// The middleware takes the same resolvers: `KeySpec::Resolved(Resolver::new(async fn))`.
 #[actix_web::test]
 async fn the_middleware_awaits_an_async_key() {
@@ -200,8 +240,8 @@ fn the_route_table_shows_async_resolvers() {
         .lines()
         .find(|line| line.starts_with("tenant-api"))
         .unwrap_or_else(|| panic!("{table}"));
-    assert!(line.contains("async function"), "{line}");
-    assert!(line.contains("policy=async fn"), "{line}");
+    assert!(line.contains("async-function"), "{line}");
+    assert!(line.contains("policy=async-fn"), "{line}");
 }
 
 #[cfg(feature = "redis")]

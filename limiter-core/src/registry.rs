@@ -251,10 +251,10 @@ pub struct Route {
 pub struct RouteLimit {
     /// The limit (scope and policy).
     pub limit: Limit,
-    /// Who it counts: `ip`, `user`, `global`, `header:NAME`, `function`.
+    /// Who it counts: `ip`, `user`, `global`, `header:NAME`, `function`, `async-function`.
     pub key: String,
     /// What it does besides counting one unit per request: `cost=10`, `cost=fn`,
-    /// `count=failures`, `exempt=fn`, `dry_run`, `policy=fn`, and `configured` when the
+    /// `count=failures`, `exempt=fn`, `dry_run`, `policy=fn`, `policy=async-fn`, and `configured` when the
     /// limiter's configuration replaced the declared policy.
     pub options: Vec<String>,
 }

@@ -185,7 +185,7 @@ pub(crate) enum KeyError {
 }
 
 impl KeySpec {
-    /// What kind of key it is, for logs: `ip`, `user`, `global`, `header:NAME`, `function`.
+    /// What kind of key it is, for logs: `ip`, `user`, `global`, `header:NAME`, `function`, `async-function`.
     pub fn kind(&self) -> std::borrow::Cow<'static, str> {
         match self {
             KeySpec::Ip => "ip".into(),
@@ -193,7 +193,7 @@ impl KeySpec {
             KeySpec::Global => "global".into(),
             KeySpec::Header(name) => format!("header:{name}").into(),
             KeySpec::Function(_) => "function".into(),
-            KeySpec::Resolved(resolver) if resolver.is_async() => "async function".into(),
+            KeySpec::Resolved(resolver) if resolver.is_async() => "async-function".into(),
             KeySpec::Resolved(_) => "function".into(),
         }
     }
@@ -213,7 +213,7 @@ impl KeySpec {
         match self {
             KeySpec::Resolved(resolver) if resolver.is_async() => {
                 let timeout = limiter.http().resolver_timeout;
-                match resolve::within(resolver.resolve(req), timeout, "key").await {
+                match resolve::within(resolver.resolve(req), req, timeout, "key").await {
                     Some(key) => Ok(ClientKey::of(Kind::Function, key.as_bytes())),
                     None => ip_key(req, limiter),
                 }

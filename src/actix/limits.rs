@@ -446,7 +446,7 @@ impl Options {
         }
         match &self.policy {
             None => {}
-            Some(policy) if policy.is_async() => words.push("policy=async fn".to_string()),
+            Some(policy) if policy.is_async() => words.push("policy=async-fn".to_string()),
             Some(_) => words.push("policy=fn".to_string()),
         }
         if self.jitter_ms > 0 {

@@ -3,19 +3,22 @@
 //! A plain `fn(&HttpRequest) -> Option<T>` is called in place, as it always was: no future,
 //! no allocation, the lean path stays open. An `async fn(&HttpRequest) -> Option<T>` (a
 //! tenant's plan in a database, a key in a cache) is awaited within the limiter's
-//! [`resolver_timeout`](crate::LimiterBuilder::resolver_timeout); one that takes longer, or
-//! answers `None`, counts as no answer — the client's address for a key, the declared
-//! policy for a policy — so a slow database never refuses a request by itself.
+//! [`resolver_timeout`](crate::LimiterBuilder::resolver_timeout), one for all of a
+//! request's resolvers together; one that takes longer, or answers `None`, counts as no
+//! answer — the client's address for a key, the declared policy for a policy — so a slow
+//! database holds a request at most the timeout, and never refuses it by itself.
 //!
 //! Which of the two a function is, the compiler says: the attribute hands it to
 //! [`Resolver::new`], whose trait has one implementation for each.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix_web::HttpRequest;
+use actix_web::{HttpMessage, HttpRequest};
+use tokio::time::Instant;
 
 /// The future an `async` resolver returns, boxed: one allocation per request it serves.
 type Resolving<'a, T> = Pin<Box<dyn Future<Output = Option<T>> + 'a>>;
@@ -149,25 +152,57 @@ where
     }
 }
 
-/// `resolving`'s answer, or `None` (with a `warn` event naming `what`) when it takes longer
-/// than `timeout`.
+/// When a request's resolvers must have answered: one timeout from the first one awaited,
+/// for all of them together (its keys and policies, its rate and concurrency limits).
+#[derive(Clone, Copy)]
+struct AnswerBy(Instant);
+
+/// The second (since the process started) of the last `warn` about a late resolver.
+static LAST_WARNED: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// `resolution`'s answer, or `None` when the request's resolvers have taken `timeout`
+/// between them (with a `warn` event naming `what`, at most one a second: a database
+/// down would otherwise log every request).
 pub(crate) async fn within<T>(
     resolution: Resolution<'_, T>,
+    req: &HttpRequest,
     timeout: Duration,
     what: &str,
 ) -> Option<T> {
-    match resolution {
-        Resolution::Now(answer) => answer,
-        Resolution::Later(resolving) => match tokio::time::timeout(timeout, resolving).await {
-            Ok(answer) => answer,
-            Err(_) => {
+    let resolving = match resolution {
+        Resolution::Now(answer) => return answer,
+        Resolution::Later(resolving) => resolving,
+    };
+    let by = {
+        let mut extensions = req.extensions_mut();
+        match extensions.get::<AnswerBy>() {
+            Some(by) => *by,
+            None => {
+                let by = AnswerBy(Instant::now() + timeout);
+                extensions.insert(by);
+                by
+            }
+        }
+    };
+    match tokio::time::timeout_at(by.0, resolving).await {
+        Ok(answer) => answer,
+        Err(_) => {
+            let second = started().elapsed().as_secs();
+            if LAST_WARNED.swap(second, Ordering::Relaxed) != second {
                 tracing::warn!(
                     resolver = what,
                     ?timeout,
-                    "an async rate limit resolver did not answer in time; using its default"
+                    "an async rate limit resolver did not answer in time; using its default \
+                     (the address for a key, the declared policy for a policy)"
                 );
-                None
             }
-        },
+            None
+        }
     }
+}
+
+/// When this process first needed the time of a late resolver.
+fn started() -> std::time::Instant {
+    static STARTED: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    *STARTED.get_or_init(std::time::Instant::now)
 }

@@ -383,10 +383,12 @@
 //! `RateLimit::new(policy).key(KeySpec::Resolved(Resolver::new(tenant)))`, and
 //! `#[concurrency_limit]` keys too.
 //!
-//! - **Timeout**: each is awaited for at most `LimiterBuilder::resolver_timeout` (100 ms by
-//!   default). One that takes longer is given up, with a `warn` event, and counts as `None`:
-//!   the client's address for a key, the declared policy for a plan. A slow or failing
-//!   database never refuses a request by itself, and never holds one past the timeout.
+//! - **Timeout**: a request's resolvers — its keys and plans, rate and concurrency limits —
+//!   get `LimiterBuilder::resolver_timeout` (100 ms by default) between them. One still
+//!   running then is given up, with a `warn` event (at most one a second), and counts as
+//!   `None`: the client's address for a key, the declared policy for a plan. A slow or
+//!   failing database never refuses a request by itself, and holds it at most the timeout.
+//!   A resolver that panics fails its request as a plain function's panic does.
 //! - **Cost**: a plain function is called in place, as before. An `async` one costs its
 //!   request one boxed future (an allocation) and the timer of its timeout, besides what it
 //!   does itself; it takes the request off the lean path (one limit, as declared), so put a
@@ -394,8 +396,8 @@
 //!   included. Measured in `tests/resolvers.rs`: a tenant's two API keys over two instances
 //!   on one Redis, 100 concurrent requests, exactly its plan's 4 admitted; a resolver stuck
 //!   for an hour given up after the 30 ms timeout it was given, its request counted by
-//!   address.
-//! - The route table shows `async function` for such a key and `policy=async fn`.
+//!   address; three stuck resolvers of one request given up together after the one 30 ms.
+//! - The route table shows `async-function` for such a key and `policy=async-fn`.
 //!
 //! ## Limits decided inside the handler
 //!

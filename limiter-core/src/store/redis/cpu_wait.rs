@@ -7,83 +7,74 @@
 //! and the call's window starts at most that much early (counting more time as running,
 //! which errs towards failing a stalled Redis, never towards holding a request longer).
 
-use std::cell::RefCell;
-use std::fs::File;
-use std::os::unix::fs::FileExt;
-use std::time::Duration;
+#[cfg(target_os = "linux")]
+pub(super) use linux::total;
 
-use tokio::time::Instant;
-
-/// How old a reading a call may start from.
-const FRESH: Duration = Duration::from_millis(1);
-
-/// The thread's total wait for a CPU, at an instant.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Reading {
-    at: Instant,
-    waited_ns: u64,
+/// Elsewhere the kernel's count is not read: late timers tell a starved thread instead.
+#[cfg(not(target_os = "linux"))]
+pub(super) fn total(_fresh: bool) -> Option<(tokio::time::Instant, std::time::Duration)> {
+    None
 }
 
-impl Reading {
-    /// The time since `self` the thread spent ready and not running, up to now.
-    pub(super) fn waited_since(self) -> Option<Duration> {
-        let now = read_now()?;
-        Some(Duration::from_nanos(
-            now.waited_ns.saturating_sub(self.waited_ns),
-        ))
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::cell::RefCell;
+    use std::fs::File;
+    use std::os::unix::fs::FileExt;
+    use std::time::Duration;
+
+    use tokio::time::Instant;
+
+    /// When a reading was taken, and the total wait it read.
+    type Reading = (Instant, Duration);
+
+    /// How old a reading a call may start from.
+    const FRESH: Duration = Duration::from_millis(1);
+
+    thread_local! {
+        /// This thread's schedstat file (opened once: `thread-self` names the opening thread)
+        /// and its last reading; `None` where the kernel has no such file.
+        static SCHEDSTAT: RefCell<Option<(File, Option<Reading>)>> =
+            RefCell::new(File::open("/proc/thread-self/schedstat").ok().map(|f| (f, None)));
     }
 
-    /// When this reading was taken.
-    pub(super) fn at(self) -> Instant {
-        self.at
+    /// When it was read, and the thread's total wait for a CPU until then: read now if
+    /// `fresh`, else the last reading if it is less than [`FRESH`] old. `None` where the kernel
+    /// does not count (no file, or accounting off).
+    pub(crate) fn total(fresh: bool) -> Option<(Instant, Duration)> {
+        SCHEDSTAT.with_borrow_mut(|stat| {
+            let (file, last) = stat.as_mut()?;
+            let now = Instant::now();
+            if let Some(reading) = last.filter(|(at, _)| !fresh && now.duration_since(*at) < FRESH)
+            {
+                return Some(reading);
+            }
+            *last = read(file).map(|waited| (now, waited));
+            *last
+        })
     }
-}
 
-thread_local! {
-    /// This thread's schedstat file (opened once: `thread-self` names the opening thread)
-    /// and its last reading; `None` where the kernel has no such file.
-    static SCHEDSTAT: RefCell<Option<(File, Option<Reading>)>> =
-        RefCell::new(File::open("/proc/thread-self/schedstat").ok().map(|f| (f, None)));
-}
-
-/// A reading of at most [`FRESH`] ago, taken now if the last one is older.
-pub(super) fn recent() -> Option<Reading> {
-    SCHEDSTAT.with_borrow_mut(|stat| {
-        let (file, last) = stat.as_mut()?;
-        let now = Instant::now();
-        if let Some(reading) = last.filter(|r| now.duration_since(r.at) < FRESH) {
-            return Some(reading);
-        }
-        *last = read(file, now);
-        *last
-    })
-}
-
-/// A reading now.
-fn read_now() -> Option<Reading> {
-    SCHEDSTAT.with_borrow_mut(|stat| {
-        let (file, last) = stat.as_mut()?;
-        *last = read(file, Instant::now());
-        *last
-    })
-}
-
-fn read(file: &mut File, at: Instant) -> Option<Reading> {
-    // "<ns running> <ns waiting for a CPU> <timeslices>\n"
-    let mut text = [0u8; 96];
-    let n = file.read_at(&mut text, 0).ok()?;
-    let text = std::str::from_utf8(&text[..n]).ok()?;
-    let waited_ns = text.split_ascii_whitespace().nth(1)?.parse().ok()?;
-    Some(Reading { at, waited_ns })
+    fn read(file: &File) -> Option<Duration> {
+        // "<ns running> <ns waiting for a CPU> <timeslices>\n"
+        let mut text = [0u8; 96];
+        let n = file.read_at(&mut text, 0).ok()?;
+        let text = std::str::from_utf8(&text[..n]).ok()?;
+        let mut fields = text.split_ascii_whitespace();
+        let running: u64 = fields.next()?.parse().ok()?;
+        let waited: u64 = fields.next()?.parse().ok()?;
+        // A thread that is running now has run: zero means the kernel keeps no account.
+        (running > 0).then_some(Duration::from_nanos(waited))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn a_thread_kept_from_its_cpu_reads_its_wait() {
-        let Some(start) = recent() else {
+        let Some((_, start)) = total(true) else {
             // No schedstat here (not Linux, or a kernel without it): nothing to measure.
             return;
         };
@@ -94,7 +85,7 @@ mod tests {
             .map(|_| {
                 let stop = std::sync::Arc::clone(&stop);
                 std::thread::spawn(move || {
-                    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+                    let deadline = std::time::Instant::now() + Duration::from_secs(3);
                     while !stop.load(std::sync::atomic::Ordering::Relaxed)
                         && std::time::Instant::now() < deadline
                     {
@@ -105,9 +96,9 @@ mod tests {
             .collect();
         let mut waited = Duration::ZERO;
         let began = std::time::Instant::now();
-        while waited < Duration::from_millis(5) && began.elapsed() < Duration::from_secs(4) {
+        while waited < Duration::from_millis(5) && began.elapsed() < Duration::from_secs(2) {
             std::hint::spin_loop();
-            waited = start.waited_since().unwrap();
+            waited = total(true).unwrap().1 - start;
         }
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         for spinner in spinners {

@@ -7,12 +7,16 @@
 //!
 //! So a timer that fires is checked before it fails anything: what has arrived is read
 //! first, and the time the thread waited for a CPU while the call was out (counted by the
-//! kernel, [`cpu_wait`]; a timer that fired late by half the timeout or more, where the
-//! kernel does not count) is given back to the call, which is armed again for the rest of
-//! its timeout. A call fails once it has had the whole timeout of the thread's running
+//! kernel, [`cpu_wait`], when it is a tenth of the timeout or more; where the kernel does
+//! not count, a timer that fired late by half the timeout or more) is given back to the
+//! call, which is armed again for the rest of its timeout. A call fails once it has had the whole timeout of the thread's running
 //! time, or [`MOST_WAITED`] timeouts of wall time whatever the host: a host that keeps the
 //! store's thread from running for that long is an outage of its own. On a host that gives
 //! the thread its CPU, a stalled Redis still fails a call after one timeout.
+//!
+//! The count is the store thread's own: a store over a connection made elsewhere
+//! (`from_manager`, `from_cluster`) has its I/O on the maker's runtime, whose starvation
+//! this does not see.
 
 use std::future::Future;
 use std::pin::pin;
@@ -36,14 +40,26 @@ pub(super) async fn within<T>(
     timeout: Duration,
     call: impl Future<Output = T>,
 ) -> Result<T, Elapsed> {
+    within_counting(timeout, call, cpu_wait::total).await
+}
+
+/// [`within`], the thread's waits for a CPU read from `waited` (as [`cpu_wait::total`]).
+async fn within_counting<T>(
+    timeout: Duration,
+    call: impl Future<Output = T>,
+    waited: impl Fn(bool) -> Option<(Instant, Duration)>,
+) -> Result<T, Elapsed> {
     let mut call = pin!(call);
     let first = Instant::now();
+    let longest = MOST_WAITED * timeout;
     // The thread's running time the call has had.
     let mut ran = Duration::ZERO;
     loop {
         let armed = Instant::now();
-        let reading = cpu_wait::recent();
-        let budget = timeout.saturating_sub(ran);
+        let before = waited(false);
+        let budget = timeout
+            .saturating_sub(ran)
+            .min(longest.saturating_sub(first.elapsed()));
         if let Ok(output) = tokio::time::timeout(budget, call.as_mut()).await {
             return Ok(output);
         }
@@ -57,18 +73,24 @@ pub(super) async fn within<T>(
                 return Ok(output);
             }
         }
-        let late = armed.elapsed().saturating_sub(budget);
-        ran += if late >= timeout / 2 {
-            // The thread was not running when its timer was due.
-            Duration::ZERO
-        } else {
-            match reading.and_then(|r| Some((r.at().elapsed(), r.waited_since()?))) {
-                // From the reading, a little before this arm: more running time, not less.
-                Some((window, waited)) => window.saturating_sub(waited),
-                None => armed.elapsed(),
+        ran += match before.zip(waited(true)) {
+            // The kernel's count, from a reading a little before this arm (more running
+            // time, not less). A wait under a tenth of the timeout is a healthy host's
+            // scheduling, not worth arming again for.
+            Some(((since, before), (_, after))) => {
+                let window = since.elapsed();
+                let waited = after.saturating_sub(before);
+                if waited * 10 < timeout {
+                    window
+                } else {
+                    window.saturating_sub(waited)
+                }
             }
+            // No count: a timer late by half the timeout says the thread was not running.
+            None if armed.elapsed().saturating_sub(budget) >= timeout / 2 => Duration::ZERO,
+            None => armed.elapsed(),
         };
-        if ran >= timeout || first.elapsed() >= MOST_WAITED * timeout {
+        if ran >= timeout || first.elapsed() >= longest {
             return Err(Elapsed);
         }
     }
@@ -77,6 +99,8 @@ pub(super) async fn within<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
     use tokio::sync::oneshot;
 
     /// The clock stands still but for what a test moves, and jumps to the next timer when
@@ -92,11 +116,31 @@ mod tests {
 
     const TIMEOUT: Duration = Duration::from_millis(20);
 
+    /// A kernel that keeps no count (the real one's would mix real waits into the paused
+    /// clock's time).
+    fn uncounted(_: bool) -> Option<(Instant, Duration)> {
+        None
+    }
+
+    /// A kernel whose count (in ns) is what the test puts in `waits`.
+    fn counted(waits: &Arc<AtomicU64>) -> impl Fn(bool) -> Option<(Instant, Duration)> {
+        let waits = Arc::clone(waits);
+        move |_| {
+            let waited = Duration::from_nanos(waits.load(Ordering::SeqCst));
+            Some((Instant::now(), waited))
+        }
+    }
+
+    fn ns(duration: Duration) -> u64 {
+        duration.as_nanos() as u64
+    }
+
     #[test]
     fn a_call_that_never_answers_fails_after_one_timeout_when_the_thread_runs() {
         run(async {
             let started = Instant::now();
-            assert!(within(TIMEOUT, std::future::pending::<()>()).await.is_err());
+            let call = std::future::pending::<()>();
+            assert!(within_counting(TIMEOUT, call, uncounted).await.is_err());
             assert_eq!(started.elapsed(), TIMEOUT);
         });
     }
@@ -112,7 +156,62 @@ mod tests {
                 tokio::time::sleep(Duration::from_millis(5)).await;
                 let _ = answer.send(7);
             });
-            assert_eq!(within(TIMEOUT, answered).await.unwrap().unwrap(), 7);
+            let answer = within_counting(TIMEOUT, answered, uncounted).await;
+            assert_eq!(answer.unwrap().unwrap(), 7);
+        });
+    }
+
+    #[test]
+    fn the_kernels_count_of_a_wait_for_a_cpu_is_given_back() {
+        run(async {
+            let waits = Arc::new(AtomicU64::new(0));
+            let (answer, answered) = oneshot::channel();
+            let kernel = Arc::clone(&waits);
+            tokio::spawn(async move {
+                // 30 ms pass, 25 of them waiting for a CPU: 5 ms of running time; the
+                // answer comes 5 ms after that, within the timeout's running time.
+                kernel.store(ns(Duration::from_millis(25)), Ordering::SeqCst);
+                tokio::time::advance(Duration::from_millis(30)).await;
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                let _ = answer.send(7);
+            });
+            let started = Instant::now();
+            let answer = within_counting(TIMEOUT, answered, counted(&waits)).await;
+            assert_eq!(answer.unwrap().unwrap(), 7);
+            assert_eq!(started.elapsed(), Duration::from_millis(35));
+        });
+    }
+
+    #[test]
+    fn a_healthy_hosts_small_waits_are_not_given_back() {
+        run(async {
+            // Just under a tenth of the timeout, seen between the arm and its timer: the
+            // call fails after one timeout.
+            let waits = Arc::new(AtomicU64::new(0));
+            let source = counted(&waits);
+            let kernel = move |fresh: bool| {
+                if fresh {
+                    let waited = TIMEOUT / 10 - Duration::from_micros(1);
+                    waits.store(ns(waited), Ordering::SeqCst);
+                }
+                source(fresh)
+            };
+            let started = Instant::now();
+            let call = std::future::pending::<()>();
+            assert!(within_counting(TIMEOUT, call, kernel).await.is_err());
+            assert_eq!(started.elapsed(), TIMEOUT);
+        });
+    }
+
+    #[test]
+    fn a_thread_that_never_gets_a_cpu_fails_its_call_after_the_most_wall_time() {
+        run(async {
+            // Every moment of the call spent waiting for a CPU, as the kernel counts it.
+            let started = Instant::now();
+            let kernel = move |_: bool| Some((Instant::now(), started.elapsed()));
+            let call = std::future::pending::<()>();
+            assert!(within_counting(TIMEOUT, call, kernel).await.is_err());
+            assert_eq!(started.elapsed(), MOST_WAITED * TIMEOUT);
         });
     }
 
@@ -122,15 +221,17 @@ mod tests {
             let started = Instant::now();
             tokio::spawn(async {
                 for _ in 0..10 {
-                    tokio::time::advance(5 * TIMEOUT).await;
+                    tokio::time::advance(3 * TIMEOUT / 2).await;
                     tokio::task::yield_now().await;
                 }
             });
-            assert!(within(TIMEOUT, std::future::pending::<()>()).await.is_err());
+            let call = std::future::pending::<()>();
+            assert!(within_counting(TIMEOUT, call, uncounted).await.is_err());
             let took = started.elapsed();
-            // Given up after MOST_WAITED timeouts, while the thread is still kept from running.
+            // Given up at MOST_WAITED timeouts (the last arm cut to what is left of them),
+            // however late its timers.
             assert!(
-                took >= MOST_WAITED * TIMEOUT && took < 10 * 5 * TIMEOUT,
+                took >= MOST_WAITED * TIMEOUT && took <= MOST_WAITED * TIMEOUT + 3 * TIMEOUT / 2,
                 "{took:?}"
             );
         });
@@ -148,7 +249,8 @@ mod tests {
                 let _ = answer.send(7);
             });
             let started = Instant::now();
-            assert_eq!(within(TIMEOUT, answered).await.unwrap().unwrap(), 7);
+            let answer = within_counting(TIMEOUT, answered, uncounted).await;
+            assert_eq!(answer.unwrap().unwrap(), 7);
             assert_eq!(started.elapsed(), TIMEOUT);
         });
     }
