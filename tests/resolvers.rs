@@ -147,24 +147,40 @@ async fn in_turn<B>(
     statuses
 }
 
-/// A resolver that does not answer within the limiter's timeout is given up after it:
-/// the request is counted by its address (as for `None`), not refused, not held.
-#[actix_web::test]
-async fn a_resolver_that_does_not_answer_in_time_counts_as_none() {
+/// A limiter on paused time (tokio's, for the resolvers) that gives resolvers 30 ms.
+fn impatient() -> Limiter {
     tokio::time::pause();
-    let limiter = Limiter::builder()
+    Limiter::builder()
         .clock(ManualClock::new())
         .resolver_timeout(Duration::from_millis(30))
-        .build();
-    let app = test::init_service(App::new().app_data(limiter).configure(routes)).await;
+        .build()
+}
+
+/// A first request to `path` is admitted once its resolvers' one timeout has passed.
+async fn admitted_after_one_timeout<B>(
+    app: &impl actix_web::dev::Service<
+        actix_http::Request,
+        Response = actix_web::dev::ServiceResponse<B>,
+        Error = actix_web::Error,
+    >,
+    path: &str,
+) {
     let started = tokio::time::Instant::now();
-    assert_eq!(get(&app, "/stuck", CLIENT, "a").await, 200);
+    assert_eq!(get(app, path, CLIENT, "a").await, 200);
     let took = started.elapsed();
     // Tokio's timer rounds a deadline up to its next millisecond.
     assert!(
         took >= Duration::from_millis(30) && took <= Duration::from_millis(31),
-        "given up after the timeout: {took:?}"
+        "{path}: given up after one timeout, took {took:?}"
     );
+}
+
+/// A resolver that does not answer within the limiter's timeout is given up after it:
+/// the request is counted by its address (as for `None`), not refused, not held.
+#[actix_web::test]
+async fn a_resolver_that_does_not_answer_in_time_counts_as_none() {
+    let app = test::init_service(App::new().app_data(impatient()).configure(routes)).await;
+    admitted_after_one_timeout(&app, "/stuck").await;
     // Whatever the keys, one address: the declared 2, then 429.
     assert_eq!(get(&app, "/stuck", CLIENT, "b").await, 200);
     assert_eq!(get(&app, "/stuck", CLIENT, "c").await, 429);
@@ -176,19 +192,8 @@ async fn a_resolver_that_does_not_answer_in_time_counts_as_none() {
 /// 2 a minute, the stuck keys the address.
 #[actix_web::test]
 async fn a_requests_resolvers_share_one_timeout() {
-    tokio::time::pause();
-    let limiter = Limiter::builder()
-        .clock(ManualClock::new())
-        .resolver_timeout(Duration::from_millis(30))
-        .build();
-    let app = test::init_service(App::new().app_data(limiter).configure(routes)).await;
-    let started = tokio::time::Instant::now();
-    assert_eq!(get(&app, "/stuck-both", CLIENT, "a").await, 200);
-    let took = started.elapsed();
-    assert!(
-        took >= Duration::from_millis(30) && took <= Duration::from_millis(31),
-        "one timeout for the three: {took:?}"
-    );
+    let app = test::init_service(App::new().app_data(impatient()).configure(routes)).await;
+    admitted_after_one_timeout(&app, "/stuck-both").await;
     assert_eq!(get(&app, "/stuck-both", CLIENT, "b").await, 200);
     assert_eq!(
         get(&app, "/stuck-both", CLIENT, "c").await,
