@@ -47,7 +47,7 @@
 //!
 //! | attack | what holds | measured |
 //! | --- | --- | --- |
-//! | 1,000 concurrent failed logins of one client over two instances on one Redis, each fault policy, an idle host and three rounds on a busy one (four spinning threads on two cores) | exactly the limit; no 503, no request let through unlimited, while Redis is healthy | 5 of 5 admitted, 995 × 429, 0 other, in all twelve; slowest 34–76 ms (before: 10 of 5 in a debug build; 1,000 and 352 × 503 under `FailClosed` on the busy host) |
+//! | 1,000 concurrent failed logins of one client over two instances on one Redis, each fault policy, an idle host and three rounds on a busy one (four spinning threads on two cores) | exactly the limit; no 503, no request let through unlimited, while Redis is healthy | 5 of 5 admitted, 995 × 429, 0 other, in all twelve; slowest 47–136 ms in CI (before: 10 of 5 in a debug build; 1,000 and 352 × 503 under `FailClosed` on the busy host; and, before the store set `TCP_NODELAY`, 27 of 5 under `FailOpen` once in CI: a batch's tail waited 40 ms for Redis's delayed ACK) |
 //! | one slow call carrying 200 checks | one failure, not an outage | 200 answered by the policy within 59 ms; the next 20 from Redis |
 //! | Redis: connections killed, slowed past the timeout, paused, killed and restarted, flushed | a blip is no outage; a fault costs each request about the timeout; counting resumes without a restart | `CLIENT KILL`: 50 of 50 answered from Redis; 300 ms slow, paused or killed: every request answered by the policy within 54 ms; back 0.1–0.4 s after Redis is |
 //! | a stall while falling back to memory | at most the limit in Redis plus the limit in this instance's memory (`fallback_share(k)`: its share) | 8 of at most 10 (5 + 5); 6 of at most 8 with a share of 2 |
@@ -55,6 +55,7 @@
 //! | successes on `count = "failures"`, Redis's own clock, each algorithm | every success given back | 200, 200, 200, 200, then 401, 429, for all four |
 //! | a success finishing after its bucket token came back by itself | nothing given back | 429 with Retry-After 5, in memory and on Redis |
 //! | a refund across an outage, in either direction | given back to the store that counted | the next failure gets 429 both ways |
+//! | an `async` key or policy function that never answers (a database down) | the request waits at most `resolver_timeout`, for all its resolvers together, then is counted by its address under the declared policy; never refused for it | one stuck resolver, and three on one request: given up after the one 30 ms timeout (30–31 ms, tokio's paused clock) |
 //! | two handlers of one scope, one counting failures, two instances | no remembered rejection outlives a refund | 200, 429, 200 around the refund |
 //! | a refund into a full log of 65,535 instants on Redis | a few reads, never the whole log | 0 `LRANGE`, 18 `LINDEX` per refund |
 //! | a body at 5 bytes/s; 200 of them; a chunked 10 MB body; `Expect: 100-continue` | the 429 at once, the connection closed | 429 after 200 ms; 200 of 200 answered and closed in 2 s; closed after 1.1 s, 1.3 MB in; 100, then 429, closed |
