@@ -7,6 +7,7 @@
 
 mod common;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use actix_web::{test, web, App, HttpRequest, HttpResponse};
@@ -72,6 +73,22 @@ async fn stuck_both() -> HttpResponse {
     HttpResponse::Ok().finish()
 }
 
+/// How many times `tenant_counted` was asked.
+static LOOKUPS: AtomicUsize = AtomicUsize::new(0);
+
+async fn tenant_counted(req: &HttpRequest) -> Option<String> {
+    LOOKUPS.fetch_add(1, Ordering::SeqCst);
+    tenant(req).await
+}
+
+/// A short and a long limit of one tenant, and a slot: one lookup serves all three.
+#[concurrency_limit(2, key = tenant_counted)]
+#[rate_limit(3, per = "1s", key = tenant_counted, scope = "tenant-second")]
+#[rate_limit(5, per = "1m", key = tenant_counted, scope = "tenant-minute")]
+async fn search() -> HttpResponse {
+    HttpResponse::Ok().finish()
+}
+
 #[concurrency_limit(1, key = tenant)]
 async fn report() -> HttpResponse {
     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -83,7 +100,8 @@ fn routes(config: &mut web::ServiceConfig) {
         .route("/api", web::get().to(api))
         .route("/stuck", web::get().to(stuck_api))
         .route("/stuck-both", web::get().to(stuck_both))
-        .route("/report", web::get().to(report));
+        .route("/report", web::get().to(report))
+        .route("/search", web::get().to(search));
 }
 
 /// A GET of `path` from `peer` with `api_key`: its status.
@@ -200,6 +218,26 @@ async fn a_requests_resolvers_share_one_timeout() {
         429,
         "the declared 2, not the late plan's 1,000"
     );
+}
+
+/// A request whose limits share one `async` key function asks it once, and all of them
+/// count by that one answer.
+#[actix_web::test]
+async fn one_resolver_is_asked_once_per_request() {
+    let clock = ManualClock::new();
+    let limiter = Limiter::builder().clock(clock.clone()).build();
+    let app = test::init_service(App::new().app_data(limiter).configure(routes)).await;
+    let before = LOOKUPS.load(Ordering::SeqCst);
+    let statuses = in_turn(&app, "/search", &["acme-1", "acme-2"], 4).await;
+    assert_eq!(statuses, [200, 200, 200, 429], "the tenant's 3 a second");
+    assert_eq!(
+        LOOKUPS.load(Ordering::SeqCst) - before,
+        4,
+        "one lookup per request"
+    );
+    clock.advance(Duration::from_secs(1));
+    let statuses = in_turn(&app, "/search", &["acme-2"], 3).await;
+    assert_eq!(statuses, [200, 200, 429], "then the minute's 5");
 }
 
 /// The middleware takes the same resolvers: `KeySpec::Resolved(Resolver::new(async fn))`.

@@ -420,7 +420,7 @@ impl Limiter {
         let chosen = match &spec.options.policy {
             Some(choose) => {
                 let timeout = self.http().resolver_timeout;
-                super::resolve::within(choose.resolve(req), req, timeout, "policy").await
+                super::resolve::within(choose, req, timeout, "policy").await
             }
             None => None,
         };

@@ -213,7 +213,7 @@ impl KeySpec {
         match self {
             KeySpec::Resolved(resolver) if resolver.is_async() => {
                 let timeout = limiter.http().resolver_timeout;
-                match resolve::within(resolver.resolve(req), req, timeout, "key").await {
+                match resolve::within(resolver, req, timeout, "key").await {
                     Some(key) => Ok(ClientKey::of(Kind::Function, key.as_bytes())),
                     None => ip_key(req, limiter),
                 }

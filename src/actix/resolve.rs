@@ -11,6 +11,7 @@
 //! Which of the two a function is, the compiler says: the attribute hands it to
 //! [`Resolver::new`], whose trait has one implementation for each.
 
+use std::any::TypeId;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -69,7 +70,9 @@ impl<T, F: AsyncFn(&HttpRequest) -> Option<T> + Send + Sync> Resolve<T> for Defe
 /// ```
 pub struct Resolver<T: 'static> {
     resolve: Arc<dyn Resolve<T>>,
-    awaited: bool,
+    /// The `async` function's type, which tells its answers apart in a request; `None`
+    /// for a plain one.
+    awaited: Option<TypeId>,
 }
 
 impl<T: 'static> Resolver<T> {
@@ -81,7 +84,7 @@ impl<T: 'static> Resolver<T> {
 
     /// Whether it is `async` (awaited, within the resolver timeout).
     pub fn is_async(&self) -> bool {
-        self.awaited
+        self.awaited.is_some()
     }
 
     pub(crate) fn resolve<'a>(&'a self, req: &'a HttpRequest) -> Resolution<'a, T> {
@@ -100,7 +103,7 @@ impl<T: 'static> Clone for Resolver<T> {
 
 impl<T: 'static> std::fmt::Debug for Resolver<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.awaited {
+        f.write_str(if self.awaited.is_some() {
             "Resolver(async fn)"
         } else {
             "Resolver(fn)"
@@ -135,7 +138,7 @@ where
     fn into_resolver(self) -> Resolver<T> {
         Resolver {
             resolve: Arc::new(Plain(self)),
-            awaited: false,
+            awaited: None,
         }
     }
 }
@@ -147,7 +150,7 @@ where
     fn into_resolver(self) -> Resolver<T> {
         Resolver {
             resolve: Arc::new(Deferred(self)),
-            awaited: true,
+            awaited: Some(TypeId::of::<F>()),
         }
     }
 }
@@ -160,16 +163,31 @@ struct AnswerBy(Instant);
 /// The second (since the process started) of the last `warn` about a late resolver.
 static LAST_WARNED: AtomicU64 = AtomicU64::new(u64::MAX);
 
-/// `resolution`'s answer, or `None` when the request's resolvers have taken `timeout`
-/// between them (with a `warn` event naming `what`, at most one a second: a database
-/// down would otherwise log every request).
-pub(crate) async fn within<T>(
-    resolution: Resolution<'_, T>,
+/// The answers a request's `async` resolvers of `T` gave, by function: two limits keyed by
+/// one `async fn` ask it once, and count by the same answer.
+struct Answers<T>(Vec<(TypeId, Option<T>)>);
+
+/// `resolver`'s answer for `req`, or `None` when the request's resolvers have taken
+/// `timeout` between them (with a `warn` event naming `what`, at most one a second: a
+/// database down would otherwise log every request).
+pub(crate) async fn within<T: Clone + 'static>(
+    resolver: &Resolver<T>,
     req: &HttpRequest,
     timeout: Duration,
     what: &str,
 ) -> Option<T> {
-    let resolving = match resolution {
+    let asked = resolver.awaited;
+    if let Some(function) = asked {
+        let extensions = req.extensions();
+        let given = extensions.get::<Answers<T>>().and_then(|answers| {
+            let (_, answer) = answers.0.iter().find(|(f, _)| *f == function)?;
+            Some(answer.clone())
+        });
+        if let Some(answer) = given {
+            return answer;
+        }
+    }
+    let resolving = match resolver.resolve(req) {
         Resolution::Now(answer) => return answer,
         Resolution::Later(resolving) => resolving,
     };
@@ -184,7 +202,7 @@ pub(crate) async fn within<T>(
             }
         }
     };
-    match tokio::time::timeout_at(by.0, resolving).await {
+    let answer = match tokio::time::timeout_at(by.0, resolving).await {
         Ok(answer) => answer,
         Err(_) => {
             let second = started().elapsed().as_secs();
@@ -198,7 +216,17 @@ pub(crate) async fn within<T>(
             }
             None
         }
+    };
+    if let Some(function) = asked {
+        let mut extensions = req.extensions_mut();
+        match extensions.get_mut::<Answers<T>>() {
+            Some(answers) => answers.0.push((function, answer.clone())),
+            None => {
+                extensions.insert(Answers(vec![(function, answer.clone())]));
+            }
+        }
     }
+    answer
 }
 
 /// When this process first needed the time of a late resolver.

@@ -389,6 +389,8 @@
 //!   `None`: the client's address for a key, the declared policy for a plan. A slow or
 //!   failing database never refuses a request by itself, and holds it at most the timeout.
 //!   A resolver that panics fails its request as a plain function's panic does.
+//! - **Once per request**: limits that name one `async fn` (a per-second and a per-day
+//!   limit of a tenant, its concurrency limit) ask it once, and count by that one answer.
 //! - **Cost**: a plain function is called in place, as before. An `async` one costs its
 //!   request one boxed future (an allocation) and the timer of its timeout, besides what it
 //!   does itself; it takes the request off the lean path (one limit, as declared), so put a
