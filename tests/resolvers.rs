@@ -240,6 +240,45 @@ async fn one_resolver_is_asked_once_per_request() {
     assert_eq!(statuses, [200, 200, 429], "then the minute's 5");
 }
 
+/// An async key made by a function, reading the header it was made for: every one it
+/// makes has the same type.
+fn header_key(name: &'static str) -> impl AsyncFn(&HttpRequest) -> Option<String> + Send + Sync {
+    async move |req: &HttpRequest| Some(req.headers().get(name)?.to_str().ok()?.to_owned())
+}
+
+/// Two resolvers of one type that are different functions (closures capturing different
+/// headers) each count by their own answer: only a type that names one function has its
+/// answer kept for the request.
+#[actix_web::test]
+async fn resolvers_of_one_type_but_different_values_are_asked_each() {
+    let limiter = Limiter::builder().clock(ManualClock::new()).build();
+    let by = |scope: &'static str, name: &'static str| {
+        RateLimit::new(Policy::new(1, MINUTE).unwrap())
+            .scope(scope)
+            .key(KeySpec::Resolved(Resolver::new(header_key(name))))
+    };
+    let app = test::init_service(
+        App::new()
+            .app_data(limiter)
+            .wrap(by("by-a", "x-a"))
+            .wrap(by("by-b", "x-b"))
+            .route("/", web::get().to(HttpResponse::Ok)),
+    )
+    .await;
+    let mut statuses = Vec::new();
+    for (a, b) in [("1", "1"), ("2", "1"), ("1", "3"), ("4", "5")] {
+        let req = test::TestRequest::get()
+            .uri("/")
+            .peer_addr(CLIENT.parse().unwrap())
+            .insert_header(("x-a", a))
+            .insert_header(("x-b", b))
+            .to_request();
+        statuses.push(test::call_service(&app, req).await.status().as_u16());
+    }
+    // b=1 is spent by the first; a=1 too, whichever limit is asked first.
+    assert_eq!(statuses, [200, 429, 429, 200]);
+}
+
 /// The middleware takes the same resolvers: `KeySpec::Resolved(Resolver::new(async fn))`.
 #[actix_web::test]
 async fn the_middleware_awaits_an_async_key() {

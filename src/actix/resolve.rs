@@ -70,9 +70,13 @@ impl<T, F: AsyncFn(&HttpRequest) -> Option<T> + Send + Sync> Resolve<T> for Defe
 /// ```
 pub struct Resolver<T: 'static> {
     resolve: Arc<dyn Resolve<T>>,
-    /// The `async` function's type, which tells its answers apart in a request; `None`
-    /// for a plain one.
-    awaited: Option<TypeId>,
+    /// Whether it is `async`.
+    awaited: bool,
+    /// What tells an `async` function's answers apart in a request: its type, when that
+    /// names one function (a fn item, a closure that captures nothing — zero-sized); `None`
+    /// for one whose values of one type may differ (a fn pointer, a capturing closure),
+    /// which is asked again for each limit.
+    answers_by: Option<TypeId>,
 }
 
 impl<T: 'static> Resolver<T> {
@@ -84,7 +88,7 @@ impl<T: 'static> Resolver<T> {
 
     /// Whether it is `async` (awaited, within the resolver timeout).
     pub fn is_async(&self) -> bool {
-        self.awaited.is_some()
+        self.awaited
     }
 
     pub(crate) fn resolve<'a>(&'a self, req: &'a HttpRequest) -> Resolution<'a, T> {
@@ -97,13 +101,14 @@ impl<T: 'static> Clone for Resolver<T> {
         Resolver {
             resolve: Arc::clone(&self.resolve),
             awaited: self.awaited,
+            answers_by: self.answers_by,
         }
     }
 }
 
 impl<T: 'static> std::fmt::Debug for Resolver<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.awaited.is_some() {
+        f.write_str(if self.awaited {
             "Resolver(async fn)"
         } else {
             "Resolver(fn)"
@@ -138,7 +143,8 @@ where
     fn into_resolver(self) -> Resolver<T> {
         Resolver {
             resolve: Arc::new(Plain(self)),
-            awaited: None,
+            awaited: false,
+            answers_by: None,
         }
     }
 }
@@ -150,7 +156,8 @@ where
     fn into_resolver(self) -> Resolver<T> {
         Resolver {
             resolve: Arc::new(Deferred(self)),
-            awaited: Some(TypeId::of::<F>()),
+            awaited: true,
+            answers_by: (std::mem::size_of::<F>() == 0).then(TypeId::of::<F>),
         }
     }
 }
@@ -164,7 +171,8 @@ struct AnswerBy(Instant);
 static LAST_WARNED: AtomicU64 = AtomicU64::new(u64::MAX);
 
 /// The answers a request's `async` resolvers of `T` gave, by function: two limits keyed by
-/// one `async fn` ask it once, and count by the same answer.
+/// one `async fn` ask it once, and count by the same answer. (Only functions whose type
+/// names them are kept; see `Resolver::answers_by`.)
 struct Answers<T>(Vec<(TypeId, Option<T>)>);
 
 /// `resolver`'s answer for `req`, or `None` when the request's resolvers have taken
@@ -176,7 +184,7 @@ pub(crate) async fn within<T: Clone + 'static>(
     timeout: Duration,
     what: &str,
 ) -> Option<T> {
-    let asked = resolver.awaited;
+    let asked = resolver.answers_by;
     if let Some(function) = asked {
         let extensions = req.extensions();
         let given = extensions.get::<Answers<T>>().and_then(|answers| {

@@ -391,6 +391,8 @@
 //!   A resolver that panics fails its request as a plain function's panic does.
 //! - **Once per request**: limits that name one `async fn` (a per-second and a per-day
 //!   limit of a tenant, its concurrency limit) ask it once, and count by that one answer.
+//!   (A fn pointer or a closure that captures values is asked for each limit: values of
+//!   its type may be different functions.)
 //! - **Cost**: a plain function is called in place, as before. An `async` one costs its
 //!   request one boxed future (an allocation) and the timer of its timeout, besides what it
 //!   does itself; it takes the request off the lean path (one limit, as declared), so put a
