@@ -233,3 +233,37 @@ async fn a_deleted_registry_of_limits_is_written_again_by_the_running_instances(
         started.elapsed()
     );
 }
+
+/// A server that refuses Lua scripts (here an ACL without `@scripting`, as some managed
+/// plans have) is an error when the store connects, naming the cause and the fix — not an
+/// outage of every check answered by the fault policy.
+#[actix_web::test]
+async fn a_server_without_scripting_is_an_error_at_connect() {
+    let redis = RedisServer::start_on(
+        common::redis_server::free_port(),
+        [
+            "--user",
+            "default",
+            "on",
+            "nopass",
+            "~*",
+            "&*",
+            "+@all",
+            "-@scripting",
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
+    let error = match RedisStore::connect(&redis.url()).await {
+        Ok(_) => panic!("connected to a server that runs no scripts"),
+        Err(error) => error.to_string(),
+    };
+    println!("{error}");
+    assert!(
+        error.contains("does not run Lua scripts") && error.contains("+@scripting"),
+        "{error}"
+    );
+    // The same server with scripting allowed connects.
+    let allowed = RedisServer::start();
+    assert!(RedisStore::connect(&allowed.url()).await.is_ok());
+}

@@ -6,6 +6,13 @@
 //! 7.0 and Valkey 8.0: CI runs every Redis test, the cluster's, the TLS one and the attacks
 //! on both.
 //!
+//! **Scripts must be allowed.** `RedisStore::connect` (and `from_client`) loads the check
+//! script at once: a server that refuses scripts — an ACL user without `@scripting`, a
+//! managed plan that forbids `EVAL`, a server without Lua — is an error there that names
+//! the cause and the fix (`+@scripting`), not an outage of every check. (A lazily connected
+//! store, or a cluster's, meets the refusal at its first check: the error names it, and the
+//! fault policy answers.)
+//!
 //! **TLS** (a managed Redis that requires it): feature `redis-tls` takes `rediss://` URLs,
 //! through redis's rustls support. The server's certificate must chain to a root the system
 //! trusts, or to the CA in the file `SSL_CERT_FILE` names (a cloud provider's CA bundle);

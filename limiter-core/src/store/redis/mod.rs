@@ -238,7 +238,33 @@ impl RedisStore {
             })
             .await?
             .map_err(|e| error("cannot reach Redis", e))?;
-        Ok(RedisStore::over(Connection::Single(manager), runtime))
+        let store = RedisStore::over(Connection::Single(manager), runtime);
+        store.load_check_script().await?;
+        Ok(store)
+    }
+
+    /// Loads the check script now (`SCRIPT LOAD`), so that a server that refuses scripts
+    /// — an ACL without `@scripting`, a managed plan that forbids `EVAL`, a server built
+    /// without Lua — is an error here, naming the cause, and not an outage of every check
+    /// answered by the fault policy. Any other failure is left to the checks (the script
+    /// is sent again whenever the server does not know it).
+    async fn load_check_script(&self) -> Result<(), StoreError> {
+        let mut load = redis::cmd("SCRIPT");
+        load.arg("LOAD").arg(self.inner.script.source);
+        let connection = self.inner.connection.clone();
+        let loaded = self
+            .inner
+            .runtime
+            .run(async move { connection.query::<String>(&load).await })
+            .await?;
+        match loaded {
+            Err(e) if refuses_scripts(&e) => Err(StoreError::msg(format!(
+                "this Redis does not run Lua scripts, which the limiter needs (EVALSHA, \
+                 SCRIPT LOAD): {e}; grant the user `+@scripting` (ACL SETUSER ... +@scripting) \
+                 or use a server or plan that allows EVAL"
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// The first part of every key name (default `limiter`).
@@ -503,6 +529,16 @@ fn marks_of_duplicates(
             Some(mark.saturating_sub(back))
         })
         .collect()
+}
+
+/// Whether `e` says the server will not run scripts for this client: no permission, or no
+/// such command.
+fn refuses_scripts(e: &RedisError) -> bool {
+    let text = e.to_string();
+    e.code().is_some_and(|code| code.starts_with("NOPERM"))
+        || text.contains("NOPERM")
+        || text.contains("unknown command")
+        || text.to_ascii_lowercase().contains("scripting")
 }
 
 fn error(what: &str, source: RedisError) -> StoreError {
