@@ -251,20 +251,29 @@ impl RedisStore {
     async fn load_check_script(&self) -> Result<(), StoreError> {
         let mut load = redis::cmd("SCRIPT");
         load.arg("LOAD").arg(self.inner.script.source);
-        let connection = self.inner.connection.clone();
-        let loaded = self
-            .inner
-            .runtime
-            .run(async move { connection.query::<String>(&load).await })
-            .await?;
-        match loaded {
-            Err(e) if refuses_scripts(&e) => Err(StoreError::msg(format!(
+        match self.command::<String>(load).await {
+            Ok(Err(e)) if refuses_scripts(&e) => Err(StoreError::msg(format!(
                 "this Redis does not run Lua scripts, which the limiter needs (EVALSHA, \
                  SCRIPT LOAD): {e}; grant the user `+@scripting` (ACL SETUSER ... +@scripting) \
                  or use a server or plan that allows EVAL"
             ))),
             _ => Ok(()),
         }
+    }
+
+    /// Runs one command on the store's thread within the store's timeout: Redis's own
+    /// answer, or the store's error (its thread gone, no answer in time).
+    async fn command<T: redis::FromRedisValue + Send + 'static>(
+        &self,
+        command: redis::Cmd,
+    ) -> Result<Result<T, RedisError>, StoreError> {
+        let connection = self.inner.connection.clone();
+        let timeout = self.timeout();
+        self.inner
+            .runtime
+            .run(async move { deadline::within(timeout, connection.query::<T>(&command)).await })
+            .await?
+            .map_err(|_| StoreError::msg(format!("Redis did not answer within {timeout:?}")))
     }
 
     /// The first part of every key name (default `limiter`).
@@ -613,15 +622,8 @@ impl Store for RedisStore {
             let mut command = redis::cmd("DEL");
             let name = self.key_name(limit, key);
             command.arg(block_key_name(&name)).arg(name);
-            let connection = self.inner.connection.clone();
-            let timeout = self.timeout();
-            self.inner
-                .runtime
-                .run(async move {
-                    deadline::within(timeout, connection.query::<i64>(&command)).await
-                })
+            self.command::<i64>(command)
                 .await?
-                .map_err(|_| StoreError::msg(format!("Redis did not answer within {timeout:?}")))?
                 .map(drop)
                 .map_err(|e| error("Redis reset failed", e))
         })
