@@ -1270,7 +1270,9 @@ fn keys_survive_as_long_as_their_state_matters() {
         let name = redis.key_name(&limit, b"client");
         let mut last = None;
         for i in 0..3 {
-            if i > 0 {
+            // (Not after the first check: a new client's first check leaves a marker whose
+            // expiry is the instant it counted at, see `a_new_clients_first_check_...`.)
+            if i > 1 {
                 // Another writer (an instance of an earlier version, an operator) left the
                 // key a shorter expiry than its state needs: the next write makes it enough.
                 server.command(&["PEXPIRE", &name, "2000"]);
@@ -1333,4 +1335,207 @@ fn a_full_sliding_log_expires_without_a_scan() {
     // And they are gone from Redis: the log holds the one instant still in its window.
     let name = redis.key_name(&limit, b"client");
     assert_eq!(server.integer(&["LLEN", &name]), 1);
+}
+
+// ---- a new client's first check, without the script ----------------------------------------
+
+/// The value of `name`, as bytes (empty when absent).
+fn raw_value(server: &RedisServer, name: &str) -> Vec<u8> {
+    match server.command(&["GET", name]) {
+        redis::Value::BulkString(bytes) => bytes,
+        _ => Vec::new(),
+    }
+}
+
+/// The server's clock, in ms.
+fn server_ms(server: &RedisServer) -> u64 {
+    match server.command(&["TIME"]) {
+        redis::Value::Array(parts) => {
+            let number = |v: &redis::Value| match v {
+                redis::Value::BulkString(b) => String::from_utf8_lossy(b).parse::<u64>().unwrap(),
+                other => panic!("{other:?}"),
+            };
+            number(&parts[0]) * 1_000 + number(&parts[1]) / 1_000
+        }
+        other => panic!("TIME answered {other:?}"),
+    }
+}
+
+/// A new client's usual check (one limit, one unit, the server's clock) is a plain `SET ...
+/// NX` and `PEXPIRETIME` in a transaction, no script: its key holds a marker whose expiry
+/// less the key's lifetime is the instant it counted at, between the server's readings
+/// before and after. Its next checks go to the script, which reads the marker as that one
+/// check's state: remaining, status and receipts are the memory store's.
+#[::std::prelude::v1::test]
+fn a_new_clients_first_check_goes_without_the_script() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+    let window = Duration::from_secs(60);
+    for algorithm in Algorithm::ALL {
+        let policy = Policy::for_algorithm(algorithm, 3, window).unwrap();
+        let limit = Limit::new(format!("first-{algorithm}"), policy);
+        let name = store.key_name(&limit, b"new");
+        server.command(&["CONFIG", "RESETSTAT"]);
+        let before = server_ms(&server);
+        let first = rt
+            .block_on(store.check(&limit, b"new", Duration::ZERO))
+            .unwrap();
+        let after = server_ms(&server);
+        assert!(first.allowed(), "{algorithm}");
+        assert_eq!(first.remaining(), 2, "{algorithm}");
+        assert_eq!(
+            server.calls("evalsha") + server.calls("eval"),
+            0,
+            "{algorithm}"
+        );
+        assert_eq!(server.calls("exec"), 1, "{algorithm}");
+        let raw = raw_value(&server, &name);
+        assert_eq!((raw.len(), raw[0]), (7, 0xFF), "{algorithm}: {raw:?}");
+        let lifetime = raw[1..].iter().fold(0u64, |n, &b| (n << 8) | u64::from(b));
+        let at = server.integer(&["PEXPIRETIME", &name]) as u64 - lifetime;
+        assert!(
+            (before..=after).contains(&at),
+            "{algorithm}: {before} {at} {after}"
+        );
+
+        // Where the client stands, read by an operator's tool, and its next checks: one
+        // unit counted.
+        let status = rt.block_on(store.status(&limit, b"new")).unwrap();
+        assert_eq!(status.remaining(), 2, "{algorithm}: status");
+        assert!(status.allowed(), "{algorithm}: status");
+        for expected_remaining in [1, 0] {
+            let next = rt
+                .block_on(store.check(&limit, b"new", Duration::ZERO))
+                .unwrap();
+            assert!(next.allowed(), "{algorithm}");
+            assert_eq!(next.remaining(), expected_remaining, "{algorithm}");
+        }
+        let refused = rt
+            .block_on(store.check(&limit, b"new", Duration::ZERO))
+            .unwrap();
+        assert!(!refused.allowed(), "{algorithm}");
+        // The script wrote the state it read the marker as, with the next checks.
+        assert_ne!(raw_value(&server, &name)[0], 0xFF, "{algorithm}");
+        assert!(
+            server.calls("evalsha") + server.calls("eval") >= 1,
+            "{algorithm}"
+        );
+    }
+}
+
+/// A first check's receipt gives back exactly its unit, whether the marker is still there
+/// (the key goes) or a later check of the script has turned it into a state.
+#[::std::prelude::v1::test]
+fn a_first_check_without_the_script_is_refunded_exactly() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+    let window = Duration::from_secs(60);
+    for algorithm in Algorithm::ALL {
+        let policy = Policy::for_algorithm(algorithm, 3, window).unwrap();
+        let limit = Limit::new(format!("first-refund-{algorithm}"), policy);
+        for later in [false, true] {
+            let key: &[u8] = if later { b"later" } else { b"alone" };
+            let charge = [Charge::new(&limit, key)];
+            let first = rt
+                .block_on(store.check_all(&charge, Duration::ZERO))
+                .unwrap();
+            assert!(first.receipt().counted_anything(), "{algorithm}");
+            if later {
+                let second = rt
+                    .block_on(store.check_all(&charge, Duration::ZERO))
+                    .unwrap();
+                assert_eq!(second[0].remaining(), 1, "{algorithm}");
+            }
+            rt.block_on(store.refund(&charge, first.receipt(), Duration::ZERO))
+                .unwrap();
+            let status = rt.block_on(store.status(&limit, key)).unwrap();
+            let expected = if later { 2 } else { 3 };
+            assert_eq!(status.remaining(), expected, "{algorithm}, later: {later}");
+        }
+    }
+}
+
+/// Two instances meet at a new client: the second finds the first's marker (`NX` writes
+/// nothing) and asks the script. 400 concurrent checks of 100 new clients over two stores,
+/// each client 2 a minute: exactly 200 admitted, 2 per client.
+#[::std::prelude::v1::test]
+fn two_instances_count_new_clients_exactly() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let a = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+    let b = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+    for algorithm in Algorithm::ALL {
+        let policy = Policy::for_algorithm(algorithm, 2, Duration::from_secs(60)).unwrap();
+        let limit = Limit::new(format!("two-first-{algorithm}"), policy);
+        server.command(&["CONFIG", "RESETSTAT"]);
+        let admitted: Vec<bool> = rt.block_on(async {
+            let checks = (0..400u32).map(|i| {
+                let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+                let limit = limit.clone();
+                async move {
+                    let key = (i % 100).to_be_bytes();
+                    store
+                        .check(&limit, &key, Duration::ZERO)
+                        .await
+                        .unwrap()
+                        .allowed()
+                }
+            });
+            futures_util::future::join_all(checks).await
+        });
+        let per_client = (0..100)
+            .map(|c| (0..4).filter(|k| admitted[c + 100 * k]).count())
+            .collect::<Vec<_>>();
+        assert!(
+            per_client.iter().all(|&n| n == 2),
+            "{algorithm}: {per_client:?}"
+        );
+        println!(
+            "{algorithm}: 200 of 400 admitted; {} transactions, {} script calls",
+            server.calls("exec"),
+            server.calls("evalsha") + server.calls("eval")
+        );
+    }
+}
+
+/// A server that refuses the transaction's commands (here an ACL without `PEXPIRETIME`; a
+/// Redis before 7.0 has neither it nor `SET ... NX GET`) runs none of it: the store then
+/// sends every check to the script, and decides them as before.
+#[::std::prelude::v1::test]
+fn a_server_without_pexpiretime_decides_every_check_by_the_script() {
+    let port = common::redis_server::free_port();
+    let acl = [
+        "--user",
+        "default",
+        "on",
+        "nopass",
+        "~*",
+        "&*",
+        "+@all",
+        "-pexpiretime",
+    ];
+    let server = RedisServer::start_on(port, acl.map(String::from).to_vec());
+    let rt = runtime();
+    let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+    let policy = Policy::for_algorithm(Algorithm::FixedWindow, 2, Duration::from_secs(60)).unwrap();
+    let limit = Limit::new("no-pexpiretime", policy);
+    for key in 0..5u32 {
+        let key = key.to_be_bytes();
+        let got: Vec<u32> = (0..3)
+            .map(|_| {
+                let d = rt
+                    .block_on(store.check(&limit, &key, Duration::ZERO))
+                    .unwrap();
+                if d.allowed() {
+                    d.remaining()
+                } else {
+                    99
+                }
+            })
+            .collect();
+        assert_eq!(got, [1, 0, 99]);
+        assert_ne!(raw_value(&server, &store.key_name(&limit, &key))[0], 0xFF);
+    }
 }

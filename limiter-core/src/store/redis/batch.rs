@@ -48,6 +48,9 @@ pub(super) struct CheckArgs {
     /// block_ms, after, within_ms, escalated block_ms (0s for none), the calendar's period
     /// and offset + 840 (0s for none), the bucket's delay in ns, then the cost.
     pub(super) limits: Vec<[u64; 13]>,
+    /// The policy, when a new client's first check of it may go without the script (see
+    /// `fresh.rs`).
+    pub(super) first: Option<crate::Policy>,
 }
 
 /// Whether a check counts, or only reads.
@@ -204,7 +207,7 @@ impl RedisStore {
         let timeout = self.timeout();
         let mut retried = false;
         loop {
-            let error = match super::deadline::within(timeout, self.call(checks)).await {
+            let error = match super::deadline::within(timeout, self.decide(checks)).await {
                 Ok(Ok(replies)) => return Ok(replies),
                 Ok(Err(error)) => error,
                 Err(_) => {

@@ -12,7 +12,7 @@ use crate::StoreError;
 impl RedisStore {
     /// One script call deciding `checks` in order; each one's answer (three numbers per
     /// limit, then the clock reading).
-    pub(super) async fn call(&self, checks: &[CheckArgs]) -> Result<Vec<Vec<i64>>, CallError> {
+    pub(super) async fn call(&self, checks: &[&CheckArgs]) -> Result<Vec<Vec<i64>>, CallError> {
         let keys: usize = checks.iter().map(|c| c.names.len()).sum();
         let limits: usize = checks.iter().map(|c| c.limits.len()).sum();
         let mut command = redis::cmd("EVALSHA");

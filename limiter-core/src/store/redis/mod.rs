@@ -5,6 +5,7 @@ mod call;
 mod connection;
 mod cpu_wait;
 mod deadline;
+mod fresh;
 mod inspect;
 mod keys;
 mod nodes;
@@ -106,6 +107,9 @@ struct Inner {
     slots: Script,
     leases: slots::Leases,
     lease: Duration,
+    /// The keys sent lately, and whether new clients' first checks go without the script
+    /// (see `fresh.rs`).
+    recent: fresh::Recent,
 }
 
 /// The store's timeout until a limiter gives it its own.
@@ -220,6 +224,7 @@ impl RedisStore {
                 slots: Script::slots(),
                 leases: Default::default(),
                 lease: slots::DEFAULT_LEASE,
+                recent: Default::default(),
             }),
         }
     }
@@ -303,6 +308,7 @@ impl RedisStore {
             slots: Script::slots(),
             leases: Default::default(),
             lease: shared.lease,
+            recent: Default::default(),
         });
         change(&mut inner);
         RedisStore {
@@ -421,6 +427,7 @@ impl RedisStore {
                 .caller_clock
                 .then(|| u64::try_from(now.as_millis()).unwrap_or(u64::MAX)),
             peek,
+            first: first_check_policy(charges, self.inner.caller_clock),
             limits: charges
                 .iter()
                 .map(|charge| {
@@ -485,6 +492,18 @@ impl RedisStore {
     /// How long Redis may take to answer a call.
     fn timeout(&self) -> Duration {
         Duration::from_nanos(self.inner.timeout_ns.load(Ordering::Relaxed))
+    }
+}
+
+/// The policy of a check that a new client's first check may decide without the script
+/// (see `fresh.rs`): one limit without a penalty, one unit, the server's clock.
+fn first_check_policy(charges: &[Charge<'_>], caller_clock: bool) -> Option<crate::Policy> {
+    match charges {
+        [charge] if !caller_clock && charge.units() == 1 => {
+            let policy = charge.limit.policy();
+            (policy.penalty().is_none() && fresh::lifetime_ms(policy).is_some()).then_some(*policy)
+        }
+        _ => None,
     }
 }
 
