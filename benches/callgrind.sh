@@ -5,7 +5,9 @@
 # difference of the two totals over N2 - N1 is what one request costs, start-up excluded.
 #   benches/callgrind.sh [VARIANT...]     (default: bare headers limiter quiet rejecting governor)
 # HTTP_BENCH=path/to/http-binary measures another build (say, a worktree of the commit before
-# a change) with the same requests.
+# a change) with the same requests. MANY=1 sends every request from a new address (the
+# `*_many` variants' load); the Redis variants need LIMITER_BENCH_REDIS=redis://... (a
+# redis-server of your own, never the machine's).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 n1="${N1:-2000}"
@@ -21,15 +23,20 @@ trap 'rm -rf "$work"' EXIT
 
 # Sends $2 sequential GETs to $1 (host:port) and reads each whole response.
 client() {
-    python3 - "$1" "$2" <<'PY'
-import socket, sys
+    python3 - "$1" "$2" "${MANY:-0}" <<'PY'
+import random, socket, sys
 host, port = sys.argv[1].rsplit(":", 1)
 n = int(sys.argv[2])
+many = sys.argv[3] == "1"
 s = socket.create_connection((host, int(port)))
 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 req = b"GET / HTTP/1.1\r\nHost: bench\r\nX-Forwarded-For: 198.51.100.3, 203.0.113.7\r\n\r\n"
 buf = b""
 for _ in range(n):
+    if many:
+        x = random.getrandbits(20)
+        req = b"GET / HTTP/1.1\r\nHost: bench\r\nX-Forwarded-For: 10.%d.%d.%d\r\n\r\n" % (
+            x >> 16, (x >> 8) & 0xFF, x & 0xFF)
     s.sendall(req)
     while True:
         end = buf.find(b"\r\n\r\n")

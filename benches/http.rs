@@ -433,6 +433,28 @@ impl Drop for Server {
     }
 }
 
+/// The commands Redis ran between two readings of `INFO commandstats`, per request: those
+/// called at least once per 100 requests, by the time they took, as `name calls/µs`.
+#[cfg(feature = "redis")]
+fn mix_per_request(before: &[(String, u64, u64)], after: &[(String, u64, u64)], done: f64) -> String {
+    let mut mix: Vec<(String, f64, f64)> = after
+        .iter()
+        .map(|(name, calls, usec)| {
+            let (c0, u0) = before
+                .iter()
+                .find(|(n, _, _)| n == name)
+                .map_or((0, 0), |(_, c, u)| (*c, *u));
+            (name.clone(), (calls - c0) as f64 / done, (usec - u0) as f64 / done)
+        })
+        .filter(|(_, calls, _)| *calls >= 0.01)
+        .collect();
+    mix.sort_by(|a, b| b.2.total_cmp(&a.2));
+    mix.iter()
+        .map(|(name, calls, usec)| format!("{name} {calls:.3}/{usec:.2}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(at) = args.iter().position(|a| a == "--serve") {
@@ -532,6 +554,9 @@ fn main() {
     // request its bytes per key (`used_memory` over `DBSIZE`, from an empty Redis).
     let mut redis_command_us: Vec<Vec<f64>> = variants.iter().map(|_| Vec::new()).collect();
     let mut redis_key_bytes: Vec<Vec<f64>> = variants.iter().map(|_| Vec::new()).collect();
+    // What Redis ran per request in the last round: each command's calls and µs.
+    #[allow(unused_mut)]
+    let mut redis_mix: Vec<String> = variants.iter().map(|_| String::new()).collect();
     for r in 0..rounds {
         for (i, server) in servers.iter().enumerate() {
             #[cfg(feature = "redis")]
@@ -541,6 +566,8 @@ fn main() {
             });
             #[cfg(feature = "redis")]
             let usec_before = redis.usec_of_calls();
+            #[cfg(feature = "redis")]
+            let mix_before = redis.command_mix();
             let redis_before = (redis_pid != 0).then(|| (cpu_ns(redis_pid), calls()));
             let result = round(
                 &runtime,
@@ -555,6 +582,10 @@ fn main() {
                 redis_calls[i].push((calls() - called) as f64 / done);
                 #[cfg(feature = "redis")]
                 redis_command_us[i].push((redis.usec_of_calls() - usec_before) as f64 / done);
+                #[cfg(feature = "redis")]
+                {
+                    redis_mix[i] = mix_per_request(&mix_before, &redis.command_mix(), done);
+                }
                 #[cfg(feature = "redis")]
                 if let Some(empty) = empty {
                     let keys = redis.integer(&["DBSIZE"]).max(1) as f64;
@@ -683,6 +714,9 @@ fn main() {
             print!(", {:.0} bytes per key", median(redis_key_bytes[i].clone()));
         }
         println!();
+        if !redis_mix[i].is_empty() {
+            println!("  per request (calls, µs): {}", redis_mix[i]);
+        }
     }
     #[cfg(feature = "redis")]
     drop(redis);

@@ -228,6 +228,24 @@ impl RedisServer {
             .map_or(0, |bytes| bytes.trim().parse().unwrap())
     }
 
+    /// Every command called since the last `CONFIG RESETSTAT`: its name, calls and µs, from
+    /// `INFO commandstats`.
+    pub(crate) fn command_mix(&self) -> Vec<(String, u64, u64)> {
+        let info = self.text(&["INFO", "commandstats"]);
+        info.lines()
+            .filter_map(|line| line.strip_prefix("cmdstat_"))
+            .filter_map(|line| {
+                let (name, fields) = line.split_once(':')?;
+                let field = |wanted: &str| {
+                    fields.split(',').find_map(|f| {
+                        f.strip_prefix(wanted)?.strip_prefix('=')?.parse::<u64>().ok()
+                    })
+                };
+                Some((name.to_string(), field("calls")?, field("usec")?))
+            })
+            .collect()
+    }
+
     /// Calls of `command` since the last `CONFIG RESETSTAT`, from `INFO commandstats`.
     pub(crate) fn calls(&self, command: &str) -> u64 {
         let info = self.text(&["INFO", "commandstats"]);
