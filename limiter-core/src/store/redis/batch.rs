@@ -132,6 +132,14 @@ impl RedisStore {
         // The checks of this moment (other requests being served now) join this call.
         tokio::task::yield_now().await;
         loop {
+            // On one server, one batch at a time (see `fresh.rs`): a new client's first check
+            // whose key turns out to exist is decided by a second call, which must reach
+            // Redis before any later batch's checks of that key. What arrives meanwhile
+            // forms the next batch.
+            let _turn = match self.inner.connection.is_cluster() {
+                false => Some(self.inner.turn.lock().await),
+                true => None,
+            };
             let Some(batch) = self.next_batch(slot, &mut driver) else {
                 return;
             };

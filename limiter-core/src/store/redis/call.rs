@@ -20,11 +20,7 @@ impl RedisStore {
         for check in checks {
             command.arg(&check.names);
         }
-        let min_ttl = if self.inner.caller_clock {
-            CALLER_CLOCK_MIN_TTL_MS
-        } else {
-            0
-        };
+        let min_ttl = self.min_ttl();
         // Each distinct policy once, then one short argument per check.
         let mut policies: Vec<&[u64]> = Vec::new();
         let mut numbered = Vec::with_capacity(checks.len());
@@ -110,12 +106,16 @@ impl RedisStore {
         for arg in given {
             command.arg(arg);
         }
+        let sent = std::time::Instant::now();
         let reply: Vec<i64> = self
             .inner
             .connection
             .eval(&self.inner.script, &command)
             .await
             .map_err(CallError::Redis)?;
+        if let Some(&reading) = reply.last() {
+            self.inner.server_clock.note(reading, sent);
+        }
         if reply.len() != 3 * limits + 1 {
             return Err(CallError::Reply(StoreError::msg(format!(
                 "the rate limit script answered {} numbers for {} limits",
@@ -139,6 +139,18 @@ impl RedisStore {
                 answer
             })
             .collect())
+    }
+}
+
+impl RedisStore {
+    /// How long every key written must live at least (ms): with the caller's clock, a
+    /// minute of Redis's own time (see [`CALLER_CLOCK_MIN_TTL_MS`]).
+    pub(super) fn min_ttl(&self) -> u64 {
+        if self.inner.caller_clock {
+            CALLER_CLOCK_MIN_TTL_MS
+        } else {
+            0
+        }
     }
 }
 

@@ -522,36 +522,13 @@ local function start_block(policy, bkey, wait_ns)
   return (until_ms - clock) * 1000000
 end
 
--- A new client's first check made without the script (see fresh.rs) leaves a marker: a
--- tag byte, 255, which no packed state begins with, then the key's lifetime (6 bytes). It
--- stands for one unit counted at the instant Redis set the expiry from; read, it becomes the
--- state the algorithm holds after that one check (kept for this call; the key is rewritten
--- only if a check changes it).
-local function state_of(p, key)
-  local raw = values[key]
-  if raw and #raw == 7 and string.byte(raw, 1) == 255 then
-    local expires = redis.call('PEXPIRETIME', key)
-    local lifetime = decode('>I6', raw, 2)
-    raw = false
-    if expires > 0 then
-      local saved = clock
-      clock = expires - lifetime
-      local _
-      _, _, _, _, _, _, raw = packed(policies[p], false, 1)
-      clock = saved
-    end
-    values[key] = raw
-  end
-  return raw
-end
-
 local function decide(p, key, cost, commit)
   local policy = policies[p]
   if policy[1] == 1 then
     return sliding_window(key, policy[2], policy[3], cost, commit)
   end
   local admits, remaining, wait, status_remaining, status_wait, used, counted, ttl =
-    packed(policy, state_of(p, key), cost)
+    packed(policy, values[key], cost)
   if commit and admits then record(key, counted, lifetime(ttl, used)) end
   return admits, remaining, wait, status_remaining, status_wait, used
 end

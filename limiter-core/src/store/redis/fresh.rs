@@ -1,32 +1,37 @@
 //! A new client's first check without the script. Most checks a busy Redis sees are of
 //! clients it holds nothing for, and for those the answer is known before asking: one unit
-//! admitted, counted at the server's reading. What a script costs Redis — starting it, its
-//! arguments, every `redis.call` — is many times the one write such a check needs.
+//! admitted, and the state is the one the script would write. A script call costs Redis far
+//! more than the one write such a check needs (starting the script, and each `redis.call`
+//! several times the command it runs).
 //!
-//! So a usual check (one limit without a penalty, one unit, the server's clock) of a key this
-//! store has not seen lately goes out as `SET key MARKER NX PX lifetime GET` and
-//! `PEXPIRETIME key`, the batch's such pairs in one `MULTI`/`EXEC` (atomic: nothing runs
-//! between a pair). Where the key was absent the `SET` wrote it and its check is decided:
-//! admitted at the instant Redis set the expiry from, `PEXPIRETIME - lifetime`. Where the
-//! key exists, `NX` changed nothing and the check goes to the script after all, with the
-//! checks that were never candidates, in their order. The marker (see [`marker`]) stands
-//! for that one unit until a script or a refund reads it: they find the instant the same
-//! way and go on from the state the algorithm would hold, so every decision, receipt and
-//! refund is the one the script alone would have made.
+//! So a usual check (one limit without a penalty, one unit) of a key this store has not sent
+//! lately goes out as `SET key STATE NX PX LIFETIME`, the batch's such writes in one
+//! pipeline: the packed state of check.lua after that one check, counted at the check's
+//! reading, with the expiry the script would give it. Where the key was absent (`OK`) the
+//! check is decided; where it exists (`NX` wrote nothing) the check goes to the script after
+//! all, with the checks that were never candidates, in their order. Every reader (the
+//! script, refunds, `status`) sees the state the script alone would have written.
 //!
-//! A key is a candidate at its first appearance in a batch only (a later check of it sees
-//! the earlier ones), and only if the store has not sent it lately ([`Recent`]): a busy
-//! client's keys exist, and asking for them twice would cost it a round trip per batch.
-//! Redis before 7.0 has neither `PEXPIRETIME` nor `SET ... NX GET`: its first such
-//! transaction is refused whole (`EXECABORT`: nothing ran), and the store then sends every
-//! check to the script. A cluster keeps the script for every check (its transactions are
-//! per slot, and batches already are).
+//! The reading: the caller's, with the caller's clock; on the server's clock, the store's
+//! reading of it ([`ServerClock`]): the latest `TIME` a call brought, at most a quarter of a
+//! second old, plus the time since on this machine. It is never ahead of the server's clock
+//! (the reading is counted from when its answer arrived) and behind it by at most that
+//! call's round trip ([`CLOCK_ROUND_TRIP`]; slower calls' readings are not used) and the
+//! millisecond `TIME` was rounded down to: such a check counts as if it had come that much
+//! earlier. Without a fresh reading the checks go
+//! to the script, which gives one. Receipts carry the reading used, so refunds are exact.
+//!
+//! A key is a candidate at its first appearance in a batch only (a later check of it sees the
+//! earlier ones), and only if the store has not sent it lately ([`Recent`]): a busy client's
+//! keys exist, and trying them first would cost it a round trip. A cluster keeps the script
+//! for every check.
 
 use std::collections::HashSet;
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
-use redis::{ErrorKind, ServerErrorKind, Value};
+use redis::Value;
 
 use super::batch::{CheckArgs, Peek};
 use super::call::CallError;
@@ -38,79 +43,142 @@ use crate::algorithm::sliding_window_counter::SlidingWindowCounter;
 use crate::algorithm::token_bucket::TokenBucket;
 use crate::{Algorithm, Decision, Policy};
 
-/// The first byte of a marker: no packed state begins with it (their first six bytes are a
-/// reading in ms or a window's number, far below 2^47).
-pub(super) const MARKER_TAG: u8 = 0xFF;
-
-/// The value a check made without the script leaves: [`MARKER_TAG`], then the key's
-/// lifetime in ms (6 bytes, big-endian), so that the instant it counted at is its expiry
-/// less that lifetime, whatever policy reads it.
-pub(super) fn marker(lifetime_ms: u64) -> [u8; 7] {
-    let mut value = [MARKER_TAG; 7];
-    value[1..].copy_from_slice(&lifetime_ms.to_be_bytes()[2..]);
-    value
-}
-
-/// The lifetime a marker holds, if `raw` is one.
-pub(super) fn marker_lifetime(raw: &[u8]) -> Option<u64> {
-    match raw {
-        [MARKER_TAG, rest @ ..] if rest.len() == 6 => {
-            Some(rest.iter().fold(0, |n, &b| (n << 8) | u64::from(b)))
+/// The packed state (check.lua's formats) of `policy`'s algorithm after one unit admitted at
+/// `at_ms` on nothing, and how long its key must live (ms, at least `min_ttl`), as the
+/// script's `usual_fresh` writes them; `None` for the states the script keeps otherwise (a
+/// long log's list, a calendar quota's period).
+pub(super) fn first_state(policy: &Policy, at_ms: u64, min_ttl: u64) -> Option<(Vec<u8>, u64)> {
+    let window = policy.window_ms();
+    let be = |n: u64, bytes: usize| n.to_be_bytes()[8 - bytes..].to_vec();
+    let (state, ttl) = match scripts::code(policy) {
+        // A short log of one instant: '>I6'.
+        5 => (be(at_ms, 6), window),
+        // The window's start and its count: '>I6I4'.
+        2 => ([be(at_ms, 6), be(1, 4)].concat(), window),
+        // The window's index, the previous and current counts: '>I6I4I4'; it weighs on the
+        // next window too.
+        3 => {
+            let index = at_ms / window;
+            let elapsed = at_ms - index * window;
+            (
+                [be(index, 6), be(0, 4), be(1, 4)].concat(),
+                2 * window - elapsed,
+            )
         }
-        _ => None,
+        // The theoretical arrival time in ms and the nanoseconds beyond: '>I6I4'; it matters
+        // until the bucket is full again.
+        4 => {
+            let interval = policy.emission_interval_ns();
+            let whole = interval / 1_000_000;
+            let state = [be(at_ms + whole, 6), be(interval - whole * 1_000_000, 4)].concat();
+            (state, whole + 1)
+        }
+        _ => return None,
+    };
+    Some((state, ttl.max(min_ttl).max(1)))
+}
+
+/// `policy`'s decision on a check of one unit admitted at `at_ms` on nothing, as the memory
+/// store (and the script) decide it.
+fn first_decision(policy: &Policy, at_ms: u64) -> Decision {
+    match policy.algorithm() {
+        Algorithm::FixedWindow => FixedWindow::default().check(at_ms, policy),
+        Algorithm::SlidingWindowCounter => SlidingWindowCounter::default().check(at_ms, policy),
+        Algorithm::TokenBucket => TokenBucket::default().check(at_ms, policy),
+        Algorithm::SlidingWindow => {
+            sliding_window::check(&mut std::collections::VecDeque::new(), at_ms, policy)
+        }
     }
 }
 
-/// How long a key written by its first check lives (ms): as long as the check's state
-/// matters, the same for every instant, so that the expiry gives the instant back. The
-/// counter's state matters until the next window ends, two windows at most; a calendar's
-/// and a long log's are not candidates.
-pub(super) fn lifetime_ms(policy: &Policy) -> Option<u64> {
-    match scripts::code(policy) {
-        2 | 5 => Some(policy.window_ms()),
-        3 => Some(2 * policy.window_ms()),
-        4 => Some(policy.emission_interval_ns() / 1_000_000 + 1),
-        _ => None,
+/// A reading of the server's clock is used only from calls answered within this: the
+/// store's reading is then behind the server's by at most this.
+pub(super) const CLOCK_ROUND_TRIP: Duration = Duration::from_millis(10);
+
+/// Readings older than this are not used: the server's clock may have been stepped since,
+/// or run at another rate than this machine's (NTP slews a clock by at most 0.5 ms a
+/// second: 0.125 ms in this time).
+const CLOCK_MOST_AGE: Duration = Duration::from_millis(250);
+
+/// The store's reading of the Redis server's clock: the latest reading a call brought,
+/// taken as of when its answer arrived (so never ahead of the server), plus the time since
+/// on this machine's monotonic clock.
+pub(super) struct ServerClock {
+    base: Instant,
+    /// The server's reading (in µs) less the local time (µs since `base`) its answer came.
+    offset_us: AtomicI64,
+    /// When that answer came (µs since `base`, plus 1; 0: none yet).
+    taken_us: AtomicU64,
+}
+
+impl Default for ServerClock {
+    fn default() -> ServerClock {
+        ServerClock {
+            base: Instant::now(),
+            offset_us: AtomicI64::new(0),
+            taken_us: AtomicU64::new(0),
+        }
     }
 }
 
-/// The state `policy`'s algorithm holds after admitting one unit at `at_ms` on nothing, as
-/// the memory store decides it, with `then` applied to it: where it stands at another
-/// reading, or the check's own answer.
-pub(super) fn first_check(policy: &Policy, at_ms: u64) -> (Decision, impl FnOnce(u64) -> Decision) {
-    let policy = *policy;
-    let mut fixed = FixedWindow::default();
-    let mut counter = SlidingWindowCounter::default();
-    let mut bucket = TokenBucket::default();
-    let mut log = std::collections::VecDeque::new();
-    let decision = match policy.algorithm() {
-        Algorithm::FixedWindow => fixed.check(at_ms, &policy),
-        Algorithm::SlidingWindowCounter => counter.check(at_ms, &policy),
-        Algorithm::TokenBucket => bucket.check(at_ms, &policy),
-        Algorithm::SlidingWindow => sliding_window::check(&mut log, at_ms, &policy),
-    };
-    let status = move |now_ms: u64| match policy.algorithm() {
-        Algorithm::FixedWindow => fixed.status(now_ms, &policy),
-        Algorithm::SlidingWindowCounter => counter.status(now_ms, &policy),
-        Algorithm::TokenBucket => bucket.status(now_ms, &policy),
-        Algorithm::SlidingWindow => sliding_window::status(&mut log, now_ms, &policy),
-    };
-    (decision, status)
+impl ServerClock {
+    fn local_us(&self, at: Instant) -> i64 {
+        i64::try_from(at.saturating_duration_since(self.base).as_micros()).unwrap_or(i64::MAX)
+    }
+
+    /// Notes the server's reading `server_ms` (whole ms) of a call sent at `sent` and
+    /// answered now. Counted from the answer, a reading taken before it is never ahead of
+    /// the server's clock; behind it by at most the round trip and the ms it was rounded
+    /// down by.
+    pub(super) fn note(&self, server_ms: i64, sent: Instant) {
+        let answered = Instant::now();
+        if server_ms <= 0 || answered.saturating_duration_since(sent) > CLOCK_ROUND_TRIP {
+            return;
+        }
+        let local = self.local_us(answered);
+        self.offset_us.store(
+            server_ms.saturating_mul(1_000).saturating_sub(local),
+            Ordering::Relaxed,
+        );
+        self.taken_us
+            .store(u64::try_from(local).unwrap_or(0) + 1, Ordering::Release);
+    }
+
+    /// How long ago the reading's answer came, if there is one.
+    fn age(&self) -> Option<Duration> {
+        let taken = self.taken_us.load(Ordering::Acquire).checked_sub(1)?;
+        let now = u64::try_from(self.local_us(Instant::now())).unwrap_or(0);
+        Some(Duration::from_micros(now.saturating_sub(taken)))
+    }
+
+    /// Whether the reading is older than a quarter of the most age a reading is used at.
+    fn is_aging(&self) -> bool {
+        self.age().is_none_or(|age| age > CLOCK_MOST_AGE / 4)
+    }
+
+    /// The server's clock now (whole ms), if a recent reading allows.
+    fn now_ms(&self) -> Option<u64> {
+        if self.age()? > CLOCK_MOST_AGE {
+            return None;
+        }
+        let now = self
+            .local_us(Instant::now())
+            .checked_add(self.offset_us.load(Ordering::Relaxed))?;
+        u64::try_from(now / 1_000).ok()
+    }
 }
 
 /// Keys this store sent lately, by a keyed hash of their names in a fixed table (a later
-/// name in the same place takes it): a hint of which keys exist in Redis, never trusted
-/// for a decision. Keyed per process, so that clients cannot choose names that push a busy
+/// name in the same place takes it): a hint of which keys exist in Redis, never trusted for
+/// a decision. Keyed per process, so that clients cannot choose names that push a busy
 /// client's key out.
 pub(super) struct Recent {
     seen: Box<[AtomicU64]>,
     hasher: std::collections::hash_map::RandomState,
-    /// Off when the server cannot run the transaction (Redis before 7.0).
-    enabled: AtomicBool,
 }
 
-/// Places in [`Recent`]: 64 KiB, a few seconds of a new client per request at the rates
-/// one instance serves.
+/// Places in [`Recent`]: 64 KiB, a fraction of a second of a new client per request at the
+/// rates one instance serves, many seconds of the clients that come back.
 const RECENT: usize = 8_192;
 
 impl Default for Recent {
@@ -118,7 +186,6 @@ impl Default for Recent {
         Recent {
             seen: (0..RECENT).map(|_| AtomicU64::new(0)).collect(),
             hasher: Default::default(),
-            enabled: AtomicBool::new(true),
         }
     }
 }
@@ -140,83 +207,96 @@ impl Recent {
     }
 }
 
-/// A check that may go without the script: its key and its policy.
+/// A check that may go without the script: its key and policy.
 fn candidate(check: &CheckArgs) -> Option<(&str, &Policy)> {
     let policy = check.first.as_ref()?;
-    match (&check.names[..], check.now, check.peek) {
-        ([name], None, Peek::No) => Some((name, policy)),
+    match (&check.names[..], check.peek) {
+        ([name], Peek::No) => Some((name, policy)),
         _ => None,
     }
 }
 
+/// A first check sent without the script: where it is in the batch, at what reading, and
+/// the state it wrote.
+struct Tried {
+    at: usize,
+    reading: u64,
+    policy: Policy,
+}
+
 impl RedisStore {
-    /// Decides `checks` in order: new clients' first checks by a transaction of plain
-    /// commands, the rest by the script; each one's answer as the script gives it.
+    /// Decides `checks` in order: new clients' first checks by plain writes, the rest by the
+    /// script; each one's answer as the script gives it.
     pub(super) async fn decide(&self, checks: &[CheckArgs]) -> Result<Vec<Vec<i64>>, CallError> {
-        let recent = &self.inner.recent;
         let Connection::Single(connection) = &self.inner.connection else {
             return self.call(&checks.iter().collect::<Vec<_>>()).await;
         };
+        let recent = &self.inner.recent;
+        let min_ttl = self.min_ttl();
+        let server_now = self.inner.server_clock.now_ms();
         let mut named: HashSet<&str> = HashSet::new();
         let mut tried = Vec::new();
-        if recent.enabled.load(Ordering::Relaxed) {
-            for (i, check) in checks.iter().enumerate() {
-                if let Some((name, policy)) = candidate(check) {
-                    if !named.contains(name) && !recent.seen(name) {
-                        tried.push((i, name, *policy));
-                    }
+        let mut writes = redis::pipe();
+        for (at, check) in checks.iter().enumerate() {
+            if let Some((name, policy)) = candidate(check) {
+                let reading = check.now.or(server_now);
+                let first = reading.and_then(|r| Some((r, first_state(policy, r, min_ttl)?)));
+                if let (Some((reading, (state, ttl))), false, false) =
+                    (first, named.contains(name), recent.seen(name))
+                {
+                    writes
+                        .cmd("SET")
+                        .arg(name)
+                        .arg(state)
+                        .arg("NX")
+                        .arg("PX")
+                        .arg(ttl);
+                    tried.push(Tried {
+                        at,
+                        reading,
+                        policy: *policy,
+                    });
                 }
-                named.extend(check.names.iter().map(String::as_str));
             }
+            named.extend(check.names.iter().map(String::as_str));
         }
-        for check in checks {
-            for name in &check.names {
-                recent.note(name);
-            }
+        for name in named {
+            recent.note(name);
         }
         if tried.is_empty() {
             return self.call(&checks.iter().collect::<Vec<_>>()).await;
         }
-        let mut transaction = redis::pipe();
-        transaction.atomic();
-        for (_, name, policy) in &tried {
-            let lifetime = lifetime_ms(policy).unwrap_or(1);
-            transaction
-                .cmd("SET")
-                .arg(name)
-                .arg(&marker(lifetime)[..])
-                .arg("NX")
-                .arg("PX")
-                .arg(lifetime)
-                .arg("GET")
-                .cmd("PEXPIRETIME")
-                .arg(name);
+        // A batch of new clients only calls no script: its reading of the server's clock is
+        // renewed in the same pipeline when it gets old.
+        let renew = self.inner.server_clock.is_aging();
+        if renew {
+            writes.cmd("TIME");
         }
-        let replies: Vec<Value> = match transaction.query_async(&mut connection.clone()).await {
-            Ok(replies) => replies,
-            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::ExecAbort) => {
-                // Nothing ran. A server that cannot run it (Redis before 7.0, an ACL) never
-                // will: every check goes to the script from now on.
-                if cannot_run(e) && recent.enabled.swap(false, Ordering::Relaxed) {
-                    tracing::warn!(
-                        "this Redis cannot decide new clients without the script \
-                         (SET ... NX GET and PEXPIRETIME need Redis 7.0 and the ACL's leave): \
-                         every check goes through the script, which costs Redis more per \
-                         new client"
-                    );
+        let sent = Instant::now();
+        let mut written: Vec<Value> = writes
+            .query_async(&mut connection.clone())
+            .await
+            .map_err(CallError::Redis)?;
+        if renew {
+            if let Some(Value::Array(time)) = written.pop() {
+                let number = |v: Option<&Value>| match v {
+                    Some(Value::BulkString(digits)) => std::str::from_utf8(digits)
+                        .ok()
+                        .and_then(|d| d.parse::<i64>().ok()),
+                    _ => None,
+                };
+                if let (Some(secs), Some(micros)) = (number(time.first()), number(time.get(1))) {
+                    self.inner
+                        .server_clock
+                        .note(secs * 1_000 + micros / 1_000, sent);
                 }
-                return self.call(&checks.iter().collect::<Vec<_>>()).await;
             }
-            Err(e) => return Err(CallError::Redis(e)),
-        };
+        }
         let mut answers: Vec<Option<Vec<i64>>> = vec![None; checks.len()];
-        for ((i, _, policy), pair) in tried.iter().zip(replies.chunks_exact(2)) {
-            if let [Value::Nil, Value::Int(expires)] = pair {
-                let lifetime = lifetime_ms(policy).unwrap_or(1);
-                let at = u64::try_from(*expires)
-                    .unwrap_or(0)
-                    .saturating_sub(lifetime);
-                answers[*i] = Some(answer_of(first_check(policy, at).0, at));
+        for (first, reply) in tried.iter().zip(&written) {
+            if matches!(reply, Value::Okay) {
+                let decision = first_decision(&first.policy, first.reading);
+                answers[first.at] = Some(answer_of(decision, first.reading));
             }
         }
         let rest: Vec<&CheckArgs> = checks
@@ -244,23 +324,4 @@ fn answer_of(decision: Decision, at_ms: u64) -> Vec<i64> {
     let wait = i64::try_from(decision.reset_after().as_nanos()).unwrap_or(i64::MAX);
     let at = i64::try_from(at_ms).unwrap_or(i64::MAX);
     vec![1, i64::from(decision.remaining()), wait, at]
-}
-
-/// Whether an aborted transaction was refused for what it asks (a command the server does
-/// not know, an option it does not take, an ACL that forbids it), not for the moment (a
-/// server out of memory).
-fn cannot_run(aborted: redis::RedisError) -> bool {
-    aborted.into_server_errors().is_some_and(|errors| {
-        errors.iter().any(|(_, error)| {
-            let detail = error.details().unwrap_or_default();
-            error.code() == "NOPERM"
-                || [
-                    "unknown command",
-                    "syntax error",
-                    "wrong number of arguments",
-                ]
-                .iter()
-                .any(|words| detail.contains(words))
-        })
-    })
 }

@@ -111,20 +111,6 @@ impl RedisStore {
         get.arg(&name);
         let raw: Option<Vec<u8>> = self.query(get).await?;
         let raw = raw.unwrap_or_default();
-        if let Some(lifetime) = super::fresh::marker_lifetime(&raw) {
-            // A new client's first check, made without the script: the state of that one
-            // check, at its expiry less its lifetime.
-            let mut expires = redis::cmd("PEXPIRETIME");
-            expires.arg(&name);
-            let expires: i64 = self.query(expires).await?;
-            let at = u64::try_from(expires).unwrap_or(0).saturating_sub(lifetime);
-            if expires > 0 && super::fresh::lifetime_ms(policy).is_some() {
-                return Ok((super::fresh::first_check(policy, at).1)(now_ms));
-            }
-            return decode(&[], now_ms, policy).ok_or_else(|| {
-                StoreError::msg(format!("the state at {name} is not of its limit"))
-            });
-        }
         decode(&raw, now_ms, policy)
             .ok_or_else(|| StoreError::msg(format!("the state at {name} is not of its limit")))
     }

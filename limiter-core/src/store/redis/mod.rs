@@ -107,9 +107,12 @@ struct Inner {
     slots: Script,
     leases: slots::Leases,
     lease: Duration,
-    /// The keys sent lately, and whether new clients' first checks go without the script
-    /// (see `fresh.rs`).
+    /// The keys sent lately, and the estimate of the server's clock, for new clients' first
+    /// checks without the script (see `fresh.rs`).
     recent: fresh::Recent,
+    server_clock: fresh::ServerClock,
+    /// Held by the batch being decided on one server (see `fresh.rs`).
+    turn: tokio::sync::Mutex<()>,
 }
 
 /// The store's timeout until a limiter gives it its own.
@@ -225,6 +228,8 @@ impl RedisStore {
                 leases: Default::default(),
                 lease: slots::DEFAULT_LEASE,
                 recent: Default::default(),
+                server_clock: Default::default(),
+                turn: Default::default(),
             }),
         }
     }
@@ -309,6 +314,8 @@ impl RedisStore {
             leases: Default::default(),
             lease: shared.lease,
             recent: Default::default(),
+            server_clock: Default::default(),
+            turn: Default::default(),
         });
         change(&mut inner);
         RedisStore {
@@ -427,7 +434,7 @@ impl RedisStore {
                 .caller_clock
                 .then(|| u64::try_from(now.as_millis()).unwrap_or(u64::MAX)),
             peek,
-            first: first_check_policy(charges, self.inner.caller_clock),
+            first: first_check_policy(charges),
             limits: charges
                 .iter()
                 .map(|charge| {
@@ -496,12 +503,13 @@ impl RedisStore {
 }
 
 /// The policy of a check that a new client's first check may decide without the script
-/// (see `fresh.rs`): one limit without a penalty, one unit, the server's clock.
-fn first_check_policy(charges: &[Charge<'_>], caller_clock: bool) -> Option<crate::Policy> {
+/// (see `fresh.rs`): one limit without a penalty, one unit.
+fn first_check_policy(charges: &[Charge<'_>]) -> Option<crate::Policy> {
     match charges {
-        [charge] if !caller_clock && charge.units() == 1 => {
+        [charge] if charge.units() == 1 => {
             let policy = charge.limit.policy();
-            (policy.penalty().is_none() && fresh::lifetime_ms(policy).is_some()).then_some(*policy)
+            (policy.penalty().is_none() && fresh::first_state(policy, 0, 0).is_some())
+                .then_some(*policy)
         }
         _ => None,
     }

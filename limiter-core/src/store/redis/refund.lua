@@ -44,25 +44,6 @@ for i = 1, #KEYS do
     -- The packed states of check.lua, changed in place: the expiry stays what the last
     -- check set (a refund never makes a state matter longer).
     local raw = redis.call('GET', key)
-    if raw and #raw == 7 and string.byte(raw, 1) == 255 then
-      -- A new client's first check made without the script (see check.lua's `state_of`):
-      -- one unit counted at its expiry less its lifetime, as the state of that one check.
-      local expires = redis.call('PEXPIRETIME', key)
-      local at = expires - struct.unpack('>I6', raw, 2)
-      raw = nil
-      if expires > 0 then
-        if algorithm == 5 then
-          raw = struct.pack('>I6', at)
-        elseif algorithm == 2 then
-          raw = struct.pack('>I6I4', at, 1)
-        elseif algorithm == 3 then
-          raw = struct.pack('>I6I4I4', math.floor(at / window), 0, 1)
-        elseif algorithm == 4 then
-          local whole = math.floor(interval / 1000000)
-          raw = struct.pack('>I6I4', at + whole, interval - whole * 1000000)
-        end
-      end
-    end
     if raw then
       local changed = nil
       if algorithm == 5 then
