@@ -1399,8 +1399,9 @@ fn a_new_clients_first_check_goes_without_the_script() {
         match algorithm {
             Algorithm::FixedWindow | Algorithm::SlidingWindow => {
                 let at = be(&raw[..6]);
+                // Never ahead of the server's clock; behind by a round trip at most.
                 assert!(
-                    before.saturating_sub(5) <= at && at <= after + 5,
+                    before.saturating_sub(15) <= at && at <= after,
                     "{algorithm}: counted at {at}, the server read {before} and {after}"
                 );
                 assert!(ttl <= 60_000 && ttl > 59_000, "{algorithm}: {ttl}");

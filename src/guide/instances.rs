@@ -97,8 +97,9 @@
 //!   is computed exactly — `Policy` bounds its numbers to what Lua's doubles hold — so a
 //!   configuration is never refused at run time (which would look like an outage).
 //! - **Batched under load, exactly.** The checks that arrive while earlier ones are in Redis
-//!   go out together: one `EVALSHA` for up to 128, at most two calls in flight, nothing held
-//!   back to fill a batch (an idle store sends each check at once). A call reads the server's
+//!   go out together: one `EVALSHA` for up to 128, one batch in flight on one server (at
+//!   most two calls per slot on a cluster), nothing held back to fill a batch (an idle store
+//!   sends each check at once). A call reads the server's
 //!   `TIME` once, lists each policy once, reads all its keys in one `MGET` and writes each once however many
 //!   of its checks count on it, and decides its checks in order, each all or nothing, exactly
 //!   as if each had been sent alone (`tests/redis.rs`: random bursts of 1 to 12 checks decide
@@ -106,6 +107,19 @@
 //!   and leave each key the exact sequence 29, 28, … 0). When a call fails, the checks still
 //!   waiting behind it fail with it and are never sent afterwards, so the fault policy's
 //!   answer is not followed by a second count; nor is a check whose caller went away.
+//! - **A new client costs Redis one `SET`.** Most checks a busy Redis sees are of clients
+//!   it holds nothing for; their answer is known before asking (one unit admitted). On one
+//!   server, such a check (one limit without a penalty, one unit) of a key the store has not
+//!   sent lately is a plain `SET key STATE NX PX LIFETIME` of the state the script would
+//!   write, the batch's in one pipeline, and no script; where the key exists after all (`NX`
+//!   wrote nothing: another instance counted that client) the check goes to the script, in
+//!   order. On Redis's clock it counts at the store's reading of it — the latest `TIME` a
+//!   call brought (at most 250 ms old, from a call answered within 10 ms) plus the time
+//!   since: never ahead of the server's clock, behind by at most that round trip, as if the
+//!   request had come that much earlier. Receipts carry the reading, so refunds stay exact;
+//!   the equivalence tests run through it on the caller's clock, and `tests/redis.rs` checks
+//!   the reading against the server's. Clusters, long logs (more than 128) and calendar
+//!   quotas keep the script for every check.
 //! - **No long scripts**: Redis runs one script at a time, so none scans: a log of more than
 //!   128 instants is a list, whose first instant still in the window is found by galloping
 //!   from the oldest and bisecting, one `LINDEX` at a time (a log of 128 or fewer is a packed

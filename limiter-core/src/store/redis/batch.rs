@@ -6,8 +6,11 @@
 //! Redis's cost per call — reading and parsing the command, starting the script, reading
 //! `TIME`, writing the reply — is paid once per batch instead of once per check, and so is
 //! the client's. Nothing waits to fill a batch: an idle store sends a check at once; under
-//! load, at most [`DRIVERS`] calls are in flight and the checks that arrive meanwhile form
-//! the next one.
+//! load, one batch is in flight on one server (a cluster: at most [`DRIVERS`] per slot) and
+//! the checks that arrive meanwhile form the next one. On one server a batch may take two
+//! calls — new clients' first checks as plain writes, then the script for the rest (see
+//! `fresh.rs`) — and the next batch waits for both to be sent, so that checks of one key
+//! reach Redis in the order they came.
 //!
 //! Load is not an outage. The timeout judges Redis — each call's answer — never the time a
 //! check waits for its turn; at most [`MOST_WAITING`] checks wait, and a check that finds
@@ -25,7 +28,8 @@ use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 
 use super::{RedisStore, StoreError};
 
-/// Calls in flight at once: one is being answered while the next fills.
+/// Calls in flight at once per slot of a cluster: one is being answered while the next
+/// fills. (On one server, one batch: see the module's documentation.)
 const DRIVERS: usize = 2;
 /// Checks per call at most, so that one call never holds Redis long.
 const MOST: usize = 128;

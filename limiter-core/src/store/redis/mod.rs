@@ -42,6 +42,10 @@ use scripts::Script;
 ///   together, one `EVALSHA` for up to 128, decided in order exactly as if sent one by one;
 ///   a key checked several times in one call is read and written once. An idle store sends
 ///   each check at once. On a cluster, batches are per hash slot.
+/// - **A new client is one `SET`**: on one server, a client's first check (one limit
+///   without a penalty, one unit) is a plain `SET ... NX PX` of the state the script would
+///   write, counted at the store's reading of the server's clock (never ahead of it); a key
+///   that exists after all goes to the script.
 /// - **One clock**: scripts read the Redis server's `TIME`, so instances with skewed clocks
 ///   agree ([`use_caller_clock`](RedisStore::use_caller_clock) passes the limiter's clock
 ///   instead, for tests with a [`ManualClock`](crate::ManualClock)).
