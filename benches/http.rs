@@ -436,7 +436,11 @@ impl Drop for Server {
 /// The commands Redis ran between two readings of `INFO commandstats`, per request: those
 /// called at least once per 100 requests, by the time they took, as `name calls/µs`.
 #[cfg(feature = "redis")]
-fn mix_per_request(before: &[(String, u64, u64)], after: &[(String, u64, u64)], done: f64) -> String {
+fn mix_per_request(
+    before: &[(String, u64, u64)],
+    after: &[(String, u64, u64)],
+    done: f64,
+) -> String {
     let mut mix: Vec<(String, f64, f64)> = after
         .iter()
         .map(|(name, calls, usec)| {
@@ -444,7 +448,11 @@ fn mix_per_request(before: &[(String, u64, u64)], after: &[(String, u64, u64)], 
                 .iter()
                 .find(|(n, _, _)| n == name)
                 .map_or((0, 0), |(_, c, u)| (*c, *u));
-            (name.clone(), (calls - c0) as f64 / done, (usec - u0) as f64 / done)
+            (
+                name.clone(),
+                (calls - c0) as f64 / done,
+                (usec - u0) as f64 / done,
+            )
         })
         .filter(|(_, calls, _)| *calls >= 0.01)
         .collect();

@@ -35,7 +35,6 @@ use redis::Value;
 
 use super::batch::{CheckArgs, Peek};
 use super::call::CallError;
-use super::connection::Connection;
 use super::{scripts, RedisStore};
 use crate::algorithm::fixed_window::FixedWindow;
 use crate::algorithm::sliding_window;
@@ -228,7 +227,7 @@ impl RedisStore {
     /// Decides `checks` in order: new clients' first checks by plain writes, the rest by the
     /// script; each one's answer as the script gives it.
     pub(super) async fn decide(&self, checks: &[CheckArgs]) -> Result<Vec<Vec<i64>>, CallError> {
-        let Connection::Single(connection) = &self.inner.connection else {
+        let Some(connection) = self.inner.connection.one_server() else {
             return self.call(&checks.iter().collect::<Vec<_>>()).await;
         };
         let recent = &self.inner.recent;
@@ -273,10 +272,14 @@ impl RedisStore {
             writes.cmd("TIME");
         }
         let sent = Instant::now();
-        let mut written: Vec<Value> = writes
-            .query_async(&mut connection.clone())
-            .await
-            .map_err(CallError::Redis)?;
+        let mut written: Vec<Value> = match writes.query_async(&mut connection.clone()).await {
+            Ok(written) => written,
+            Err(e) => {
+                // A failover seen by the sentinels: the caller sends the batch again.
+                self.inner.connection.follow(&e).await;
+                return Err(CallError::Redis(e));
+            }
+        };
         if renew {
             if let Some(Value::Array(time)) = written.pop() {
                 let number = |v: Option<&Value>| match v {

@@ -154,6 +154,52 @@ impl RedisStore {
         RedisStore::over(Connection::Single(connection), Runtime::start_or_panic())
     }
 
+    /// Connects to the master of `service` as the Redis Sentinels at `sentinels` name it
+    /// (`redis://host:26379` each; one is enough, more keep the store starting while some
+    /// are down), failing if no sentinel answers or the master cannot be reached now.
+    ///
+    /// When the master stops taking writes (a failover made it a replica) or cannot be
+    /// reached, the sentinels are asked again (at most every 100 ms) and the store moves to
+    /// the master they name; the checks in between get the limiter's
+    /// [fault policy](crate::LimiterBuilder::on_store_error). What a failover loses is
+    /// what Redis's replication had not copied yet: counts of the last moments, never a
+    /// count past the limit on the new master.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), limiter::StoreError> {
+    /// use limiter::{Limiter, RedisStore};
+    /// let store = RedisStore::connect_sentinel(
+    ///     &["redis://10.0.0.1:26379", "redis://10.0.0.2:26379"],
+    ///     "limits",
+    /// )
+    /// .await?;
+    /// let limiter = Limiter::builder().store(store).build();
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect_sentinel(
+        sentinels: &[&str],
+        service: &str,
+    ) -> Result<RedisStore, StoreError> {
+        use redis::sentinel::{SentinelClient, SentinelServerType};
+        // A `String` without redis's `tls-rustls` feature, any `AsRef<str>` with it.
+        #[allow(clippy::unnecessary_to_owned)]
+        let client = SentinelClient::build(
+            sentinels.to_vec(),
+            service.to_string(),
+            None,
+            SentinelServerType::Master,
+        )
+        .map_err(|e| error("invalid Redis Sentinel URLs", e))?;
+        let runtime = Runtime::start()?;
+        let followed = runtime
+            .run(connection::Followed::start(client))
+            .await?
+            .map_err(|e| error("cannot reach the master through the sentinels", e))?;
+        let store = RedisStore::over(Connection::Sentinel(Arc::new(followed)), runtime);
+        store.load_check_script().await?;
+        Ok(store)
+    }
+
     /// Connects to the Redis Cluster that `nodes` belong to (`redis://host:port` each; one
     /// is enough, more keep the store starting while some are down), failing if none can
     /// be reached now.

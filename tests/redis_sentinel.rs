@@ -1,0 +1,203 @@
+//! The Redis store behind Redis Sentinel: a master, a replica and one sentinel that these
+//! tests start on free ports (`redis-server CONFIG --sentinel`, or Valkey's). Run with
+//! `cargo test --features redis`.
+#![cfg(feature = "redis")]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::redis_server::{free_port, server_binary, RedisServer};
+use common::replays::runtime;
+use limiter::{Limit, Policy, RedisStore, Store};
+
+/// A sentinel watching the master at `master_port` as the service `limits`, which it calls
+/// down after half a second.
+struct Sentinel {
+    port: u16,
+    child: Child,
+    _dir: std::path::PathBuf,
+}
+
+impl Sentinel {
+    fn start(master_port: u16) -> Sentinel {
+        let port = free_port();
+        let dir = std::env::temp_dir().join(format!("limiter-sentinel-{port}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = dir.join("sentinel.conf");
+        std::fs::write(
+            &config,
+            format!(
+                "port {port}\nbind 127.0.0.1\ndir {}\n\
+                 sentinel monitor limits 127.0.0.1 {master_port} 1\n\
+                 sentinel down-after-milliseconds limits 500\n\
+                 sentinel failover-timeout limits 3000\n",
+                dir.display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new(server_binary())
+            .arg(&config)
+            .arg("--sentinel")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the Redis server binary runs as a sentinel");
+        let sentinel = Sentinel {
+            port,
+            child,
+            _dir: dir,
+        };
+        sentinel.wait_for(
+            |s| s.text(&["PING"]).as_deref() == Some("PONG"),
+            "to answer",
+        );
+        sentinel
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// A command's reply, flattened to text (`None` if the sentinel does not answer).
+    fn text(&self, args: &[&str]) -> Option<String> {
+        let client = redis::Client::open(self.url()).ok()?;
+        let mut connection = client
+            .get_connection_with_timeout(Duration::from_millis(500))
+            .ok()?;
+        let mut cmd = redis::cmd(args[0]);
+        for arg in &args[1..] {
+            cmd.arg(*arg);
+        }
+        let value: redis::Value = cmd.query(&mut connection).ok()?;
+        Some(flatten(&value))
+    }
+
+    fn wait_for(&self, ready: impl Fn(&Sentinel) -> bool, what: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !ready(self) {
+            assert!(
+                Instant::now() < deadline,
+                "the sentinel did not come {what}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Sentinel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn flatten(value: &redis::Value) -> String {
+    match value {
+        redis::Value::BulkString(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        redis::Value::SimpleString(text) => text.clone(),
+        redis::Value::Okay => "OK".into(),
+        redis::Value::Int(n) => n.to_string(),
+        redis::Value::Array(items) => items.iter().map(flatten).collect::<Vec<_>>().join(" "),
+        redis::Value::Map(pairs) => pairs
+            .iter()
+            .map(|(k, v)| format!("{} {}", flatten(k), flatten(v)))
+            .collect::<Vec<_>>()
+            .join(" "),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The store finds the master through the sentinel and counts there; after a failover it
+/// asks the sentinel again and counts on the new master, the budget replicated: 5 a minute
+/// give 3 before the failover and exactly 2 after it. The checks while the master changes
+/// get errors (the limiter's fault policy), never a count past the limit.
+#[::std::prelude::v1::test]
+fn a_failover_moves_the_store_to_the_new_master_with_the_budget() {
+    let master = RedisServer::start();
+    let replica = RedisServer::start_on(
+        free_port(),
+        ["--replicaof", "127.0.0.1", &master.port().to_string()]
+            .map(String::from)
+            .to_vec(),
+    );
+    let sentinel = Sentinel::start(master.port());
+    // The sentinel learns of the replica from the master's INFO.
+    sentinel.wait_for(
+        |s| {
+            s.text(&["SENTINEL", "REPLICAS", "limits"])
+                .is_some_and(|r| r.contains(&replica.port().to_string()))
+        },
+        "to know the replica",
+    );
+    let rt = runtime();
+    let store = rt
+        .block_on(RedisStore::connect_sentinel(&[&sentinel.url()], "limits"))
+        .unwrap();
+    let limit = Limit::new("sentinel", Policy::new(5, Duration::from_secs(60)).unwrap());
+    for expected in [4, 3, 2] {
+        let decision = rt
+            .block_on(store.check(&limit, b"client", Duration::ZERO))
+            .unwrap();
+        assert_eq!(decision.remaining(), expected);
+    }
+    // Counted on the master, and copied to the replica before it takes over.
+    let name = store.key_name(&limit, b"client");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while replica.integer(&["EXISTS", &name]) == 0 {
+        assert!(Instant::now() < deadline, "replicated");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(sentinel
+        .text(&["SENTINEL", "FAILOVER", "limits"])
+        .is_some_and(|r| r == "OK"));
+    let new_master = replica.port().to_string();
+    sentinel.wait_for(
+        |s| {
+            s.text(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "limits"])
+                .is_some_and(|r| r.ends_with(&new_master))
+        },
+        "to promote the replica",
+    );
+    // And the old master made its replica (writes it took in between would be lost: Redis
+    // Sentinel's own model).
+    let role = |server: &RedisServer| match server.command(&["ROLE"]) {
+        redis::Value::Array(items) => flatten(&items[0]),
+        other => flatten(&other),
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while role(&master) != "slave" {
+        assert!(
+            Instant::now() < deadline,
+            "the old master was made a replica"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let started = Instant::now();
+    let (mut errors, mut admitted, mut rejected) = (0, 0, 0);
+    while admitted + rejected < 4 {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the store followed"
+        );
+        match rt.block_on(store.check(&limit, b"client", Duration::ZERO)) {
+            Ok(decision) if decision.allowed() => admitted += 1,
+            Ok(_) => rejected += 1,
+            Err(_) => {
+                errors += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+    println!(
+        "after the failover: {errors} checks failed, then {admitted} admitted and {rejected} \
+         rejected, within {:?}",
+        started.elapsed()
+    );
+    assert_eq!((admitted, rejected), (2, 2));
+    // They counted on the new master.
+    assert_eq!(role(&replica), "master");
+    assert!(replica.integer(&["EXISTS", &name]) == 1);
+}
