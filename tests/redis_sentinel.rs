@@ -61,7 +61,8 @@ impl Sentinel {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
-    /// A command's reply, flattened to text (`None` if the sentinel does not answer).
+    /// A command's reply, flattened to text, or its error as text (`None` if the sentinel
+    /// cannot be reached).
     fn text(&self, args: &[&str]) -> Option<String> {
         let client = redis::Client::open(self.url()).ok()?;
         let mut connection = client
@@ -71,8 +72,10 @@ impl Sentinel {
         for arg in &args[1..] {
             cmd.arg(*arg);
         }
-        let value: redis::Value = cmd.query(&mut connection).ok()?;
-        Some(flatten(&value))
+        Some(match cmd.query::<redis::Value>(&mut connection) {
+            Ok(value) => flatten(&value),
+            Err(e) => format!("error: {e}"),
+        })
     }
 
     fn wait_for(&self, ready: impl Fn(&Sentinel) -> bool, what: &str) {
@@ -116,12 +119,22 @@ fn flatten(value: &redis::Value) -> String {
 /// get errors (the limiter's fault policy), never a count past the limit.
 #[::std::prelude::v1::test]
 fn a_failover_moves_the_store_to_the_new_master_with_the_budget() {
-    let master = RedisServer::start();
+    // Replication writes an RDB file: into a directory of the test's own.
+    let dir = std::env::temp_dir().join(format!("limiter-sentinel-data-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir = dir.display().to_string();
+    let master = RedisServer::start_on(free_port(), vec!["--dir".into(), dir.clone()]);
     let replica = RedisServer::start_on(
         free_port(),
-        ["--replicaof", "127.0.0.1", &master.port().to_string()]
-            .map(String::from)
-            .to_vec(),
+        [
+            "--replicaof",
+            "127.0.0.1",
+            &master.port().to_string(),
+            "--dir",
+            &dir,
+        ]
+        .map(String::from)
+        .to_vec(),
     );
     let sentinel = Sentinel::start(master.port());
     // The sentinel learns of the replica from the master's INFO.
@@ -150,9 +163,24 @@ fn a_failover_moves_the_store_to_the_new_master_with_the_budget() {
         assert!(Instant::now() < deadline, "replicated");
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(sentinel
-        .text(&["SENTINEL", "FAILOVER", "limits"])
-        .is_some_and(|r| r == "OK"));
+    // A failover needs a replica the sentinel finds in sync (link up, seen lately): it
+    // answers NOGOODSLAVE until then.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !replica
+        .text(&["INFO", "replication"])
+        .contains("master_link_status:up")
+    {
+        assert!(Instant::now() < deadline, "the replica synced");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    loop {
+        let answer = sentinel.text(&["SENTINEL", "FAILOVER", "limits"]);
+        if answer.as_deref() == Some("OK") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no failover: {answer:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
     let new_master = replica.port().to_string();
     sentinel.wait_for(
         |s| {

@@ -118,8 +118,16 @@
 //!   since: never ahead of the server's clock, behind by at most that round trip, as if the
 //!   request had come that much earlier. Receipts carry the reading, so refunds stay exact;
 //!   the equivalence tests run through it on the caller's clock, and `tests/redis.rs` checks
-//!   the reading against the server's. Clusters, long logs (more than 128) and calendar
-//!   quotas keep the script for every check.
+//!   the reading against the server's. Every key lives 12 ms longer than its state
+//!   matters, so that a key found gone is one whose state stopped mattering by that
+//!   reading. Clusters, long logs (more than 128) and calendar quotas keep the script for
+//!   every check, and so does a store whose calls take longer than 10 ms (no reading then).
+//! - **Sentinel**: `RedisStore::connect_sentinel(&["redis://10.0.0.1:26379"], "limits")`
+//!   counts on the master the sentinels name, and asks them again (in a task of its own, at
+//!   most every 100 ms) when it refuses writes or cannot be reached; the checks in between
+//!   get the fault policy (`tests/redis_sentinel.rs`: a failover, and exactly the budget
+//!   left counted on the new master). Masters that need a password or TLS are not
+//!   supported yet.
 //! - **No long scripts**: Redis runs one script at a time, so none scans: a log of more than
 //!   128 instants is a list, whose first instant still in the window is found by galloping
 //!   from the oldest and bisecting, one `LINDEX` at a time (a log of 128 or fewer is a packed

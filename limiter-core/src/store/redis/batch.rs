@@ -9,8 +9,8 @@
 //! load, one batch is in flight on one server (a cluster: at most [`DRIVERS`] per slot) and
 //! the checks that arrive meanwhile form the next one. On one server a batch may take two
 //! calls — new clients' first checks as plain writes, then the script for the rest (see
-//! `fresh.rs`) — and the next batch waits for both to be sent, so that checks of one key
-//! reach Redis in the order they came.
+//! `fresh.rs`), within one timeout — and the next batch waits until it is decided, so that
+//! checks of one key reach Redis in the order they came.
 //!
 //! Load is not an outage. The timeout judges Redis — each call's answer — never the time a
 //! check waits for its turn; at most [`MOST_WAITING`] checks wait, and a check that finds
@@ -154,10 +154,11 @@ impl RedisStore {
                 .into_iter()
                 .map(|(check, answer, _place)| (check, answer))
                 .unzip();
-            match self.call_within_timeout(&checks).await {
-                Ok(replies) => {
-                    for (answer, reply) in answers.into_iter().zip(replies) {
-                        let _ = answer.send(Ok(reply));
+            let mut decided: Vec<Option<Vec<i64>>> = vec![None; checks.len()];
+            match self.call_within_timeout(&checks, &mut decided).await {
+                Ok(()) => {
+                    for (answer, reply) in answers.into_iter().zip(decided) {
+                        let _ = answer.send(Ok(reply.unwrap_or_default()));
                     }
                 }
                 Err(error) => {
@@ -165,8 +166,10 @@ impl RedisStore {
                     // One failure, however many checks it fails: the limiter counts it once.
                     let incident = INCIDENTS.fetch_add(1, Ordering::Relaxed);
                     let failed = || StoreError::msg(message.clone()).of_incident(incident);
-                    for answer in answers {
-                        let _ = answer.send(Err(failed()));
+                    // Those Redis decided before the failure (new clients' first checks)
+                    // keep their answers: they were counted.
+                    for (answer, reply) in answers.into_iter().zip(decided) {
+                        let _ = answer.send(reply.ok_or_else(failed));
                     }
                     // Redis did not answer: what waits behind this call would wait as long
                     // for as little. Each gets the failure now, and the fault policy.
@@ -213,14 +216,20 @@ impl RedisStore {
         )
     }
 
-    /// One script call within the store's timeout; sent once more at once if the
-    /// connection dropped under it (the connection reconnects): a blip is not an outage.
-    async fn call_within_timeout(&self, checks: &[CheckArgs]) -> Result<Vec<Vec<i64>>, StoreError> {
+    /// Decides `checks` within the store's timeout, filling `decided` as Redis answers; sent
+    /// once more at once if the connection dropped under it (the connection reconnects): a
+    /// blip is not an outage. What was decided before a failure stays decided and is not
+    /// sent again.
+    async fn call_within_timeout(
+        &self,
+        checks: &[CheckArgs],
+        decided: &mut [Option<Vec<i64>>],
+    ) -> Result<(), StoreError> {
         let timeout = self.timeout();
         let mut retried = false;
         loop {
-            let error = match super::deadline::within(timeout, self.decide(checks)).await {
-                Ok(Ok(replies)) => return Ok(replies),
+            let error = match super::deadline::within(timeout, self.decide(checks, decided)).await {
+                Ok(Ok(())) => return Ok(()),
                 Ok(Err(error)) => error,
                 Err(_) => {
                     return Err(StoreError::msg(format!(

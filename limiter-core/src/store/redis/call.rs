@@ -107,15 +107,19 @@ impl RedisStore {
             command.arg(arg);
         }
         let sent = std::time::Instant::now();
-        let reply: Vec<i64> = self
+        let reply: Vec<i64> = match self
             .inner
             .connection
             .eval(&self.inner.script, &command)
             .await
-            .map_err(CallError::Redis)?;
-        if let Some(&reading) = reply.last() {
-            self.inner.server_clock.note(reading, sent);
-        }
+        {
+            Ok(reply) => reply,
+            Err(e) => {
+                // Perhaps another server next: no reading of this one's clock is trusted.
+                self.inner.server_clock.forget();
+                return Err(CallError::Redis(e));
+            }
+        };
         if reply.len() != 3 * limits + 1 {
             return Err(CallError::Reply(StoreError::msg(format!(
                 "the rate limit script answered {} numbers for {} limits",
@@ -124,6 +128,7 @@ impl RedisStore {
             ))));
         }
         let (answers, server_clock) = reply.split_at(3 * limits);
+        self.inner.server_clock.note(server_clock[0], sent);
         let mut rest = answers;
         Ok(checks
             .iter()

@@ -461,11 +461,14 @@ end
 -- How long a state counted at `used` must live, in ms from the call's reading (Redis counts
 -- expiries from its own clock, and a state caught up past the reading matters that much
 -- longer), and at least `min_ttl`.
+-- And 12 ms more: a new client's first check made without the script (fresh.rs) counts at
+-- the store's reading of the server's clock, up to 12 ms behind it; a key that is gone must
+-- be one whose state stopped mattering by then.
 local function lifetime(ttl, used)
   ttl = ttl + used - clock
   if ttl < min_ttl then ttl = min_ttl end
   if ttl < 1 then ttl = 1 end
-  return ttl
+  return ttl + 12
 end
 
 -- Records `key`'s counted state, to be written once at the end, to live `ttl` ms.

@@ -25,10 +25,11 @@ pub(super) enum Connection {
 
 /// A master found through the sentinels, and the way to find the next one.
 pub(super) struct Followed {
-    sentinels: tokio::sync::Mutex<SentinelClient>,
-    current: arc_swap::ArcSwap<ConnectionManager>,
-    /// When the sentinels were last asked (see [`FOLLOW_EVERY`]).
-    asked: parking_lot::Mutex<Option<std::time::Instant>>,
+    sentinels: Arc<tokio::sync::Mutex<SentinelClient>>,
+    current: Arc<arc_swap::ArcSwap<ConnectionManager>>,
+    /// When the sentinels were last done being asked, and whether they are being asked now
+    /// (see [`FOLLOW_EVERY`]).
+    asked: Arc<parking_lot::Mutex<(Option<std::time::Instant>, bool)>>,
 }
 
 /// The sentinels are asked at most this often: a master that is down fails every call
@@ -40,9 +41,12 @@ impl Followed {
     pub(super) async fn start(mut sentinels: SentinelClient) -> RedisResult<Followed> {
         let manager = Followed::master(&mut sentinels).await?;
         Ok(Followed {
-            sentinels: tokio::sync::Mutex::new(sentinels),
-            current: arc_swap::ArcSwap::from_pointee(manager),
-            asked: parking_lot::Mutex::new(Some(std::time::Instant::now())),
+            sentinels: Arc::new(tokio::sync::Mutex::new(sentinels)),
+            current: Arc::new(arc_swap::ArcSwap::from_pointee(manager)),
+            asked: Arc::new(parking_lot::Mutex::new((
+                Some(std::time::Instant::now()),
+                false,
+            ))),
         })
     }
 
@@ -53,46 +57,55 @@ impl Followed {
     }
 
     /// The master's connection now.
-    pub(super) fn manager(&self) -> ConnectionManager {
-        (**self.current.load()).clone()
+    pub(super) fn manager(&self) -> Arc<ConnectionManager> {
+        self.current.load_full()
     }
 
-    /// After `error` from the master: whether it may be another server now (it refuses
-    /// writes as a replica, or cannot be reached), in which case the sentinels are asked
-    /// (at most every [`FOLLOW_EVERY`]) and the connection moves to the master they name.
-    /// Whether it moved.
-    pub(super) fn follow<'a>(
-        &'a self,
-        error: &'a RedisError,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>> {
-        // Boxed: the reconnection's future is deep, and would be part of every call's.
-        Box::pin(self.follow_now(error))
-    }
-
-    async fn follow_now(&self, error: &RedisError) -> bool {
-        let moved_on = error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ReadOnly)
-            || error.is_connection_dropped()
-            || error.is_connection_refusal()
-            || error.is_io_error();
-        if !moved_on {
+    /// After `error` from `used`, the master's connection then: whether the call may be
+    /// sent again at once, to another master. When the master may be another server now —
+    /// it refuses writes as a replica, or cannot be reached — the sentinels are asked, in a
+    /// task of the store's own (at most every [`FOLLOW_EVERY`], counted from when they
+    /// answered), and the connection moves to the master they name; the call that saw the
+    /// error does not wait for it. A call is sent again only if the connection moved since
+    /// it was sent and Redis did not run it (it refused it, or refused the connection).
+    pub(super) fn follow(&self, error: &RedisError, used: &Arc<ConnectionManager>) -> bool {
+        let refused = is_read_only(error) || error.is_connection_refusal();
+        let lost = error.is_connection_dropped() || error.is_io_error();
+        if !refused && !lost {
             return false;
+        }
+        if !Arc::ptr_eq(&self.current.load_full(), used) {
+            return refused;
         }
         {
             let mut asked = self.asked.lock();
-            if asked.is_some_and(|at| at.elapsed() < FOLLOW_EVERY) {
+            let (last, asking) = *asked;
+            if asking || last.is_some_and(|at| at.elapsed() < FOLLOW_EVERY) {
                 return false;
             }
-            *asked = Some(std::time::Instant::now());
+            *asked = (last, true);
         }
-        let mut sentinels = self.sentinels.lock().await;
-        match Followed::master(&mut sentinels).await {
-            Ok(manager) => {
-                self.current.store(Arc::new(manager));
-                true
+        let (sentinels, current, asked) = (
+            Arc::clone(&self.sentinels),
+            Arc::clone(&self.current),
+            Arc::clone(&self.asked),
+        );
+        tokio::spawn(async move {
+            let found = Followed::master(&mut *sentinels.lock().await).await;
+            if let Ok(manager) = found {
+                current.store(Arc::new(manager));
             }
-            Err(_) => false,
-        }
+            *asked.lock() = (Some(std::time::Instant::now()), false);
+        });
+        false
     }
+}
+
+/// Whether Redis refused a write as a replica (`READONLY`, or a script's write that Redis 6
+/// reports inside its own error).
+fn is_read_only(error: &RedisError) -> bool {
+    error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ReadOnly)
+        || error.to_string().contains("READONLY")
 }
 
 impl Connection {
@@ -105,9 +118,12 @@ impl Connection {
             Connection::Single(connection) => command.query_async(&mut connection.clone()).await,
             Connection::Cluster(connection) => command.query_async(&mut connection.clone()).await,
             Connection::Sentinel(followed) => {
-                match command.query_async(&mut followed.manager()).await {
-                    Err(e) if followed.follow(&e).await => {
-                        command.query_async(&mut followed.manager()).await
+                let used = followed.manager();
+                match command.query_async(&mut (*used).clone()).await {
+                    Err(e) if followed.follow(&e, &used) => {
+                        command
+                            .query_async(&mut (*followed.manager()).clone())
+                            .await
                     }
                     other => other,
                 }
@@ -120,17 +136,17 @@ impl Connection {
     pub(super) fn one_server(&self) -> Option<ConnectionManager> {
         match self {
             Connection::Single(connection) => Some(connection.clone()),
-            Connection::Sentinel(followed) => Some(followed.manager()),
+            Connection::Sentinel(followed) => Some((*followed.manager()).clone()),
             Connection::Cluster(_) => None,
         }
     }
 
-    /// After a pipeline on [`one_server`](Connection::one_server) failed with `error`:
-    /// whether the sentinels named another master, so that it may be sent again.
-    pub(super) async fn follow(&self, error: &RedisError) -> bool {
-        match self {
-            Connection::Sentinel(followed) => followed.follow(error).await,
-            _ => false,
+    /// After a pipeline on [`one_server`](Connection::one_server) failed with `error`: has
+    /// the sentinels asked for the master again, if it may have changed (see
+    /// [`Followed::follow`]). The pipeline is not sent again here.
+    pub(super) fn follow(&self, error: &RedisError) {
+        if let Connection::Sentinel(followed) = self {
+            followed.follow(error, &followed.manager());
         }
     }
 

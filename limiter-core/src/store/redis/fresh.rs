@@ -45,8 +45,13 @@ use crate::{Algorithm, Decision, Policy};
 /// The packed state (check.lua's formats) of `policy`'s algorithm after one unit admitted at
 /// `at_ms` on nothing, and how long its key must live (ms, at least `min_ttl`), as the
 /// script's `usual_fresh` writes them; `None` for the states the script keeps otherwise (a
-/// long log's list, a calendar quota's period).
+/// long log's list, a calendar quota's period). With [`KEY_MARGIN_MS`] in the lifetime.
 pub(super) fn first_state(policy: &Policy, at_ms: u64, min_ttl: u64) -> Option<(Vec<u8>, u64)> {
+    // The states' readings are 6 bytes (and Lua's numbers exact below 2^53): a reading far
+    // past any clock's is the script's to answer.
+    if at_ms >= 1 << 46 {
+        return None;
+    }
     let window = policy.window_ms();
     let be = |n: u64, bytes: usize| n.to_be_bytes()[8 - bytes..].to_vec();
     let (state, ttl) = match scripts::code(policy) {
@@ -74,8 +79,14 @@ pub(super) fn first_state(policy: &Policy, at_ms: u64, min_ttl: u64) -> Option<(
         }
         _ => return None,
     };
-    Some((state, ttl.max(min_ttl).max(1)))
+    Some((state, ttl.max(min_ttl).max(1) + KEY_MARGIN_MS))
 }
+
+/// How much longer than its state matters every key written lives (the script's `lifetime`
+/// adds as much): a first check counts up to this much behind the server's clock (the
+/// round trip of [`CLOCK_ROUND_TRIP`], and the ms `TIME` and the reading are rounded down
+/// by), and the key it finds gone must be one whose state stopped mattering by then.
+pub(super) const KEY_MARGIN_MS: u64 = 12;
 
 /// `policy`'s decision on a check of one unit admitted at `at_ms` on nothing, as the memory
 /// store (and the script) decide it.
@@ -141,6 +152,12 @@ impl ServerClock {
         );
         self.taken_us
             .store(u64::try_from(local).unwrap_or(0) + 1, Ordering::Release);
+    }
+
+    /// Drops the reading (the connection failed: the next answer may come from another
+    /// server, whose clock this one says nothing of).
+    pub(super) fn forget(&self) {
+        self.taken_us.store(0, Ordering::Release);
     }
 
     /// How long ago the reading's answer came, if there is one.
@@ -224,19 +241,51 @@ struct Tried {
 }
 
 impl RedisStore {
-    /// Decides `checks` in order: new clients' first checks by plain writes, the rest by the
-    /// script; each one's answer as the script gives it.
-    pub(super) async fn decide(&self, checks: &[CheckArgs]) -> Result<Vec<Vec<i64>>, CallError> {
-        let Some(connection) = self.inner.connection.one_server() else {
-            return self.call(&checks.iter().collect::<Vec<_>>()).await;
-        };
+    /// Decides `checks` in order, each one's answer as the script gives it into `decided`:
+    /// new clients' first checks by plain writes, then the rest by the script. Those already
+    /// decided (by an earlier try of the same batch) are not sent again.
+    pub(super) async fn decide(
+        &self,
+        checks: &[CheckArgs],
+        decided: &mut [Option<Vec<i64>>],
+    ) -> Result<(), CallError> {
+        let open: Vec<usize> = (0..checks.len())
+            .filter(|&i| decided[i].is_none())
+            .collect();
+        if let Some(connection) = self.inner.connection.one_server() {
+            self.first_checks(&connection, checks, &open, decided)
+                .await?;
+        }
+        let rest: Vec<usize> = open.into_iter().filter(|&i| decided[i].is_none()).collect();
+        if rest.is_empty() {
+            return Ok(());
+        }
+        let replies = self
+            .call(&rest.iter().map(|&i| &checks[i]).collect::<Vec<_>>())
+            .await?;
+        for (i, reply) in rest.into_iter().zip(replies) {
+            decided[i] = Some(reply);
+        }
+        Ok(())
+    }
+
+    /// Sends the `open` checks that are new clients' first ones as plain writes, and
+    /// records the answers of those it wrote.
+    async fn first_checks(
+        &self,
+        connection: &redis::aio::ConnectionManager,
+        checks: &[CheckArgs],
+        open: &[usize],
+        decided: &mut [Option<Vec<i64>>],
+    ) -> Result<(), CallError> {
         let recent = &self.inner.recent;
         let min_ttl = self.min_ttl();
         let server_now = self.inner.server_clock.now_ms();
         let mut named: HashSet<&str> = HashSet::new();
         let mut tried = Vec::new();
         let mut writes = redis::pipe();
-        for (at, check) in checks.iter().enumerate() {
+        for &at in open {
+            let check = &checks[at];
             if let Some((name, policy)) = candidate(check) {
                 let reading = check.now.or(server_now);
                 let first = reading.and_then(|r| Some((r, first_state(policy, r, min_ttl)?)));
@@ -263,7 +312,7 @@ impl RedisStore {
             recent.note(name);
         }
         if tried.is_empty() {
-            return self.call(&checks.iter().collect::<Vec<_>>()).await;
+            return Ok(());
         }
         // A batch of new clients only calls no script: its reading of the server's clock is
         // renewed in the same pipeline when it gets old.
@@ -275,8 +324,9 @@ impl RedisStore {
         let mut written: Vec<Value> = match writes.query_async(&mut connection.clone()).await {
             Ok(written) => written,
             Err(e) => {
-                // A failover seen by the sentinels: the caller sends the batch again.
-                self.inner.connection.follow(&e).await;
+                // Perhaps another server now: no reading of this one's clock is trusted.
+                self.inner.server_clock.forget();
+                self.inner.connection.follow(&e);
                 return Err(CallError::Redis(e));
             }
         };
@@ -291,33 +341,17 @@ impl RedisStore {
                 if let (Some(secs), Some(micros)) = (number(time.first()), number(time.get(1))) {
                     self.inner
                         .server_clock
-                        .note(secs * 1_000 + micros / 1_000, sent);
+                        .note(secs.saturating_mul(1_000) + micros / 1_000, sent);
                 }
             }
         }
-        let mut answers: Vec<Option<Vec<i64>>> = vec![None; checks.len()];
         for (first, reply) in tried.iter().zip(&written) {
             if matches!(reply, Value::Okay) {
                 let decision = first_decision(&first.policy, first.reading);
-                answers[first.at] = Some(answer_of(decision, first.reading));
+                decided[first.at] = Some(answer_of(decision, first.reading));
             }
         }
-        let rest: Vec<&CheckArgs> = checks
-            .iter()
-            .zip(&answers)
-            .filter(|(_, answer)| answer.is_none())
-            .map(|(check, _)| check)
-            .collect();
-        let mut decided = if rest.is_empty() {
-            Vec::new()
-        } else {
-            self.call(&rest).await?
-        }
-        .into_iter();
-        Ok(answers
-            .into_iter()
-            .map(|answer| answer.or_else(|| decided.next()).unwrap_or_default())
-            .collect())
+        Ok(())
     }
 }
 

@@ -162,8 +162,10 @@ impl RedisStore {
     /// reached, the sentinels are asked again (at most every 100 ms) and the store moves to
     /// the master they name; the checks in between get the limiter's
     /// [fault policy](crate::LimiterBuilder::on_store_error). What a failover loses is
-    /// what Redis's replication had not copied yet: counts of the last moments, never a
-    /// count past the limit on the new master.
+    /// what Redis's replication had not copied yet, and what the old master took before it
+    /// was told it is a replica: counts of those moments (Redis Sentinel's own model).
+    /// The master is reached without a password or TLS, database 0: masters that need
+    /// them are not supported yet.
     ///
     /// ```no_run
     /// # async fn run() -> Result<(), limiter::StoreError> {
