@@ -18,8 +18,13 @@
 //! (the reading is counted from when its answer arrived) and behind it by at most that
 //! call's round trip ([`CLOCK_ROUND_TRIP`]; slower calls' readings are not used) and the
 //! millisecond `TIME` was rounded down to: such a check counts as if it had come that much
-//! earlier. Without a fresh reading the checks go
-//! to the script, which gives one. Receipts carry the reading used, so refunds are exact.
+//! earlier, and every key lives [`KEY_MARGIN_MS`] longer than its state matters, so that a
+//! key found gone is one whose state had stopped mattering by that reading. (A server clock
+//! stepped back runs ahead of a reading for as long as the reading is used, 62 ms under
+//! load: the pipeline renews it with a `TIME` once it is a quarter of its most age old.)
+//! The reading is dropped when a call fails (the next answer may come from another server).
+//! Without a fresh reading the checks go to the script, which gives one. Receipts carry the
+//! reading used, so refunds are exact.
 //!
 //! A key is a candidate at its first appearance in a batch only (a later check of it sees the
 //! earlier ones), and only if the store has not sent it lately ([`Recent`]): a busy client's
