@@ -158,7 +158,9 @@ impl RedisStore {
             match self.call_within_timeout(&checks, &mut decided).await {
                 Ok(()) => {
                     for (answer, reply) in answers.into_iter().zip(decided) {
-                        let _ = answer.send(Ok(reply.unwrap_or_default()));
+                        let _ = answer.send(reply.ok_or_else(|| {
+                            StoreError::msg("the Redis call answered no decision for this check")
+                        }));
                     }
                 }
                 Err(error) => {
