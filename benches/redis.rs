@@ -68,6 +68,9 @@ fn theirs(url: &str, sha: &str, policy: &Policy, checks: u64, pipeline: u32) -> 
     header.extend_from_slice(&policy.emission_interval_ns().to_be_bytes());
     let capacity = u64::from(policy.burst().get()) * policy.emission_interval_ns();
     header.extend_from_slice(&capacity.to_be_bytes());
+    // No penalty (block_ms 8, after 1, within_ms 8, escalated block_ms 8), no calendar
+    // (period 1, offset 2), no delay (8): the header's other fields, as call.rs packs them.
+    header.extend_from_slice(&[0u8; 8 + 1 + 8 + 8 + 1 + 2 + 8]);
     let per_client = checks / TASKS as u64;
     let started = Instant::now();
     std::thread::scope(|scope| {

@@ -270,12 +270,12 @@
 //! others passed as arguments — behaviour Redis does not promise through a resharding, so it
 //! is not done.
 //!
-//! **The Redis store alone** (figures of the revision before a new client's first check went
-//! without the script; not measured again since), 32 concurrent tasks sharing one store, every check on a key of its
+//! **The Redis store alone**, 32 concurrent tasks sharing one store, every check on a key of its
 //! own (100,000 keys, so no two checks share a read), against 32 clients sending the same
 //! script one check per call (as `redis-benchmark` would; it cannot send the script's binary
 //! header), one call or sixteen pipelined in flight per connection, medians of 3 rounds of
-//! 100,000 checks:
+//! 100,000 checks; two runs of this revision (a new client's check is a plain `SET`), then
+//! the previous revision's figures (every check by the script, two calls in flight):
 //!
 //! ```sh
 //! cargo bench --manifest-path benches/Cargo.toml --features redis --bench redis
@@ -283,15 +283,20 @@
 //!
 //! | algorithm | ours, checks/s | one check a call, /s | ratio | pipelined ×16, /s | Redis µs / check | bytes / key |
 //! | --- | --- | --- | --- | --- | --- | --- |
-//! | sliding_window | 64,681 | 26,973 | 2.40 | 43,391 | 7.18 | 166 |
-//! | fixed_window | 63,599 | 32,219 | 1.97 | 41,762 | 7.85 | 167 |
-//! | sliding_window_counter | 67,946 | 30,834 | 2.20 | 49,308 | 7.08 | 182 |
-//! | token_bucket | 70,251 | 28,535 | 2.46 | 45,004 | 7.79 | 176 |
+//! | sliding_window | 35,438; 41,122 | 30,616; 33,944 | 1.16; 1.21 | 42,867; 41,378 | **2.63; 2.38** | 164 |
+//! | fixed_window | 44,276; 27,048 | 35,331; 31,833 | 1.25; 0.85 | 59,801; 61,393 | **2.55; 3.21** | 164 |
+//! | sliding_window_counter | 31,307; 42,423 | 25,622; 34,518 | 1.22; 1.23 | 44,640; 47,318 | **2.80; 2.79** | 180 |
+//! | token_bucket | 72,797; 88,400 | 31,320; 38,158 | 2.32; 2.32 | 57,899; 60,726 | **2.53; 2.14** | 165–169 |
+//! | previous revision | 63,599–70,251 | 26,973–32,219 | 1.97–2.46 | 41,762–49,308 | 7.08–7.85 | 166–182 |
 //!
-//! Batching makes ours faster than clients pipelining sixteen single checks: `INFO
-//! commandstats` counts 279 `EVALSHA` for 3,200 checks (0.087 per check). Redis's CPU
-//! per check (`usec_per_call` × calls ÷ checks) is 6–8 µs on this machine when every check
-//! writes a key of its own with its expiry (14–24 µs with 0.1's hashes and lists, on a
-//! slower day). The same bench prints a sliding log's bytes per instant: about 4.4 for a log
-//! of up to 128 (a packed string; about 160 bytes for a client's first instant), about 10 for
-//! a longer one (a list; about 275 for the first).
+//! Redis's time per new client is now 2.1–3.2 µs (`INFO commandstats`: 3,200 `SET` and no
+//! `EVALSHA` for 3,200 checks of new clients), against 7–8 µs by the script. The store's own
+//! throughput here fell (27k–88k checks a second, against 64k–70k): with one batch in flight
+//! and 32 tasks of one check at a time, the store waits a round trip per batch, where two
+//! calls were in flight before — the price of keeping a batch's second call ahead of the
+//! next batch; the http bench above, with its busy server, gains from the bigger batches.
+//! (The bench's one-check-a-call clients had been refused by the script since its header
+//! grew — penalties, calendars, delays — and send the whole header again now.) The same
+//! bench prints a sliding log's bytes per instant: 4.4–4.9 for a log of up to 128 (a packed
+//! string; about 161 bytes for a client's first instant), 10–11 for a longer one (a list;
+//! about 275 for the first).
