@@ -1111,16 +1111,7 @@ fn on_the_servers_clock_decisions_equal_the_memory_stores() {
     let server = RedisServer::start();
     let rt = runtime();
     let redis = rt.block_on(RedisStore::connect(&server.url())).unwrap();
-    let server_time = || match server.command(&["TIME"]) {
-        redis::Value::Array(parts) => {
-            let number = |v: &redis::Value| match v {
-                redis::Value::BulkString(b) => String::from_utf8_lossy(b).parse::<u64>().unwrap(),
-                other => panic!("{other:?}"),
-            };
-            Duration::from_secs(number(&parts[0])) + Duration::from_micros(number(&parts[1]))
-        }
-        other => panic!("TIME answered {other:?}"),
-    };
+    let server_time = || server_time(&server);
     let window = Duration::from_millis(200);
     // (requests in a burst, pause after it)
     let schedule = [(5, 450), (2, 0), (1, 450), (4, 450), (3, 0)];
@@ -1347,18 +1338,23 @@ fn raw_value(server: &RedisServer, name: &str) -> Vec<u8> {
     }
 }
 
-/// The server's clock, in ms.
-fn server_ms(server: &RedisServer) -> u64 {
+/// The server's clock (`TIME`).
+fn server_time(server: &RedisServer) -> Duration {
     match server.command(&["TIME"]) {
         redis::Value::Array(parts) => {
             let number = |v: &redis::Value| match v {
                 redis::Value::BulkString(b) => String::from_utf8_lossy(b).parse::<u64>().unwrap(),
                 other => panic!("{other:?}"),
             };
-            number(&parts[0]) * 1_000 + number(&parts[1]) / 1_000
+            Duration::from_secs(number(&parts[0])) + Duration::from_micros(number(&parts[1]))
         }
         other => panic!("TIME answered {other:?}"),
     }
+}
+
+/// The server's clock, in whole ms.
+fn server_ms(server: &RedisServer) -> u64 {
+    server_time(server).as_millis() as u64
 }
 
 /// A new client's usual check (one limit, one unit) is a plain `SET ... NX PX`, no script: its

@@ -145,9 +145,7 @@ impl RedisStore {
             })
             .collect())
     }
-}
 
-impl RedisStore {
     /// How long every key written must live at least (ms): with the caller's clock, a
     /// minute of Redis's own time (see [`CALLER_CLOCK_MIN_TTL_MS`]).
     pub(super) fn min_ttl(&self) -> u64 {

@@ -54,37 +54,51 @@ use crate::{Algorithm, Decision, Policy};
 pub(super) fn first_state(policy: &Policy, at_ms: u64, min_ttl: u64) -> Option<(Vec<u8>, u64)> {
     // The states' readings are 6 bytes (and Lua's numbers exact below 2^53): a reading far
     // past any clock's is the script's to answer.
-    if at_ms >= 1 << 46 {
+    if at_ms >= 1 << 46 || !has_first_state(policy) {
         return None;
     }
     let window = policy.window_ms();
-    let be = |n: u64, bytes: usize| n.to_be_bytes()[8 - bytes..].to_vec();
-    let (state, ttl) = match scripts::code(policy) {
+    let mut state = Vec::with_capacity(14);
+    let mut put = |n: u64, bytes: usize| state.extend_from_slice(&n.to_be_bytes()[8 - bytes..]);
+    let ttl = match scripts::code(policy) {
         // A short log of one instant: '>I6'.
-        5 => (be(at_ms, 6), window),
+        5 => {
+            put(at_ms, 6);
+            window
+        }
         // The window's start and its count: '>I6I4'.
-        2 => ([be(at_ms, 6), be(1, 4)].concat(), window),
+        2 => {
+            put(at_ms, 6);
+            put(1, 4);
+            window
+        }
         // The window's index, the previous and current counts: '>I6I4I4'; it weighs on the
         // next window too.
         3 => {
             let index = at_ms / window;
-            let elapsed = at_ms - index * window;
-            (
-                [be(index, 6), be(0, 4), be(1, 4)].concat(),
-                2 * window - elapsed,
-            )
+            put(index, 6);
+            put(0, 4);
+            put(1, 4);
+            2 * window - (at_ms - index * window)
         }
         // The theoretical arrival time in ms and the nanoseconds beyond: '>I6I4'; it matters
         // until the bucket is full again.
-        4 => {
+        _ => {
             let interval = policy.emission_interval_ns();
             let whole = interval / 1_000_000;
-            let state = [be(at_ms + whole, 6), be(interval - whole * 1_000_000, 4)].concat();
-            (state, whole + 1)
+            put(at_ms + whole, 6);
+            put(interval - whole * 1_000_000, 4);
+            whole + 1
         }
-        _ => return None,
     };
     Some((state, ttl.max(min_ttl).max(1) + KEY_MARGIN_MS))
+}
+
+/// Whether `policy`'s first check has a state of its own to write: the packed states of
+/// check.lua (the fixed window, the counter, the bucket, a short log), not a long log's
+/// list nor a calendar quota's period.
+pub(super) fn has_first_state(policy: &Policy) -> bool {
+    matches!(scripts::code(policy), 2..=5)
 }
 
 /// How much longer than its state matters every key written lives (the script's `lifetime`
@@ -237,12 +251,12 @@ fn candidate(check: &CheckArgs) -> Option<(&str, &Policy)> {
     }
 }
 
-/// A first check sent without the script: where it is in the batch, at what reading, and
-/// the state it wrote.
-struct Tried {
+/// A first check sent without the script: where it is in the batch, its policy and the
+/// reading it counted at.
+struct Tried<'a> {
     at: usize,
+    policy: &'a Policy,
     reading: u64,
-    policy: Policy,
 }
 
 impl RedisStore {
@@ -306,8 +320,8 @@ impl RedisStore {
                         .arg(ttl);
                     tried.push(Tried {
                         at,
+                        policy,
                         reading,
-                        policy: *policy,
                     });
                 }
             }
@@ -336,23 +350,16 @@ impl RedisStore {
             }
         };
         if renew {
-            if let Some(Value::Array(time)) = written.pop() {
-                let number = |v: Option<&Value>| match v {
-                    Some(Value::BulkString(digits)) => std::str::from_utf8(digits)
-                        .ok()
-                        .and_then(|d| d.parse::<i64>().ok()),
-                    _ => None,
-                };
-                if let (Some(secs), Some(micros)) = (number(time.first()), number(time.get(1))) {
-                    self.inner
-                        .server_clock
-                        .note(secs.saturating_mul(1_000) + micros / 1_000, sent);
-                }
+            let time = written.pop().map(redis::from_redis_value::<(i64, i64)>);
+            if let Some(Ok((secs, micros))) = time {
+                self.inner
+                    .server_clock
+                    .note(secs.saturating_mul(1_000) + micros / 1_000, sent);
             }
         }
         for (first, reply) in tried.iter().zip(&written) {
             if matches!(reply, Value::Okay) {
-                let decision = first_decision(&first.policy, first.reading);
+                let decision = first_decision(first.policy, first.reading);
                 decided[first.at] = Some(answer_of(decision, first.reading));
             }
         }

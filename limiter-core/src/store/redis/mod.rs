@@ -115,7 +115,7 @@ struct Inner {
     /// checks without the script (see `fresh.rs`).
     recent: fresh::Recent,
     server_clock: fresh::ServerClock,
-    /// Held by the batch being decided on one server (see `fresh.rs`).
+    /// Held by the batch being decided on one server (see `batch.rs`).
     turn: tokio::sync::Mutex<()>,
 }
 
@@ -560,8 +560,7 @@ fn first_check_policy(charges: &[Charge<'_>]) -> Option<crate::Policy> {
     match charges {
         [charge] if charge.units() == 1 => {
             let policy = charge.limit.policy();
-            (policy.penalty().is_none() && fresh::first_state(policy, 0, 0).is_some())
-                .then_some(*policy)
+            (policy.penalty().is_none() && fresh::has_first_state(policy)).then_some(*policy)
         }
         _ => None,
     }
