@@ -99,6 +99,134 @@ fn concurrent_checks_batch_per_slot_and_stay_exact() {
     assert!(calls <= 800 / 4, "{calls} calls for 800 checks");
 }
 
+/// A node's id, for `CLUSTER SETSLOT`.
+fn node_id(cluster: &RedisCluster, node: usize) -> String {
+    cluster
+        .node(node)
+        .text(&["CLUSTER", "MYID"])
+        .trim()
+        .to_owned()
+}
+
+/// `n` concurrent checks of `keys`, each its answer (true: admitted), in the keys' order.
+fn concurrently(
+    rt: &tokio::runtime::Runtime,
+    store: &RedisStore,
+    limit: &Limit,
+    keys: &[Vec<u8>],
+) -> Vec<bool> {
+    rt.block_on(async {
+        let checks: Vec<_> = keys
+            .iter()
+            .map(|key| {
+                let (store, limit, key) = (store.clone(), limit.clone(), key.clone());
+                tokio::spawn(async move {
+                    store
+                        .check(&limit, &key, Duration::ZERO)
+                        .await
+                        .unwrap()
+                        .allowed()
+                })
+            })
+            .collect();
+        let mut answers = Vec::new();
+        for check in checks {
+            answers.push(check.await.unwrap());
+        }
+        answers
+    })
+}
+
+/// New clients, each in a slot of its own, are batched per node, not per slot: 600
+/// concurrent first checks take a fraction of the script calls, and every client is
+/// admitted once and refused next. A slot moved to another node after the store read the
+/// map costs nothing either: the node the call reached refuses it before writing anything
+/// (`LIMITER_ELSEWHERE` in its error stats), each slot's checks go alone, and the moved
+/// client's budget lives where its slot now is.
+#[::std::prelude::v1::test]
+fn new_clients_batch_per_node_and_a_moved_slot_stays_exact() {
+    let cluster = RedisCluster::start();
+    let rt = runtime();
+    let store = rt.block_on(connect(&cluster));
+    let limit = Limit::new("per-node", Policy::new(1, Duration::from_secs(60)).unwrap());
+    let clients: Vec<Vec<u8>> = (0..600u32).map(|i| i.to_be_bytes().to_vec()).collect();
+    cluster.on_every_node(&["CONFIG", "RESETSTAT"]);
+    let first = concurrently(&rt, &store, &limit, &clients);
+    let again = concurrently(&rt, &store, &limit, &clients);
+    let calls = cluster.calls("evalsha") + cluster.calls("eval");
+    let usec: u64 = (0..3).map(|n| cluster.node(n).usec_of_calls()).sum();
+    println!(
+        "1200 checks of 600 new clients on 3 nodes: {calls} script calls ({:.3} a check), {:.2} µs of Redis a check",
+        calls as f64 / 1200.0,
+        usec as f64 / 1200.0
+    );
+    assert!(first.iter().all(|&a| a), "a new client refused");
+    assert!(again.iter().all(|&a| !a), "a client admitted twice");
+    assert!(calls <= 1200 / 4, "{calls} calls for 1200 checks");
+
+    // A fresh client whose (empty) slot moves from its node to the next one.
+    let moved = (10_000u32..)
+        .map(|i| i.to_be_bytes().to_vec())
+        .find(|key| {
+            let name = store.key_name(&limit, key);
+            let slot = cluster.node(0).integer(&["CLUSTER", "KEYSLOT", &name]);
+            let node = cluster.node_of(&name);
+            cluster
+                .node(node)
+                .integer(&["CLUSTER", "COUNTKEYSINSLOT", &slot.to_string()])
+                == 0
+        })
+        .unwrap();
+    let name = store.key_name(&limit, &moved);
+    let slot = cluster
+        .node(0)
+        .integer(&["CLUSTER", "KEYSLOT", &name])
+        .to_string();
+    let from = cluster.node_of(&name);
+    let to = (from + 1) % 3;
+    let to_id = node_id(&cluster, to);
+    // Redis Cluster's resharding steps, with no key to migrate.
+    let from_id = node_id(&cluster, from);
+    cluster
+        .node(to)
+        .command(&["CLUSTER", "SETSLOT", &slot, "IMPORTING", &from_id]);
+    cluster
+        .node(from)
+        .command(&["CLUSTER", "SETSLOT", &slot, "MIGRATING", &to_id]);
+    for node in [to, from, (from + 2) % 3] {
+        cluster
+            .node(node)
+            .command(&["CLUSTER", "SETSLOT", &slot, "NODE", &to_id]);
+    }
+    // It, and new clients on every node (some on its old node), twice.
+    let mut keys: Vec<Vec<u8>> = (20_000..20_300u32)
+        .map(|i| i.to_be_bytes().to_vec())
+        .collect();
+    keys.insert(150, moved.clone());
+    let first = concurrently(&rt, &store, &limit, &keys);
+    let again = concurrently(&rt, &store, &limit, &keys);
+    assert!(
+        first.iter().all(|&a| a),
+        "a new client refused after the move"
+    );
+    assert!(
+        again.iter().all(|&a| !a),
+        "a client admitted twice after the move"
+    );
+    assert_eq!(cluster.node_of(&name), to);
+    assert!(
+        cluster.node(to).integer(&["EXISTS", &name]) == 1,
+        "the moved client's state is on the node serving its slot"
+    );
+    let refused: String = (0..3)
+        .map(|n| cluster.node(n).text(&["INFO", "errorstats"]))
+        .collect();
+    assert!(
+        refused.contains("LIMITER_ELSEWHERE"),
+        "the stale map was never used: {refused}"
+    );
+}
+
 // ---- instances sharing the cluster ----------------------------------------------------------
 
 #[rate_limit(5, per = "1m")]

@@ -28,7 +28,7 @@ use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 
 use super::{RedisStore, StoreError};
 
-/// Calls in flight at once per slot of a cluster: one is being answered while the next
+/// Calls in flight at once per node of a cluster: one is being answered while the next
 /// fills. (On one server, one batch: see the module's documentation.)
 const DRIVERS: usize = 2;
 /// Checks per call at most, so that one call never holds Redis long.
@@ -55,6 +55,8 @@ pub(super) struct CheckArgs {
     /// The policy, when a new client's first check of it may go without the script (see
     /// `fresh.rs`).
     pub(super) first: Option<crate::Policy>,
+    /// The hash slot of its keys (0 on one server).
+    pub(super) slot: u16,
 }
 
 /// Whether a check counts, or only reads.
@@ -75,9 +77,10 @@ pub(super) type Answer = Result<Vec<i64>, StoreError>;
 /// A check waiting for its call, with its place in the queue.
 type Waiting = (CheckArgs, oneshot::Sender<Answer>, OwnedSemaphorePermit);
 
-/// The checks waiting, per hash slot (always slot 0 on one server).
+/// The checks waiting, per queue: one on one server; on a cluster, one per node (see
+/// `node_batches.rs`), or per slot while the store does not know the slot's node.
 pub(super) struct Batcher {
-    queues: Mutex<HashMap<u16, Queue>>,
+    queues: Mutex<HashMap<u32, Queue>>,
     /// Places in the queues.
     room: Arc<Semaphore>,
 }
@@ -99,15 +102,16 @@ struct Queue {
 }
 
 impl RedisStore {
-    /// Sends `check` (whose keys are all in `slot`) with whatever else is waiting for that
-    /// slot, and returns its answer. Works from any thread: the calls run on the store's
+    /// Sends `check` with whatever else is waiting for its node (on a cluster, its slot's
+    /// node), and returns its answer. Works from any thread: the calls run on the store's
     /// own runtime.
-    pub(super) async fn batched(&self, slot: u16, check: CheckArgs) -> Answer {
+    pub(super) async fn batched(&self, check: CheckArgs) -> Answer {
         // Waiting for room is load, not a failure: it is never timed.
         let Ok(place) = Arc::clone(&self.inner.batcher.room).acquire_owned().await else {
             return Err(StoreError::msg("the Redis store is shutting down"));
         };
         let (answer, answered) = oneshot::channel();
+        let slot = self.queue_of(check.slot);
         let start_driver = {
             let mut queues = self.inner.batcher.queues.lock();
             let queue = queues.entry(slot).or_default();
@@ -126,8 +130,8 @@ impl RedisStore {
         })
     }
 
-    /// Sends `slot`'s batches until none is waiting.
-    async fn drive(self, slot: u16) {
+    /// Sends the batches of queue `slot` until none is waiting.
+    async fn drive(self, slot: u32) {
         let mut driver = Driver {
             store: Arc::clone(&self.inner),
             slot,
@@ -191,7 +195,7 @@ impl RedisStore {
     }
 
     /// The next batch of `slot`, or `None` when none is waiting (the driver then stops).
-    fn next_batch(&self, slot: u16, driver: &mut Driver) -> Option<Vec<Waiting>> {
+    fn next_batch(&self, slot: u32, driver: &mut Driver) -> Option<Vec<Waiting>> {
         let mut queues = self.inner.batcher.queues.lock();
         let Some(queue) = queues.get_mut(&slot) else {
             driver.running = false;
@@ -251,7 +255,7 @@ impl RedisStore {
 /// check starts another; the checks it carried get an error, answered by the fault policy.
 struct Driver {
     store: Arc<super::Inner>,
-    slot: u16,
+    slot: u32,
     running: bool,
 }
 

@@ -12,13 +12,27 @@ use crate::StoreError;
 impl RedisStore {
     /// One script call deciding `checks` in order; each one's answer (three numbers per
     /// limit, then the clock reading).
+    ///
+    /// On a cluster node the checks may be of several hash slots, each slot's side by side:
+    /// the first slot's names are the call's `KEYS` (which route it, and which a node takes
+    /// of one slot only), the others' come last (see check.lua).
     pub(super) async fn call(&self, checks: &[&CheckArgs]) -> Result<Vec<Vec<i64>>, CallError> {
-        let keys: usize = checks.iter().map(|c| c.names.len()).sum();
         let limits: usize = checks.iter().map(|c| c.limits.len()).sum();
-        let mut command = redis::cmd("EVALSHA");
-        command.arg(&self.inner.script.sha).arg(keys);
+        // The number of names of each slot's checks.
+        let mut groups: Vec<(u16, u32)> = Vec::new();
         for check in checks {
-            command.arg(&check.names);
+            let names = u32::try_from(check.names.len()).unwrap_or(u32::MAX);
+            match groups.last_mut() {
+                Some((slot, count)) if *slot == check.slot => *count += names,
+                _ => groups.push((check.slot, names)),
+            }
+        }
+        let declared = groups.first().map_or(0, |&(_, count)| count as usize);
+        let mut command = redis::cmd("EVALSHA");
+        command.arg(&self.inner.script.sha).arg(declared);
+        let mut names = checks.iter().flat_map(|check| &check.names);
+        for name in names.by_ref().take(declared) {
+            command.arg(name);
         }
         let min_ttl = self.min_ttl();
         // Each distinct policy once, then one short argument per check.
@@ -67,6 +81,11 @@ impl RedisStore {
             header.extend_from_slice(&u16::try_from(policy[10]).unwrap_or(u16::MAX).to_be_bytes());
             header.extend_from_slice(&policy[11].to_be_bytes());
         }
+        if groups.len() > 1 {
+            for (_, count) in &groups {
+                header.extend_from_slice(&count.to_be_bytes());
+            }
+        }
         command.arg(header);
         // The plan: a byte per check, its policy's number for the usual check (one limit
         // without a penalty, one unit, the server's clock), else 0 and the check in full in
@@ -105,6 +124,9 @@ impl RedisStore {
         command.arg(plan);
         for arg in given {
             command.arg(arg);
+        }
+        for name in names {
+            command.arg(name);
         }
         let sent = std::time::Instant::now();
         let reply: Vec<i64> = match self

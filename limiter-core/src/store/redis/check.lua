@@ -447,6 +447,24 @@ for p = 1, npolicies do
   if state ~= 1 or block > 0 then strings = true end
 end
 
+-- The checks' key names: `KEYS`, in one hash slot. On a cluster node a call may carry the
+-- checks of several slots the node serves (a node takes declared keys of one slot only):
+-- the header then ends with the number of names in each slot's group ('>I4' each, the first
+-- being `KEYS`'), and the names of the other groups are the last `ARGV`s.
+local names, groups = KEYS, nil
+if #header >= at then
+  groups = {}
+  local total = 0
+  while at <= #header do
+    groups[#groups + 1], at = struct.unpack('>I4', header, at)
+    total = total + groups[#groups]
+  end
+  names = {}
+  for i = 1, #KEYS do names[i] = KEYS[i] end
+  local from = #ARGV - (total - #KEYS)
+  for i = #KEYS + 1, total do names[i] = ARGV[from + i - #KEYS] end
+end
+
 -- A packed state's algorithm (state 2, 3, 4, 5 or 6) on `raw`: its answer, and when it admits,
 -- the state counted and the ms it must live.
 local function packed(policy, raw, cost)
@@ -552,32 +570,51 @@ local function server_now()
   return server_clock
 end
 
--- Every key's packed state, read in one MGET: a command costs a script far more than the
--- key it reads (a list's, a long log's, reads as none and is not used). A key asked again
--- right after itself (a busy client's checks, side by side in a batch) is asked once.
-if strings and #KEYS > 0 then
-  local asked, n = KEYS, #KEYS
-  for i = 2, n do
-    if KEYS[i] == KEYS[i - 1] then
-      asked, n = {KEYS[1]}, 1
-      for j = 2, #KEYS do
-        if KEYS[j] ~= asked[n] then
-          n = n + 1
-          asked[n] = KEYS[j]
+-- Every key's packed state, read in one MGET per slot group: a command costs a script far
+-- more than the key it reads (a list's, a long log's, reads as none and is not used). A key
+-- asked again right after itself (a busy client's checks, side by side in a batch) is asked
+-- once. With several slot groups each read is also the proof that its slot is served here:
+-- a node that no longer holds one (a slot moved, a key migrating) fails the read, and the
+-- call answers that before it wrote anything.
+local function read_states(from, to, probe)
+  local asked, lo, hi = names, from, to
+  for i = from + 1, to do
+    if names[i] == names[i - 1] then
+      asked, lo, hi = {names[from]}, 1, 1
+      for j = from + 1, to do
+        if names[j] ~= asked[hi] then
+          hi = hi + 1
+          asked[hi] = names[j]
         end
       end
       break
     end
   end
   -- In parts of 1,000: Lua unpacks at most 8,000 values.
-  for from = 1, n, 1000 do
-    local last = math.min(from + 999, n)
-    local stored = redis.call('MGET', unpack(asked, from, last))
-    for i = from, last do
+  for part = lo, hi, 1000 do
+    local last = math.min(part + 999, hi)
+    local stored
+    if probe then
+      stored = redis.pcall('MGET', unpack(asked, part, last))
+      if stored.err then return stored.err end
+    else
+      stored = redis.call('MGET', unpack(asked, part, last))
+    end
+    for i = part, last do
       local key = asked[i]
-      if values[key] == nil then values[key] = stored[i - from + 1] end
+      if values[key] == nil then values[key] = stored[i - part + 1] end
     end
   end
+end
+if groups then
+  local from = 1
+  for g = 1, #groups do
+    local failed = read_states(from, from + groups[g] - 1, true)
+    if failed then return redis.error_reply('LIMITER_ELSEWHERE ' .. tostring(failed)) end
+    from = from + groups[g]
+  end
+elseif strings and #names > 0 then
+  read_states(1, #names, false)
 end
 
 -- A new client's usual check (one unit, the server's clock) gets the same answer and the
@@ -598,7 +635,7 @@ local function usual_fresh(p, key)
 end
 
 -- Then the plan: one byte per check, decided in order, each all or nothing, each seeing
--- those before it; its keys are the next ones in KEYS. A byte from 1 up is the usual check
+-- those before it; its keys are the next ones in `names`. A byte from 1 up is the usual check
 -- of that policy: one limit, one unit, the server's clock. A 0 is any other check, given by
 -- the next ARGV as `now;peek;policy:cost;policy:cost...` (`now` empty for the server's
 -- clock, `peek` 1 or 2 to count nothing, 2 to change nothing at all).
@@ -611,7 +648,7 @@ for c = 1, #plan do
   local single = byte(plan, c)
   if single > 0 then
     clock = server_now()
-    local key = KEYS[first]
+    local key = names[first]
     local admits, remaining, wait, used, _
     if values[key] == false and policies[single][1] ~= 1 then
       admits, remaining, wait, used = usual_fresh(single, key)
@@ -638,8 +675,8 @@ for c = 1, #plan do
     for p, cost in string.gmatch(rest, '(%d+):(%d+)') do
       p = tonumber(p)
       local bkey = nil
-      if policies[p][6] > 0 then bkey = KEYS[k + 1] end
-      limits[#limits + 1] = {p, tonumber(cost), KEYS[k], bkey}
+      if policies[p][6] > 0 then bkey = names[k + 1] end
+      limits[#limits + 1] = {p, tonumber(cost), names[k], bkey}
       if bkey then k = k + 2 else k = k + 1 end
     end
     local n = #limits

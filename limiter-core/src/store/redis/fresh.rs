@@ -279,9 +279,12 @@ impl RedisStore {
         if rest.is_empty() {
             return Ok(());
         }
-        let replies = self
-            .call(&rest.iter().map(|&i| &checks[i]).collect::<Vec<_>>())
-            .await?;
+        let rest_checks: Vec<&CheckArgs> = rest.iter().map(|&i| &checks[i]).collect();
+        let replies = if self.inner.connection.is_cluster() {
+            self.call_on_node(&rest_checks).await?
+        } else {
+            self.call(&rest_checks).await?
+        };
         for (i, reply) in rest.into_iter().zip(replies) {
             decided[i] = Some(reply);
         }

@@ -8,6 +8,7 @@ mod deadline;
 mod fresh;
 mod inspect;
 mod keys;
+mod node_batches;
 mod nodes;
 mod overrides;
 mod refund;
@@ -117,6 +118,8 @@ struct Inner {
     server_clock: fresh::ServerClock,
     /// Held by the batch being decided on one server (see `batch.rs`).
     turn: tokio::sync::Mutex<()>,
+    /// On a cluster, which node serves which slot (see `node_batches.rs`).
+    node_map: node_batches::NodeMap,
 }
 
 /// The store's timeout until a limiter gives it its own.
@@ -234,7 +237,9 @@ impl RedisStore {
             .run(async move { client.get_async_connection().await })
             .await?
             .map_err(|e| error("cannot reach the Redis Cluster", e))?;
-        Ok(RedisStore::over(Connection::Cluster(connection), runtime))
+        let store = RedisStore::over(Connection::Cluster(connection), runtime);
+        store.read_node_map_now().await;
+        Ok(store)
     }
 
     /// A cluster store that connects on first use, as
@@ -282,6 +287,7 @@ impl RedisStore {
                 recent: Default::default(),
                 server_clock: Default::default(),
                 turn: Default::default(),
+                node_map: Default::default(),
             }),
         }
     }
@@ -368,6 +374,7 @@ impl RedisStore {
             recent: Default::default(),
             server_clock: Default::default(),
             turn: Default::default(),
+            node_map: Default::default(),
         });
         change(&mut inner);
         RedisStore {
@@ -479,7 +486,15 @@ impl RedisStore {
                 with_blocks.push(block_key_name(name));
             }
         }
+        // A cluster node takes a call's keys only from one slot's: these names share one
+        // (see `by_node`).
+        let slot = if self.inner.connection.is_cluster() {
+            names.first().map_or(0, |name| hash_slot(name))
+        } else {
+            0
+        };
         let check = CheckArgs {
+            slot,
             names: with_blocks,
             now: self
                 .inner
@@ -512,14 +527,7 @@ impl RedisStore {
                 })
                 .collect(),
         };
-        // A cluster node takes a call's keys only from one slot: batches are per slot (these
-        // names share one, see `by_node`).
-        let slot = if self.inner.connection.is_cluster() {
-            names.first().map_or(0, |name| hash_slot(name))
-        } else {
-            0
-        };
-        let reply = self.batched(slot, check).await?;
+        let reply = self.batched(check).await?;
         let clock = reply[3 * charges.len()];
         Ok(charges
             .iter()
