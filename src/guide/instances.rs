@@ -98,7 +98,7 @@
 //!   configuration is never refused at run time (which would look like an outage).
 //! - **Batched under load, exactly.** The checks that arrive while earlier ones are in Redis
 //!   go out together: one `EVALSHA` for up to 128, one batch in flight on one server (at
-//!   most two calls per slot on a cluster), nothing held back to fill a batch (an idle store
+//!   most two calls per node on a cluster), nothing held back to fill a batch (an idle store
 //!   sends each check at once). A call reads the server's
 //!   `TIME` once, lists each policy once, reads all its keys in one `MGET` and writes each once however many
 //!   of its checks count on it, and decides its checks in order, each all or nothing, exactly
@@ -233,8 +233,12 @@
 //! - **Each check goes to the node that serves its keys.** A key's slot is its client's hash
 //!   tag (`{CLIENT}`), so every limit of one client — a stack of `key = "ip"` limits, say —
 //!   lives on one node and is checked there in one atomic script, as on one server. Checks
-//!   are batched per slot (a call's keys must share one): a busy key — a `global` limit, a
-//!   client spending its budget — goes out in batches as on one server. `MOVED`
+//!   are batched per node: the checks of every slot a node serves, new clients' included,
+//!   go out in one script call, grouped by the store's reading of `CLUSTER SLOTS` (a node
+//!   takes declared keys of one slot only: the others are passed as arguments, and the
+//!   script reads every slot's keys before it writes, so that a node that no longer serves
+//!   one — a resharding — refuses the call unchanged, its checks go one slot at a time, and
+//!   the map is read again). `MOVED`
 //!   and `ASK` are followed and the slot map refreshed (the `redis` crate's cluster
 //!   connection); a replica promoted after a failover gets the scripts on first use (`EVAL`
 //!   on `NOSCRIPT`, on that node only: loading them on every node would fail while one is

@@ -261,14 +261,23 @@
 //! about 163. Below 100 needs clients sharing keys (a hash of many clients per key, whose
 //! fields Redis 7.0 cannot expire one by one).
 //!
-//! **On a cluster** batches stay per hash slot, so a node's checks of different clients go in
-//! separate calls. Tried on a Redis 7.0.15 cluster of the tests' kind: a script whose declared
-//! keys hash to two slots of one node is refused (`CROSSSLOT`), with or without
-//! `#!lua flags=allow-cross-slot-keys` (the flag lets a script reach undeclared keys; with it
-//! such a key was refused as "non local" here, without a shebang it was allowed). Batching by
-//! node would need the store's own slot map, one declared key per call to route it, and the
-//! others passed as arguments — behaviour Redis does not promise through a resharding, so it
-//! is not done.
+//! **On a cluster** the checks of every slot one node serves go out in one script call: most
+//! checks are of new clients, each in a slot of its own, and batches per slot held one check
+//! each. A node takes a call's declared keys from one slot only (`CROSSSLOT` otherwise, with
+//! or without `#!lua flags=allow-cross-slot-keys`), but a script without a shebang may reach
+//! the keys of every slot the node serves (Redis 7 implies `allow-cross-slot-keys` for
+//! them, for compatibility; Redis 6 and Valkey 8 allow it too): the first slot's names are
+//! declared and route the call, the others are passed as arguments, grouped by the store's
+//! reading of `CLUSTER SLOTS`. Through a resharding this stays exact because the script
+//! reads every slot's keys (a `pcall`'d `MGET` per slot) before it writes anything: a node
+//! that does not serve one fails that read, the call answers `LIMITER_ELSEWHERE` having
+//! changed nothing, and its checks go one slot at a time as before while the map is read
+//! again (`new_clients_batch_per_node_and_a_moved_slot_stays_exact` moves a slot under a
+//! store that has read the map). Measured by that test, 1,200 checks of 600 new clients on
+//! three masters of Redis 7.0: per slot, 1,303 script calls and 41.4 µs of Redis command
+//! time a check; per node, 40 calls and 12.3 µs. (A new client's check as a plain `SET`, as
+//! on one server, is not done on a cluster: it needs the batch order one server's single
+//! batch in flight keeps.)
 //!
 //! **The Redis store alone**, 32 concurrent tasks sharing one store, every check on a key of its
 //! own (100,000 keys, so no two checks share a read), against 32 clients sending the same

@@ -1,12 +1,12 @@
 //! Checks sent together: the checks that arrive while earlier ones are in Redis go out as one
 //! script call, decided in order, each all or nothing, exactly as if sent one by one. On a
-//! cluster a call's keys must share a hash slot, so checks are batched per slot (a busy
-//! key — a `global` limit, a client spending its budget — is what fills a slot's batch).
+//! cluster, checks are batched per node, a call carrying the checks of every slot the node
+//! serves (see `node_batches.rs`).
 //!
 //! Redis's cost per call — reading and parsing the command, starting the script, reading
 //! `TIME`, writing the reply — is paid once per batch instead of once per check, and so is
 //! the client's. Nothing waits to fill a batch: an idle store sends a check at once; under
-//! load, one batch is in flight on one server (a cluster: at most [`DRIVERS`] per slot) and
+//! load, one batch is in flight on one server (a cluster: at most [`DRIVERS`] per node) and
 //! the checks that arrive meanwhile form the next one. On one server a batch may take two
 //! calls — new clients' first checks as plain writes, then the script for the rest (see
 //! `fresh.rs`), within one timeout — and the next batch waits until it is decided, so that

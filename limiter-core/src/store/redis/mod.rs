@@ -42,7 +42,8 @@ use scripts::Script;
 /// - **Batched under load**: the checks that arrive while earlier ones are in Redis go out
 ///   together, one `EVALSHA` for up to 128, decided in order exactly as if sent one by one;
 ///   a key checked several times in one call is read and written once. An idle store sends
-///   each check at once. On a cluster, batches are per hash slot.
+///   each check at once. On a cluster, batches are per node (see
+///   [`connect_cluster`](RedisStore::connect_cluster)).
 /// - **A new client is one `SET`**: on one server, a client's first check (one limit
 ///   without a penalty, one unit) is a plain `SET ... NX PX` of the state the script would
 ///   write, counted at the store's reading of the server's clock (never ahead of it); a key
@@ -215,6 +216,10 @@ impl RedisStore {
     /// only: those get the limiter's [fault policy](crate::LimiterBuilder::on_store_error),
     /// the other slots keep counting exactly (with `cluster-require-full-coverage no` on
     /// the servers; Redis's default stops the whole cluster once it marks a node failed).
+    ///
+    /// Checks are batched per node: the store reads `CLUSTER SLOTS` here (and again when a
+    /// call finds a slot moved), and the checks of every slot one node serves go out in one
+    /// script call.
     ///
     /// ```no_run
     /// # async fn run() -> Result<(), limiter::StoreError> {
