@@ -1433,6 +1433,68 @@ fn a_new_clients_first_check_goes_without_the_script() {
     }
 }
 
+/// A batch whose new clients' first checks were decided as plain writes keeps their answers
+/// when its script call then fails: those checks were counted, and an error for them would
+/// send innocent clients to the fault policy. Here the script is refused by an ACL
+/// (`-evalsha -eval`), and the server is stopped while a first batch is in flight, so that
+/// a returning client's check and 20 new clients' wait together for the next one: the new
+/// clients are admitted (their states are in Redis), the returning client gets the error.
+#[::std::prelude::v1::test]
+fn a_failed_script_call_keeps_the_first_checks_decided_before_it() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+    let limit = Limit::new(
+        "kept",
+        Policy::for_algorithm(Algorithm::FixedWindow, 10, Duration::from_secs(60)).unwrap(),
+    );
+    // The returning client, by the script: the store's reading of the server's clock (a few
+    // times, in case a busy host slows one round trip past what a reading may take).
+    for _ in 0..3 {
+        rt.block_on(store.check(&limit, b"returning", Duration::ZERO))
+            .unwrap();
+    }
+    server.command(&["ACL", "SETUSER", "default", "-evalsha", "-eval"]);
+    server.pause();
+    let outcomes = rt.block_on(async {
+        let check = |key: Vec<u8>| {
+            let (store, limit) = (store.clone(), limit.clone());
+            tokio::spawn(async move { store.check(&limit, &key, Duration::ZERO).await })
+        };
+        // In flight while the server is stopped: the others wait for the next batch.
+        let ahead = check(b"ahead".to_vec());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let returning = check(b"returning".to_vec());
+        let new: Vec<_> = (0..20u8).map(|i| check(vec![b'n', i])).collect();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        server.resume();
+        let mut new_outcomes = Vec::new();
+        for check in new {
+            new_outcomes.push(check.await.unwrap());
+        }
+        (ahead.await.unwrap(), returning.await.unwrap(), new_outcomes)
+    });
+    let (ahead, returning, new) = outcomes;
+    assert!(ahead.unwrap().allowed());
+    assert!(returning.is_err(), "the script was refused: {returning:?}");
+    for (i, outcome) in new.into_iter().enumerate() {
+        let decision = outcome.unwrap_or_else(|e| panic!("new client {i}: {e}"));
+        assert!(
+            decision.allowed() && decision.remaining() == 9,
+            "new client {i}"
+        );
+        let name = store.key_name(&limit, &[b'n', i as u8]);
+        assert_eq!(server.integer(&["EXISTS", &name]), 1, "new client {i}");
+    }
+    // The returning client's call reached Redis and was refused (by the ACL), once.
+    let stats = server.text(&["INFO", "commandstats"]);
+    let evalsha = stats
+        .lines()
+        .find(|l| l.starts_with("cmdstat_evalsha:"))
+        .unwrap();
+    assert!(evalsha.contains("rejected_calls=1,"), "{evalsha}");
+}
+
 /// A first check's receipt gives back exactly its unit, alone or after a later check of the
 /// script.
 #[::std::prelude::v1::test]
