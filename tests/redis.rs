@@ -1433,6 +1433,63 @@ fn a_new_clients_first_check_goes_without_the_script() {
     }
 }
 
+/// A batch of new clients' first checks and of a returning client's check is one round
+/// trip: the script for the returning client goes in the pipeline of the plain writes (it
+/// touches none of their keys). Counted by Redis's reads of the store's connection: the
+/// server is stopped while a first batch is in flight, so that the returning client and 20
+/// new ones share the next; one read for each batch.
+#[::std::prelude::v1::test]
+fn a_returning_client_shares_the_round_trip_of_new_clients_writes() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+    let limit = Limit::new(
+        "along",
+        Policy::for_algorithm(Algorithm::FixedWindow, 10, Duration::from_secs(60)).unwrap(),
+    );
+    for _ in 0..3 {
+        rt.block_on(store.check(&limit, b"returning", Duration::ZERO))
+            .unwrap();
+    }
+    // The reads this test's own connections cost: a `CONFIG RESETSTAT`, then an `INFO`.
+    server.command(&["CONFIG", "RESETSTAT"]);
+    let own = server.info_number(&["INFO", "stats"], "total_reads_processed");
+    server.command(&["CONFIG", "RESETSTAT"]);
+    server.pause();
+    let (ahead, returning, new) = rt.block_on(async {
+        let check = |key: Vec<u8>| {
+            let (store, limit) = (store.clone(), limit.clone());
+            tokio::spawn(async move { store.check(&limit, &key, Duration::ZERO).await })
+        };
+        let ahead = check(b"ahead".to_vec());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let returning = check(b"returning".to_vec());
+        let new: Vec<_> = (0..20u8).map(|i| check(vec![b'n', i])).collect();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        server.resume();
+        let mut new_decisions = Vec::new();
+        for check in new {
+            new_decisions.push(check.await.unwrap().unwrap());
+        }
+        (
+            ahead.await.unwrap().unwrap(),
+            returning.await.unwrap().unwrap(),
+            new_decisions,
+        )
+    });
+    assert!(ahead.allowed() && ahead.remaining() == 9);
+    assert!(
+        returning.allowed() && returning.remaining() == 6,
+        "{returning:?}"
+    );
+    assert!(new.iter().all(|d| d.allowed() && d.remaining() == 9));
+    let reads = server.info_number(&["INFO", "stats"], "total_reads_processed") - own;
+    assert_eq!(reads, 2, "the store's reads: one for each batch");
+    assert_eq!(server.calls("evalsha"), 1);
+    // 21 plain writes, and the script's own write of the returning client's state.
+    assert_eq!(server.calls("set"), 22);
+}
+
 /// A batch whose new clients' first checks were decided as plain writes keeps their answers
 /// when its script call then fails: those checks were counted, and an error for them would
 /// send innocent clients to the fault policy. Here the script is refused by an ACL

@@ -7,10 +7,11 @@
 //! `TIME`, writing the reply — is paid once per batch instead of once per check, and so is
 //! the client's. Nothing waits to fill a batch: an idle store sends a check at once; under
 //! load, one batch is in flight on one server (a cluster: at most [`DRIVERS`] per node) and
-//! the checks that arrive meanwhile form the next one. On one server a batch may take two
-//! calls — new clients' first checks as plain writes, then the script for the rest (see
-//! `fresh.rs`), within one timeout — and the next batch waits until it is decided, so that
-//! checks of one key reach Redis in the order they came.
+//! the checks that arrive meanwhile form the next one. On one server a batch is one pipeline —
+//! new clients' first checks as plain writes, the script for the others — and a second call
+//! when a first check's key existed after all (see `fresh.rs`), within one timeout; the next
+//! batch waits until it is decided, so that checks of one key reach Redis in the order they
+//! came.
 //!
 //! Load is not an outage. The timeout judges Redis — each call's answer — never the time a
 //! check waits for its turn; at most [`MOST_WAITING`] checks wait, and a check that finds

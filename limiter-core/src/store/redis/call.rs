@@ -17,7 +17,25 @@ impl RedisStore {
     /// the first slot's names are the call's `KEYS` (which route it, and which a node takes
     /// of one slot only), the others' come last (see check.lua).
     pub(super) async fn call(&self, checks: &[&CheckArgs]) -> Result<Vec<Vec<i64>>, CallError> {
-        let limits: usize = checks.iter().map(|c| c.limits.len()).sum();
+        let command = self.script_call(checks);
+        let sent = std::time::Instant::now();
+        match self
+            .inner
+            .connection
+            .eval(&self.inner.script, &command)
+            .await
+        {
+            Ok(reply) => self.answers(checks, reply, sent),
+            Err(e) => {
+                // Perhaps another server next: no reading of this one's clock is trusted.
+                self.inner.server_clock.forget();
+                Err(CallError::Redis(e))
+            }
+        }
+    }
+
+    /// The `EVALSHA` deciding `checks` (see [`call`](Self::call)).
+    pub(super) fn script_call(&self, checks: &[&CheckArgs]) -> redis::Cmd {
         // The number of names of each slot's checks.
         let mut groups: Vec<(u16, u32)> = Vec::new();
         for check in checks {
@@ -128,20 +146,17 @@ impl RedisStore {
         for name in names {
             command.arg(name);
         }
-        let sent = std::time::Instant::now();
-        let reply: Vec<i64> = match self
-            .inner
-            .connection
-            .eval(&self.inner.script, &command)
-            .await
-        {
-            Ok(reply) => reply,
-            Err(e) => {
-                // Perhaps another server next: no reading of this one's clock is trusted.
-                self.inner.server_clock.forget();
-                return Err(CallError::Redis(e));
-            }
-        };
+        command
+    }
+
+    /// Each check's answer in the script's `reply` to a call of `checks` sent at `sent`.
+    pub(super) fn answers(
+        &self,
+        checks: &[&CheckArgs],
+        reply: Vec<i64>,
+        sent: std::time::Instant,
+    ) -> Result<Vec<Vec<i64>>, CallError> {
+        let limits: usize = checks.iter().map(|c| c.limits.len()).sum();
         if reply.len() != 3 * limits + 1 {
             return Err(CallError::Reply(StoreError::msg(format!(
                 "the rate limit script answered {} numbers for {} limits",

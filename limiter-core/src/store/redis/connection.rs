@@ -177,7 +177,7 @@ impl Connection {
 }
 
 /// Whether Redis (or Valkey, which words the message differently) does not know the script.
-fn is_no_script(error: &RedisError) -> bool {
+pub(super) fn is_no_script(error: &RedisError) -> bool {
     error
         .code()
         .is_some_and(|code| code.starts_with("NOSCRIPT"))

@@ -9,7 +9,10 @@
 //! pipeline: the packed state of check.lua after that one check, counted at the check's
 //! reading, with the expiry the script would give it. Where the key was absent (`OK`) the
 //! check is decided; where it exists (`NX` wrote nothing) the check goes to the script after
-//! all, with the checks that were never candidates, in their order. Every reader (the
+//! all, in a second call. The checks that were never candidates go in the same pipeline as
+//! the writes, one script call after them, unless they touch a key a write was tried for (or
+//! a key of a check so held back): those go in the second call, in their order, so that
+//! every check still sees those before it of its keys. Every reader (the
 //! script, refunds, `status`) sees the state the script alone would have written.
 //!
 //! The reading: the caller's, with the caller's clock; on the server's clock, the store's
@@ -45,7 +48,7 @@ use crate::algorithm::fixed_window::FixedWindow;
 use crate::algorithm::sliding_window;
 use crate::algorithm::sliding_window_counter::SlidingWindowCounter;
 use crate::algorithm::token_bucket::TokenBucket;
-use crate::{Algorithm, Decision, Policy};
+use crate::{Algorithm, Decision, Policy, StoreError};
 
 /// The packed state (check.lua's formats) of `policy`'s algorithm after one unit admitted at
 /// `at_ms` on nothing, and how long its key must live (ms, at least `min_ttl`), as the
@@ -255,6 +258,7 @@ fn candidate(check: &CheckArgs) -> Option<(&str, &Policy)> {
 /// reading it counted at.
 struct Tried<'a> {
     at: usize,
+    name: &'a str,
     policy: &'a Policy,
     reading: u64,
 }
@@ -291,8 +295,11 @@ impl RedisStore {
         Ok(())
     }
 
-    /// Sends the `open` checks that are new clients' first ones as plain writes, and
-    /// records the answers of those it wrote.
+    /// Sends the `open` checks that are new clients' first ones as plain writes, and with
+    /// them, in the same round trip, the script for the others that touch none of their
+    /// keys; records the answers Redis gave. What is left — a first check whose key existed
+    /// after all, the checks after it of the same keys, a script Redis did not know — is
+    /// the second call's.
     async fn first_checks(
         &self,
         connection: &redis::aio::ConnectionManager,
@@ -306,6 +313,9 @@ impl RedisStore {
         let mut named: HashSet<&str> = HashSet::new();
         let mut tried = Vec::new();
         let mut writes = redis::pipe();
+        // An error answers its own command, not the pipeline: the writes before a refused
+        // script are still known.
+        writes.ignore_errors();
         for &at in open {
             let check = &checks[at];
             if let Some((name, policy)) = candidate(check) {
@@ -323,6 +333,7 @@ impl RedisStore {
                         .arg(ttl);
                     tried.push(Tried {
                         at,
+                        name,
                         policy,
                         reading,
                     });
@@ -336,6 +347,11 @@ impl RedisStore {
         if tried.is_empty() {
             return Ok(());
         }
+        let along = along_with(checks, open, &tried);
+        let along_checks: Vec<&CheckArgs> = along.iter().map(|&at| &checks[at]).collect();
+        if !along.is_empty() {
+            writes.add_command(self.script_call(&along_checks));
+        }
         // A batch of new clients only calls no script: its reading of the server's clock is
         // renewed in the same pipeline when it gets old.
         let renew = self.inner.server_clock.is_aging();
@@ -345,12 +361,7 @@ impl RedisStore {
         let sent = Instant::now();
         let mut written: Vec<Value> = match writes.query_async(&mut connection.clone()).await {
             Ok(written) => written,
-            Err(e) => {
-                // Perhaps another server now: no reading of this one's clock is trusted.
-                self.inner.server_clock.forget();
-                self.inner.connection.follow(&e);
-                return Err(CallError::Redis(e));
-            }
+            Err(e) => return Err(self.failed(e)),
         };
         if renew {
             let time = written.pop().map(redis::from_redis_value::<(i64, i64)>);
@@ -360,14 +371,71 @@ impl RedisStore {
                     .note(secs.saturating_mul(1_000) + micros / 1_000, sent);
             }
         }
-        for (first, reply) in tried.iter().zip(&written) {
-            if matches!(reply, Value::Okay) {
-                let decision = first_decision(first.policy, first.reading);
-                decided[first.at] = Some(answer_of(decision, first.reading));
+        let script = (!along.is_empty()).then(|| written.pop()).flatten();
+        // Every answer Redis gave is kept, whatever else it refused: those checks counted.
+        let mut refused = None;
+        for (first, reply) in tried.iter().zip(written) {
+            match reply {
+                Value::Okay => {
+                    let decision = first_decision(first.policy, first.reading);
+                    decided[first.at] = Some(answer_of(decision, first.reading));
+                }
+                Value::ServerError(e) => refused = refused.or(Some(CallError::Redis(e.into()))),
+                // `NX`: the key exists, the script decides.
+                _ => {}
             }
         }
-        Ok(())
+        let script = match script.map(redis::from_redis_value::<redis::RedisResult<Vec<i64>>>) {
+            Some(Ok(Ok(reply))) => self.answers(&along_checks, reply, sent).map(|answers| {
+                for (&at, answer) in along.iter().zip(answers) {
+                    decided[at] = Some(answer);
+                }
+            }),
+            // Redis does not know the script (a restart, `SCRIPT FLUSH`): the second call
+            // gives it its source.
+            Some(Ok(Err(e))) if super::connection::is_no_script(&e) => Ok(()),
+            Some(Ok(Err(e))) => Err(CallError::Redis(e)),
+            Some(Err(e)) => Err(CallError::Reply(StoreError::msg(format!(
+                "the rate limit script answered {e}"
+            )))),
+            None => Ok(()),
+        };
+        match refused.map_or(script, Err) {
+            Err(CallError::Redis(e)) => Err(self.failed(e)),
+            other => other,
+        }
     }
+
+    /// A failed call's error, once the store has forgotten the server's clock (the next
+    /// answer may come from another server) and, behind Sentinel, asked where the master is.
+    fn failed(&self, e: redis::RedisError) -> CallError {
+        self.inner.server_clock.forget();
+        self.inner.connection.follow(&e);
+        CallError::Redis(e)
+    }
+}
+
+/// Of the `open` checks other than the first checks `tried`, those the script may decide
+/// in the same round trip as their writes: those that touch no key of a first check nor of
+/// a check held back before them (a check must see those before it of the same keys,
+/// whatever a first check's write finds).
+fn along_with(checks: &[CheckArgs], open: &[usize], tried: &[Tried<'_>]) -> Vec<usize> {
+    let mut held: HashSet<&str> = tried.iter().map(|first| first.name).collect();
+    let mut along = Vec::new();
+    let mut firsts = tried.iter().map(|first| first.at).peekable();
+    for &at in open {
+        if firsts.peek() == Some(&at) {
+            firsts.next();
+            continue;
+        }
+        let names = &checks[at].names;
+        if names.iter().any(|name| held.contains(name.as_str())) {
+            held.extend(names.iter().map(String::as_str));
+        } else {
+            along.push(at);
+        }
+    }
+    along
 }
 
 /// The script's answer for a check admitted at `at_ms`: counted at the call's reading, what
