@@ -227,6 +227,70 @@ fn new_clients_batch_per_node_and_a_moved_slot_stays_exact() {
     );
 }
 
+/// A slot being migrated, with a client's long log still on its old node: the client's
+/// check runs there (its key exists), and a log whose every instant has left the window is
+/// rewritten without the key ever ceasing to exist (a node refuses a key of a migrating slot
+/// it no longer holds, which would leave the call half done). Once the key has moved, the
+/// client's log continues on the new node.
+#[::std::prelude::v1::test]
+fn a_long_log_in_a_migrating_slot_is_rewritten_in_one_piece() {
+    let cluster = RedisCluster::start();
+    let rt = runtime();
+    let store = rt.block_on(connect(&cluster)).use_caller_clock();
+    let limit = Limit::new(
+        "migrating",
+        Policy::new(200, Duration::from_secs(60)).unwrap(),
+    );
+    let t0 = Duration::from_secs(1_700_000_000);
+    let check = |at: Duration| rt.block_on(store.check(&limit, b"moving", at));
+    assert!(check(t0).unwrap().allowed());
+    let name = store.key_name(&limit, b"moving");
+    let slot = cluster
+        .node(0)
+        .integer(&["CLUSTER", "KEYSLOT", &name])
+        .to_string();
+    let from = cluster.node_of(&name);
+    let to = (from + 1) % 3;
+    let (from_id, to_id) = (node_id(&cluster, from), node_id(&cluster, to));
+    cluster
+        .node(to)
+        .command(&["CLUSTER", "SETSLOT", &slot, "IMPORTING", &from_id]);
+    cluster
+        .node(from)
+        .command(&["CLUSTER", "SETSLOT", &slot, "MIGRATING", &to_id]);
+    // Every instant of the log has left the window: the check rewrites it.
+    let later = t0 + Duration::from_secs(61);
+    let decision = check(later).expect("a check of a migrating slot's key that exists");
+    assert!(
+        decision.allowed() && decision.remaining() == 199,
+        "{decision:?}"
+    );
+    assert_eq!(cluster.node(from).integer(&["LLEN", &name]), 1);
+    // The key moves, then the slot.
+    let port = cluster.node(to).port().to_string();
+    cluster.node(from).command(&[
+        "MIGRATE",
+        "127.0.0.1",
+        &port,
+        "",
+        "0",
+        "5000",
+        "KEYS",
+        &name,
+    ]);
+    for node in [to, from, (from + 2) % 3] {
+        cluster
+            .node(node)
+            .command(&["CLUSTER", "SETSLOT", &slot, "NODE", &to_id]);
+    }
+    let decision = check(later + Duration::from_millis(500)).unwrap();
+    assert!(
+        decision.allowed() && decision.remaining() == 198,
+        "{decision:?}"
+    );
+    assert_eq!(cluster.node(to).integer(&["LLEN", &name]), 2);
+}
+
 // ---- instances sharing the cluster ----------------------------------------------------------
 
 #[rate_limit(5, per = "1m")]

@@ -100,7 +100,7 @@
 //!   go out together: one `EVALSHA` for up to 128, one batch in flight on one server (at
 //!   most two calls per node on a cluster), nothing held back to fill a batch (an idle store
 //!   sends each check at once). A call reads the server's
-//!   `TIME` once, lists each policy once, reads all its keys in one `MGET` and writes each once however many
+//!   `TIME` once, lists each policy once, reads all its keys in one `MGET` (one per slot on a cluster) and writes each once however many
 //!   of its checks count on it, and decides its checks in order, each all or nothing, exactly
 //!   as if each had been sent alone (`tests/redis.rs`: random bursts of 1 to 12 checks decide
 //!   as the memory store one by one; 800 concurrent checks of 8 keys take at most 200 calls

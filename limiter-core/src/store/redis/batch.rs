@@ -17,7 +17,7 @@
 //! check waits for its turn; at most [`MOST_WAITING`] checks wait, and a check that finds
 //! no room waits for some (backpressure) rather than failing. A call that fails on a dropped
 //! connection is sent once more at once (the connection reconnects); a call that times out
-//! or fails again fails every check then waiting for the same slot, so that a stalled Redis
+//! or fails again fails every check then waiting in the same queue (node), so that a stalled Redis
 //! costs each request at most about one timeout.
 
 use std::collections::HashMap;

@@ -757,20 +757,29 @@ end
 for _, key in ipairs(log_order) do
   local log = logs[key]
   if log.off > 0 or #log.tail > 0 then
-    local from = 1
-    if log.off >= log.loaded then
-      -- Every instant read is gone, and perhaps some pushed since.
-      if log.loaded > 0 then redis.call('DEL', key) end
-      from = log.off - log.loaded + 1
-    elseif log.off > 0 then
-      redis.call('LTRIM', key, log.off, -1)
-    end
+    -- The instants to push, and how many of those read to drop: every one read, and perhaps
+    -- some pushed since, once `off` reaches past them.
+    local from, drop = 1, log.off
+    if log.off >= log.loaded then from, drop = log.off - log.loaded + 1, log.loaded end
+    local pushed = from <= #log.tail
+    -- Pushed before the old ones are trimmed, so that the key never stops existing midway:
+    -- a cluster node whose slot is migrating refuses a key it no longer holds, and a
+    -- refusal after a write would leave the call half done.
     while from <= #log.tail do
       local last = math.min(from + 999, #log.tail)
       redis.call('RPUSH', key, unpack(log.tail, from, last))
       from = last + 1
     end
-    if log.need then keep(key, log.need, log.give, log.fresh) end
+    if drop > 0 then
+      if pushed or drop < log.loaded then
+        redis.call('LTRIM', key, drop, -1)
+      else
+        redis.call('DEL', key)
+      end
+    end
+    if log.need and (pushed or drop < log.loaded) then
+      keep(key, log.need, log.give, log.fresh)
+    end
   end
 end
 return reply

@@ -283,12 +283,11 @@ impl RedisStore {
         if rest.is_empty() {
             return Ok(());
         }
+        if self.inner.connection.is_cluster() {
+            return self.call_on_node(checks, rest, decided).await;
+        }
         let rest_checks: Vec<&CheckArgs> = rest.iter().map(|&i| &checks[i]).collect();
-        let replies = if self.inner.connection.is_cluster() {
-            self.call_on_node(&rest_checks).await?
-        } else {
-            self.call(&rest_checks).await?
-        };
+        let replies = self.call(&rest_checks).await?;
         for (i, reply) in rest.into_iter().zip(replies) {
             decided[i] = Some(reply);
         }

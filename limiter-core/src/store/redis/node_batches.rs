@@ -31,6 +31,9 @@ const SLOTS: usize = 16_384;
 /// How often the map is read at most: a resharding moves slots one by one.
 const REREAD_EVERY: Duration = Duration::from_millis(100);
 
+/// How often the map is read for a slot it says no node serves.
+const REREAD_UNSERVED: Duration = Duration::from_secs(1);
+
 /// Which node serves each hash slot, by the store's latest reading.
 #[derive(Default)]
 pub(super) struct NodeMap {
@@ -40,6 +43,8 @@ pub(super) struct NodeMap {
     reading: AtomicBool,
     /// When the latest reading started.
     read_at: Mutex<Option<Instant>>,
+    /// The nodes seen, by id, in the order they were numbered.
+    known: Mutex<Vec<Vec<u8>>>,
 }
 
 /// A slot no node was seen serving.
@@ -49,19 +54,26 @@ const NONE: u16 = u16::MAX;
 pub(super) const ONE_SERVER: u32 = 0;
 
 impl NodeMap {
-    /// The queue a check of `slot` waits in: its node's, or while no node is known for it,
-    /// the slot's own.
-    fn queue_of(&self, slot: u16) -> Option<u32> {
+    /// The queue a check of `slot` waits in: its node's; while no node is known for it, the
+    /// slot's own (`Err`), with whether the map is worth reading again for it.
+    fn queue_of(&self, slot: u16) -> Result<u32, Duration> {
         let map = self.node_of.load();
-        let node = *map.as_ref()?.get(usize::from(slot))?;
-        (node != NONE).then(|| SLOTS as u32 + u32::from(node))
+        let Some(map) = map.as_ref() else {
+            return Err(REREAD_EVERY);
+        };
+        match map.get(usize::from(slot)) {
+            Some(&node) if node != NONE => Ok(SLOTS as u32 + u32::from(node)),
+            // A slot no node served at the reading (a master down, no replica): asked again
+            // now and then, not at every check.
+            _ => Err(REREAD_UNSERVED),
+        }
     }
 
-    /// Whether a reading may start now (one at a time, one per [`REREAD_EVERY`]); if so the
-    /// caller reads and then calls [`read`](Self::read).
-    fn may_read(&self) -> bool {
+    /// Whether a reading may start now (one at a time, one per `every`); if so the caller
+    /// reads and then calls [`read`](Self::read).
+    fn may_read(&self, every: Duration) -> bool {
         let mut read_at = self.read_at.lock();
-        if read_at.is_some_and(|at| at.elapsed() < REREAD_EVERY)
+        if read_at.is_some_and(|at| at.elapsed() < every)
             || self.reading.swap(true, Ordering::AcqRel)
         {
             return false;
@@ -72,7 +84,8 @@ impl NodeMap {
 
     /// Takes a reading's outcome: the map from `CLUSTER SLOTS`, or on `None` the old one.
     fn read(&self, reply: Option<Value>) {
-        if let Some(map) = reply.as_ref().and_then(parse_slots) {
+        let map = reply.and_then(|reply| parse_slots(&reply, &mut self.known.lock()));
+        if let Some(map) = map {
             self.node_of.store(Some(Arc::new(map)));
         }
         self.reading.store(false, Ordering::Release);
@@ -80,13 +93,14 @@ impl NodeMap {
 }
 
 /// The node of each slot in a `CLUSTER SLOTS` reply: entries of a slot range, then its
-/// master's address first (`[start, end, [host, port, ...], replicas...]`); nodes are
-/// numbered in the order they appear. `None` for a reply of another shape.
-fn parse_slots(reply: &Value) -> Option<Vec<u16>> {
+/// master first (`[start, end, [host, port, id, ...], replicas...]`). A node is known by its
+/// id (by its address before Redis 4 gave ids), and numbered in `known`, which only grows:
+/// a node keeps its number from one reading to the next, so that checks queued under it
+/// still go together. `None` for a reply of another shape.
+fn parse_slots(reply: &Value, known: &mut Vec<Vec<u8>>) -> Option<Vec<u16>> {
     let Value::Array(ranges) = reply else {
         return None;
     };
-    let mut nodes: Vec<(Vec<u8>, i64)> = Vec::new();
     let mut node_of = vec![NONE; SLOTS];
     for range in ranges {
         let Value::Array(fields) = range else {
@@ -97,17 +111,20 @@ fn parse_slots(reply: &Value) -> Option<Vec<u16>> {
         else {
             return None;
         };
-        let (Some(Value::BulkString(host)), Some(Value::Int(port))) =
-            (master.first(), master.get(1))
-        else {
-            return None;
+        let identity = match (master.first(), master.get(1), master.get(2)) {
+            (_, _, Some(Value::BulkString(id))) => id.clone(),
+            (Some(Value::BulkString(host)), Some(Value::Int(port)), _) => {
+                let mut address = host.clone();
+                address.extend_from_slice(format!(":{port}").as_bytes());
+                address
+            }
+            _ => return None,
         };
-        let address = (host.clone(), *port);
-        let number = match nodes.iter().position(|known| *known == address) {
+        let number = match known.iter().position(|id| *id == identity) {
             Some(at) => at,
             None => {
-                nodes.push(address);
-                nodes.len() - 1
+                known.push(identity);
+                known.len() - 1
             }
         };
         let number = u16::try_from(number).ok().filter(|&n| n != NONE)?;
@@ -125,18 +142,18 @@ impl RedisStore {
             return ONE_SERVER;
         }
         match self.inner.node_map.queue_of(slot) {
-            Some(queue) => queue,
-            None => {
-                self.read_node_map();
+            Ok(queue) => queue,
+            Err(every) => {
+                self.read_node_map(every);
                 u32::from(slot)
             }
         }
     }
 
     /// Reads which node serves which slot, in the background (at most one reading at a
-    /// time, one per [`REREAD_EVERY`]). A reading that fails keeps the map as it was.
-    fn read_node_map(&self) {
-        if self.inner.node_map.may_read() {
+    /// time, one per `every`). A reading that fails keeps the map as it was.
+    fn read_node_map(&self, every: Duration) {
+        if self.inner.node_map.may_read(every) {
             let store = self.clone();
             self.inner
                 .runtime
@@ -147,7 +164,7 @@ impl RedisStore {
     /// Reads which node serves which slot now, for a store just connected (its first
     /// checks then go one call per node already).
     pub(super) async fn read_node_map_now(&self) {
-        if self.inner.node_map.may_read() {
+        if self.inner.node_map.may_read(REREAD_EVERY) {
             let store = self.clone();
             let _ = self
                 .inner
@@ -169,33 +186,83 @@ impl RedisStore {
         self.inner.node_map.read(reply.ok().and_then(Result::ok));
     }
 
-    /// Decides `checks`, all on one cluster node by the map, in one call: each slot's checks
-    /// side by side, each slot's in their order (checks of different slots share no key, so
-    /// their order between them decides nothing). If the node does not serve them all, each
-    /// slot's go in a call of their own, and the map is read again.
+    /// Decides the checks `open` of `checks`, all on one cluster node by the map, in one
+    /// call, filling `decided`: each slot's checks side by side, each slot's in their order
+    /// (checks of different slots share no key, so their order between them decides
+    /// nothing). If the node does not serve them all, each slot's go in a call of their own,
+    /// all at once, and the map is read again; the slots Redis answered stay decided whatever
+    /// the others met.
     pub(super) async fn call_on_node(
         &self,
-        checks: &[&CheckArgs],
-    ) -> Result<Vec<Vec<i64>>, CallError> {
-        let mut order: Vec<usize> = (0..checks.len()).collect();
-        order.sort_by_key(|&i| checks[i].slot);
-        let sorted: Vec<&CheckArgs> = order.iter().map(|&i| checks[i]).collect();
-        let replies = match self.call(&sorted).await {
-            Err(CallError::Redis(e)) if is_elsewhere(&e) => {
-                self.read_node_map();
-                let mut replies = Vec::with_capacity(sorted.len());
-                for slot in sorted.chunk_by(|a, b| a.slot == b.slot) {
-                    replies.extend(self.call(slot).await?);
+        checks: &[CheckArgs],
+        mut open: Vec<usize>,
+        decided: &mut [Option<Vec<i64>>],
+    ) -> Result<(), CallError> {
+        open.sort_by_key(|&i| checks[i].slot);
+        let sorted: Vec<&CheckArgs> = open.iter().map(|&i| &checks[i]).collect();
+        match self.call(&sorted).await {
+            Ok(replies) => {
+                for (&i, reply) in open.iter().zip(replies) {
+                    decided[i] = Some(reply);
                 }
-                replies
+                Ok(())
             }
-            other => other?,
-        };
-        let mut answers = vec![Vec::new(); checks.len()];
-        for (i, reply) in order.into_iter().zip(replies) {
-            answers[i] = reply;
+            Err(CallError::Redis(e)) if is_elsewhere(&e) => {
+                self.read_node_map(REREAD_EVERY);
+                self.call_per_slot(checks, &open, decided).await
+            }
+            Err(e) => Err(e),
         }
-        Ok(answers)
+    }
+
+    /// Decides the checks `open` (side by side by slot) one call per slot, the calls sent
+    /// at once; the first failure is returned once every call is answered.
+    async fn call_per_slot(
+        &self,
+        checks: &[CheckArgs],
+        open: &[usize],
+        decided: &mut [Option<Vec<i64>>],
+    ) -> Result<(), CallError> {
+        let slots: Vec<&[usize]> = open
+            .chunk_by(|&a, &b| checks[a].slot == checks[b].slot)
+            .collect();
+        let mut calls = tokio::task::JoinSet::new();
+        for (group, members) in slots.iter().enumerate() {
+            let members: Vec<&CheckArgs> = members.iter().map(|&i| &checks[i]).collect();
+            let command = self.script_call(&members);
+            let store = self.clone();
+            calls.spawn(async move {
+                let sent = Instant::now();
+                let reply = store
+                    .inner
+                    .connection
+                    .eval::<Vec<i64>>(&store.inner.script, &command)
+                    .await;
+                (group, sent, reply)
+            });
+        }
+        let mut failure = None;
+        while let Some(done) = calls.join_next().await {
+            let outcome = match done {
+                Ok((group, sent, Ok(reply))) => {
+                    let members: Vec<&CheckArgs> =
+                        slots[group].iter().map(|&i| &checks[i]).collect();
+                    self.answers(&members, reply, sent).map(|replies| {
+                        for (&i, reply) in slots[group].iter().zip(replies) {
+                            decided[i] = Some(reply);
+                        }
+                    })
+                }
+                Ok((_, _, Err(e))) => Err(CallError::Redis(e)),
+                Err(e) => Err(CallError::Reply(crate::StoreError::msg(format!(
+                    "a Redis call stopped: {e}"
+                )))),
+            };
+            if let Err(e) = outcome {
+                failure = failure.or(Some(e));
+            }
+        }
+        failure.map_or(Ok(()), Err)
     }
 }
 
@@ -216,6 +283,7 @@ mod tests {
             Value::Array(vec![
                 Value::BulkString(b"127.0.0.1".to_vec()),
                 Value::Int(port),
+                Value::BulkString(format!("id-{port}").into_bytes()),
             ]),
         ])
     }
@@ -228,7 +296,7 @@ mod tests {
             range(10923, 16000, 7002),
             range(16001, 16383, 7000),
         ]);
-        let map = parse_slots(&reply).unwrap();
+        let map = parse_slots(&reply, &mut Vec::new()).unwrap();
         assert_eq!((map[0], map[5460], map[5461]), (0, 0, 1));
         assert_eq!(
             (map[10923], map[16000], map[16001], map[16383]),
@@ -236,11 +304,45 @@ mod tests {
         );
     }
 
+    /// A node keeps its number from one reading to the next, whatever order the reply
+    /// lists the nodes in; a node is its id, whatever its address says (`?` or empty
+    /// endpoints on several hosts).
+    #[test]
+    fn a_node_keeps_its_number_across_readings() {
+        let mut known = Vec::new();
+        parse_slots(
+            &Value::Array(vec![range(0, 99, 7000), range(100, 199, 7001)]),
+            &mut known,
+        )
+        .unwrap();
+        let map = parse_slots(
+            &Value::Array(vec![range(0, 49, 7001), range(50, 199, 7000)]),
+            &mut known,
+        )
+        .unwrap();
+        assert_eq!((map[0], map[50], map[199]), (1, 0, 0));
+        let same_address = |id: &str| {
+            Value::Array(vec![
+                Value::Int(0),
+                Value::Int(0),
+                Value::Array(vec![
+                    Value::BulkString(b"?".to_vec()),
+                    Value::Int(6379),
+                    Value::BulkString(id.as_bytes().to_vec()),
+                ]),
+            ])
+        };
+        let a = parse_slots(&Value::Array(vec![same_address("a")]), &mut known).unwrap();
+        let b = parse_slots(&Value::Array(vec![same_address("b")]), &mut known).unwrap();
+        assert_ne!(a[0], b[0]);
+    }
+
     #[test]
     fn an_unserved_slot_has_no_node_and_a_strange_reply_no_map() {
-        let map = parse_slots(&Value::Array(vec![range(0, 99, 7000)])).unwrap();
+        let known = &mut Vec::new();
+        let map = parse_slots(&Value::Array(vec![range(0, 99, 7000)]), known).unwrap();
         assert_eq!((map[99], map[100]), (0, NONE));
-        assert!(parse_slots(&Value::Int(1)).is_none());
-        assert!(parse_slots(&Value::Array(vec![range(0, 16_384, 7000)])).is_none());
+        assert!(parse_slots(&Value::Int(1), known).is_none());
+        assert!(parse_slots(&Value::Array(vec![range(0, 16_384, 7000)]), known).is_none());
     }
 }

@@ -3,7 +3,11 @@
 //! and the same decisions as the in-memory store.
 //!
 //! One call decides a batch of checks, in order, each as if sent alone. `KEYS` are the
-//! checks' keys, each holding one key's state under one limit. `ARGV[1]` is a packed header
+//! checks' keys, each holding one key's state under one limit. (On a cluster node a call may
+//! carry several slots' checks: `KEYS` are then the first slot's, the header ends with the
+//! number of names of each slot's checks, 4 bytes each, and the other slots' names are the
+//! last arguments; the script reads each slot's keys before it writes anything and answers
+//! the error `LIMITER_ELSEWHERE` if the node does not serve one.) `ARGV[1]` is a packed header
 //! (big-endian): `min_ttl_ms` (8 bytes), the number of distinct policies (4) and five values
 //! for each — `state` (1 byte: 1 sliding window with a long log, 5 with a short one, 2
 //! fixed window, 3 counter, 4 bucket; see [`code`]), `window_ms` (8), `max` (4),
