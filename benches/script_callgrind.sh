@@ -5,11 +5,13 @@
 # makes them under load: KEYS checks per call, the usual check (one unit, the server's
 # clock), 100 per minute. It runs twice, for N1 and N2 calls; the difference over the
 # (N2 - N1) * KEYS checks is what one check costs, start-up excluded.
-#   benches/script_callgrind.sh [STATE...]   (default: peer 2 3 4 5 1)
+#   benches/script_callgrind.sh [STATE...]   (default: peer set 2 3 4 5 1)
 # STATE is the script's code for a policy's state (scripts.rs): 1 a long sliding log (a
 # list), 5 a short one (a packed string), 2 fixed window, 3 counter, 4 bucket; or `peer`:
 # actix-extensible-rate-limit's check instead, a transaction per check (MULTI, BITFIELD
-# OVERFLOW SAT INCRBY, EXPIRE NX, TTL, EXEC), pipelined as its users' requests are.
+# OVERFLOW SAT INCRBY, EXPIRE NX, TTL, EXEC), pipelined as its users' requests are; or
+# `set`: a new client's first check as limiter sends it on one server, a plain
+# `SET key STATE NX PX`, a batch's pipelined.
 # KEYS=16 checks per call; HOT=1 makes every check one client's (else each a new client's);
 # SCRIPT=path measures another version of check.lua (same arguments).
 set -euo pipefail
@@ -20,7 +22,7 @@ hot="${HOT:-}"
 n1="${N1:-200}"
 n2="${N2:-1200}"
 states=("$@")
-[ ${#states[@]} -gt 0 ] || states=(peer 2 3 4 5 1)
+[ ${#states[@]} -gt 0 ] || states=(peer set 2 3 4 5 1)
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
@@ -54,10 +56,21 @@ sha = read()
 import struct
 interval = 600_000_000  # 100 per minute
 # The header (scripts.rs): min_ttl 0, one policy.
-header = struct.pack(">QI", 0, 1) + struct.pack(">BQIQQ", int(state) if state != "peer" else 0, 60_000, 100, interval, 100 * interval)
+code = 0 if state in ("peer", "set") else int(state)
+header = struct.pack(">QI", 0, 1) + struct.pack(">BQIQQ", code, 60_000, 100, interval, 100 * interval)
+# No penalty (block_ms 8, after 1, within_ms 8, escalated block_ms 8), no calendar (period 1,
+# offset 2), no delay (8): the header's other fields, as call.rs packs them.
+header += bytes(8 + 1 + 8 + 8 + 1 + 2 + 8)
 batch = []
 for c in range(calls):
     names = ["limiter:{%08x}:bench" % (7 if hot else c * k + i) for i in range(k)]
+    if state == "set":
+        # A new client's first check as the store sends it on one server (fresh.rs): the
+        # fixed window's state after one unit, with its lifetime, only if the key is absent.
+        s.sendall(b"".join(cmd("SET", name, struct.pack(">Q", 1_700_000_000_000 + c)[2:] + struct.pack(">I", 1), "NX", "PX", 60_012) for name in names))
+        for _ in names:
+            read()
+        continue
     if state == "peer":
         for name in names:
             s.sendall(cmd("MULTI") + cmd("BITFIELD", name, "OVERFLOW", "SAT", "INCRBY", "u63", 0, 1, "GET", "u63", 0)

@@ -217,6 +217,15 @@
 //! | sliding log, 128 or fewer (a packed string) | 51,900 (a list) | **30,900** | 21,000 (a list) | **20,200** |
 //! | sliding log, more than 128 (a list) | 51,900 | 49,900 | 21,000 | 18,900 |
 //!
+//! Counted again with this revision (`benches/script_callgrind.sh peer set 2 3 4 5 1`, and
+//! `HOT=1 … peer 2`), with the new client's check as the store now sends it on one server
+//! (`set`: one `SET key STATE NX PX`, a batch of 16 pipelined): **9,900 instructions per
+//! check, 0.29× the peer's 34,000**; by the script, the fixed window 31,400, the counter
+//! 31,900, the bucket 32,700, a short log 31,700, a long one 52,300; one busy client, the
+//! fixed window 17,800 against the peer's 31,600 (0.56×). Callgrind counts the server's own
+//! instructions, not the kernel's: the network and the wake-ups, half of Redis's CPU in the
+//! timings below, come on top for both.
+//!
 //! **A new client's first check without the script** (this revision). The check of a client
 //! Redis holds nothing for is answered before asking — one unit admitted — so the store
 //! sends it as one `SET key STATE NX PX LIFETIME` of the state the script would write, a
