@@ -786,6 +786,38 @@ fn checks_given_up_while_redis_stalls_are_not_sent_later() {
     );
 }
 
+/// An operator's questions — where a client stands, the limits registered — to a stalled
+/// Redis fail within the store's timeout, not the connection's (half a second).
+#[::std::prelude::v1::test]
+fn questions_to_a_stalled_redis_fail_within_the_timeout() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+    let limit = Limit::new("asked", Policy::new(6, Duration::from_secs(60)).unwrap());
+    rt.block_on(store.check(&limit, b"client", Duration::ZERO))
+        .unwrap();
+    server.pause();
+    let started = std::time::Instant::now();
+    let bound = Duration::from_secs(5);
+    let (status, limits) = rt.block_on(async {
+        (
+            tokio::time::timeout(bound, store.status(&limit, b"client")).await,
+            tokio::time::timeout(bound, store.limits()).await,
+        )
+    });
+    let answered_within = started.elapsed();
+    server.resume();
+    println!("both questions failed within {answered_within:?} of a stall");
+    assert!(matches!(status, Ok(Err(_))), "{status:?}");
+    assert!(matches!(limits, Ok(Err(_))), "{limits:?}");
+    // Two questions at the store's 50 ms each; the connection's own response timeout (half
+    // a second) is what answered them before.
+    assert!(
+        answered_within < Duration::from_millis(400),
+        "{answered_within:?}"
+    );
+}
+
 /// Workers whose threads block right after sending a check (a handler doing blocking I/O)
 /// hold up no one: the batches run on the store's own thread, so another worker's checks
 /// are answered at once. (With the batches on the first workers' runtimes, they waited

@@ -115,16 +115,19 @@ impl RedisStore {
             .ok_or_else(|| StoreError::msg(format!("the state at {name} is not of its limit")))
     }
 
-    /// Runs one command on the store's thread.
+    /// Runs one command on the store's thread, within the store's timeout: an operator's
+    /// question to a stalled Redis gets an error, not a wait without end.
     pub(super) async fn query<T: redis::FromRedisValue + Send + 'static>(
         &self,
         command: redis::Cmd,
     ) -> Result<T, StoreError> {
         let connection = self.inner.connection.clone();
+        let timeout = self.timeout();
         self.inner
             .runtime
-            .run(async move { connection.query::<T>(&command).await })
+            .run(async move { super::deadline::within(timeout, connection.query::<T>(&command)).await })
             .await?
+            .map_err(|_| StoreError::msg(format!("Redis did not answer within {timeout:?}")))?
             .map_err(|e| error("Redis did not answer", e))
     }
 }
