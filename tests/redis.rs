@@ -1465,30 +1465,20 @@ fn a_new_clients_first_check_goes_without_the_script() {
     }
 }
 
-/// A batch of new clients' first checks and of a returning client's check is one round
-/// trip: the script for the returning client goes in the pipeline of the plain writes (it
-/// touches none of their keys). Counted by Redis's reads of the store's connection: the
-/// server is stopped while a first batch is in flight, so that the returning client and 20
-/// new ones share the next; one read for each batch.
-#[::std::prelude::v1::test]
-fn a_returning_client_shares_the_round_trip_of_new_clients_writes() {
-    let server = RedisServer::start();
-    let rt = runtime();
-    let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
-    let limit = Limit::new(
-        "along",
-        Policy::for_algorithm(Algorithm::FixedWindow, 10, Duration::from_secs(60)).unwrap(),
-    );
-    for _ in 0..3 {
-        rt.block_on(store.check(&limit, b"returning", Duration::ZERO))
-            .unwrap();
-    }
-    // The reads this test's own connections cost: a `CONFIG RESETSTAT`, then an `INFO`.
-    server.command(&["CONFIG", "RESETSTAT"]);
-    let own = server.info_number(&["INFO", "stats"], "total_reads_processed");
-    server.command(&["CONFIG", "RESETSTAT"]);
+/// A check's answer, or the store's error.
+type Outcome = Result<limiter::Decision, limiter::StoreError>;
+
+/// Checks of a returning client and 20 new ones ("n" and a number) that share one batch:
+/// the server is stopped while a first batch ("ahead") is in flight, so that they all wait
+/// for the next. Each one's outcome: ahead's, the returning client's, the new ones'.
+fn behind_a_stall(
+    rt: &tokio::runtime::Runtime,
+    server: &RedisServer,
+    store: &RedisStore,
+    limit: &Limit,
+) -> (Outcome, Outcome, Vec<Outcome>) {
     server.pause();
-    let (ahead, returning, new) = rt.block_on(async {
+    rt.block_on(async {
         let check = |key: Vec<u8>| {
             let (store, limit) = (store.clone(), limit.clone());
             tokio::spawn(async move { store.check(&limit, &key, Duration::ZERO).await })
@@ -1499,16 +1489,51 @@ fn a_returning_client_shares_the_round_trip_of_new_clients_writes() {
         let new: Vec<_> = (0..20u8).map(|i| check(vec![b'n', i])).collect();
         tokio::time::sleep(Duration::from_millis(20)).await;
         server.resume();
-        let mut new_decisions = Vec::new();
+        let mut new_outcomes = Vec::new();
         for check in new {
-            new_decisions.push(check.await.unwrap().unwrap());
+            new_outcomes.push(check.await.unwrap());
         }
-        (
-            ahead.await.unwrap().unwrap(),
-            returning.await.unwrap().unwrap(),
-            new_decisions,
-        )
-    });
+        (ahead.await.unwrap(), returning.await.unwrap(), new_outcomes)
+    })
+}
+
+/// A store whose reading of the server's clock is fresh, and a returning client counted
+/// three times (a few script calls, in case a busy host slows one round trip past what a
+/// reading may take).
+fn with_a_returning_client(
+    server: &RedisServer,
+    rt: &tokio::runtime::Runtime,
+    name: &'static str,
+) -> (RedisStore, Limit) {
+    let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+    let limit = Limit::new(
+        name,
+        Policy::for_algorithm(Algorithm::FixedWindow, 10, Duration::from_secs(60)).unwrap(),
+    );
+    for _ in 0..3 {
+        rt.block_on(store.check(&limit, b"returning", Duration::ZERO))
+            .unwrap();
+    }
+    (store, limit)
+}
+
+/// A batch of new clients' first checks and of a returning client's check is one round
+/// trip: the script for the returning client goes in the pipeline of the plain writes (it
+/// touches none of their keys). Counted by Redis's reads of the store's connection: the
+/// server is stopped while a first batch is in flight, so that the returning client and 20
+/// new ones share the next; one read for each batch.
+#[::std::prelude::v1::test]
+fn a_returning_client_shares_the_round_trip_of_new_clients_writes() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let (store, limit) = with_a_returning_client(&server, &rt, "along");
+    // The reads this test's own connections cost: a `CONFIG RESETSTAT`, then an `INFO`.
+    server.command(&["CONFIG", "RESETSTAT"]);
+    let own = server.info_number(&["INFO", "stats"], "total_reads_processed");
+    server.command(&["CONFIG", "RESETSTAT"]);
+    let (ahead, returning, new) = behind_a_stall(&rt, &server, &store, &limit);
+    let (ahead, returning) = (ahead.unwrap(), returning.unwrap());
+    let new: Vec<_> = new.into_iter().map(Result::unwrap).collect();
     assert!(ahead.allowed() && ahead.remaining() == 9);
     assert!(
         returning.allowed() && returning.remaining() == 6,
@@ -1532,38 +1557,9 @@ fn a_returning_client_shares_the_round_trip_of_new_clients_writes() {
 fn a_failed_script_call_keeps_the_first_checks_decided_before_it() {
     let server = RedisServer::start();
     let rt = runtime();
-    let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
-    let limit = Limit::new(
-        "kept",
-        Policy::for_algorithm(Algorithm::FixedWindow, 10, Duration::from_secs(60)).unwrap(),
-    );
-    // The returning client, by the script: the store's reading of the server's clock (a few
-    // times, in case a busy host slows one round trip past what a reading may take).
-    for _ in 0..3 {
-        rt.block_on(store.check(&limit, b"returning", Duration::ZERO))
-            .unwrap();
-    }
+    let (store, limit) = with_a_returning_client(&server, &rt, "kept");
     server.command(&["ACL", "SETUSER", "default", "-evalsha", "-eval"]);
-    server.pause();
-    let outcomes = rt.block_on(async {
-        let check = |key: Vec<u8>| {
-            let (store, limit) = (store.clone(), limit.clone());
-            tokio::spawn(async move { store.check(&limit, &key, Duration::ZERO).await })
-        };
-        // In flight while the server is stopped: the others wait for the next batch.
-        let ahead = check(b"ahead".to_vec());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        let returning = check(b"returning".to_vec());
-        let new: Vec<_> = (0..20u8).map(|i| check(vec![b'n', i])).collect();
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        server.resume();
-        let mut new_outcomes = Vec::new();
-        for check in new {
-            new_outcomes.push(check.await.unwrap());
-        }
-        (ahead.await.unwrap(), returning.await.unwrap(), new_outcomes)
-    });
-    let (ahead, returning, new) = outcomes;
+    let (ahead, returning, new) = behind_a_stall(&rt, &server, &store, &limit);
     assert!(ahead.unwrap().allowed());
     assert!(returning.is_err(), "the script was refused: {returning:?}");
     for (i, outcome) in new.into_iter().enumerate() {

@@ -99,15 +99,6 @@ fn concurrent_checks_batch_per_slot_and_stay_exact() {
     assert!(calls <= 800 / 4, "{calls} calls for 800 checks");
 }
 
-/// A node's id, for `CLUSTER SETSLOT`.
-fn node_id(cluster: &RedisCluster, node: usize) -> String {
-    cluster
-        .node(node)
-        .text(&["CLUSTER", "MYID"])
-        .trim()
-        .to_owned()
-}
-
 /// `n` concurrent checks of `keys`, each its answer (true: admitted), in the keys' order.
 fn concurrently(
     rt: &tokio::runtime::Runtime,
@@ -178,26 +169,10 @@ fn new_clients_batch_per_node_and_a_moved_slot_stays_exact() {
         })
         .unwrap();
     let name = store.key_name(&limit, &moved);
-    let slot = cluster
-        .node(0)
-        .integer(&["CLUSTER", "KEYSLOT", &name])
-        .to_string();
-    let from = cluster.node_of(&name);
-    let to = (from + 1) % 3;
-    let to_id = node_id(&cluster, to);
     // Redis Cluster's resharding steps, with no key to migrate.
-    let from_id = node_id(&cluster, from);
-    cluster
-        .node(to)
-        .command(&["CLUSTER", "SETSLOT", &slot, "IMPORTING", &from_id]);
-    cluster
-        .node(from)
-        .command(&["CLUSTER", "SETSLOT", &slot, "MIGRATING", &to_id]);
-    for node in [to, from, (from + 2) % 3] {
-        cluster
-            .node(node)
-            .command(&["CLUSTER", "SETSLOT", &slot, "NODE", &to_id]);
-    }
+    let moving = cluster.start_moving(&name);
+    cluster.finish_moving(&moving, &[]);
+    let to = moving.to;
     // It, and new clients on every node (some on its old node), twice.
     let mut keys: Vec<Vec<u8>> = (20_000..20_300u32)
         .map(|i| i.to_be_bytes().to_vec())
@@ -245,19 +220,8 @@ fn a_long_log_in_a_migrating_slot_is_rewritten_in_one_piece() {
     let check = |at: Duration| rt.block_on(store.check(&limit, b"moving", at));
     assert!(check(t0).unwrap().allowed());
     let name = store.key_name(&limit, b"moving");
-    let slot = cluster
-        .node(0)
-        .integer(&["CLUSTER", "KEYSLOT", &name])
-        .to_string();
-    let from = cluster.node_of(&name);
-    let to = (from + 1) % 3;
-    let (from_id, to_id) = (node_id(&cluster, from), node_id(&cluster, to));
-    cluster
-        .node(to)
-        .command(&["CLUSTER", "SETSLOT", &slot, "IMPORTING", &from_id]);
-    cluster
-        .node(from)
-        .command(&["CLUSTER", "SETSLOT", &slot, "MIGRATING", &to_id]);
+    let moving = cluster.start_moving(&name);
+    let (from, to) = (moving.from, moving.to);
     // Every instant of the log has left the window: the check rewrites it.
     let later = t0 + Duration::from_secs(61);
     let decision = check(later).expect("a check of a migrating slot's key that exists");
@@ -267,22 +231,7 @@ fn a_long_log_in_a_migrating_slot_is_rewritten_in_one_piece() {
     );
     assert_eq!(cluster.node(from).integer(&["LLEN", &name]), 1);
     // The key moves, then the slot.
-    let port = cluster.node(to).port().to_string();
-    cluster.node(from).command(&[
-        "MIGRATE",
-        "127.0.0.1",
-        &port,
-        "",
-        "0",
-        "5000",
-        "KEYS",
-        &name,
-    ]);
-    for node in [to, from, (from + 2) % 3] {
-        cluster
-            .node(node)
-            .command(&["CLUSTER", "SETSLOT", &slot, "NODE", &to_id]);
-    }
+    cluster.finish_moving(&moving, &[&name]);
     let decision = check(later + Duration::from_millis(500)).unwrap();
     assert!(
         decision.allowed() && decision.remaining() == 198,

@@ -202,12 +202,60 @@ impl RedisCluster {
             .sum()
     }
 
+    /// Starts moving the slot of `key` from the node serving it to the next one, by Redis
+    /// Cluster's resharding steps (`IMPORTING` on the target, `MIGRATING` on the source).
+    pub(crate) fn start_moving(&self, key: &str) -> SlotMove {
+        let slot = self.nodes[0]
+            .integer(&["CLUSTER", "KEYSLOT", key])
+            .to_string();
+        let from = self.node_of(key);
+        let to = (from + 1) % self.nodes.len();
+        let id = |node: usize| {
+            self.nodes[node]
+                .text(&["CLUSTER", "MYID"])
+                .trim()
+                .to_owned()
+        };
+        let (from_id, to_id) = (id(from), id(to));
+        self.nodes[to].command(&["CLUSTER", "SETSLOT", &slot, "IMPORTING", &from_id]);
+        self.nodes[from].command(&["CLUSTER", "SETSLOT", &slot, "MIGRATING", &to_id]);
+        SlotMove {
+            slot,
+            from,
+            to,
+            to_id,
+        }
+    }
+
+    /// Ends a move: `keys` migrate to the target, and every node is told it serves the slot.
+    pub(crate) fn finish_moving(&self, moving: &SlotMove, keys: &[&str]) {
+        if !keys.is_empty() {
+            let port = self.nodes[moving.to].port().to_string();
+            let mut migrate = vec!["MIGRATE", "127.0.0.1", &port, "", "0", "5000", "KEYS"];
+            migrate.extend_from_slice(keys);
+            self.nodes[moving.from].command(&migrate);
+        }
+        // The target first, then the source, then the others.
+        let others = (0..self.nodes.len()).filter(|&n| n != moving.to && n != moving.from);
+        for node in [moving.to, moving.from].into_iter().chain(others) {
+            self.nodes[node].command(&["CLUSTER", "SETSLOT", &moving.slot, "NODE", &moving.to_id]);
+        }
+    }
+
     /// Runs a command on every node still running.
     pub(crate) fn on_every_node(&self, args: &[&str]) {
         for node in &self.nodes {
             let _ = node.try_command(args);
         }
     }
+}
+
+/// A slot being moved between two nodes (see [`RedisCluster::start_moving`]).
+pub(crate) struct SlotMove {
+    slot: String,
+    pub(crate) from: usize,
+    pub(crate) to: usize,
+    to_id: String,
 }
 
 impl Drop for RedisCluster {
