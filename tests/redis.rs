@@ -1468,33 +1468,39 @@ fn a_new_clients_first_check_goes_without_the_script() {
 /// A check's answer, or the store's error.
 type Outcome = Result<limiter::Decision, limiter::StoreError>;
 
-/// Checks of a returning client and 20 new ones ("n" and a number) that share one batch:
-/// the server is stopped while a first batch ("ahead") is in flight, so that they all wait
-/// for the next. Each one's outcome: ahead's, the returning client's, the new ones'.
+/// Checks of `keys` that share one batch: the server is stopped while a first batch (a new
+/// client, `ahead`) is in flight, so that they all wait for the next. Ahead's outcome, then
+/// each one's, in order.
 fn behind_a_stall(
     rt: &tokio::runtime::Runtime,
     server: &RedisServer,
     store: &RedisStore,
     limit: &Limit,
-) -> (Outcome, Outcome, Vec<Outcome>) {
+    ahead: &[u8],
+    keys: &[Vec<u8>],
+) -> (Outcome, Vec<Outcome>) {
     server.pause();
     rt.block_on(async {
         let check = |key: Vec<u8>| {
             let (store, limit) = (store.clone(), limit.clone());
             tokio::spawn(async move { store.check(&limit, &key, Duration::ZERO).await })
         };
-        let ahead = check(b"ahead".to_vec());
+        let ahead = check(ahead.to_vec());
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let returning = check(b"returning".to_vec());
-        let new: Vec<_> = (0..20u8).map(|i| check(vec![b'n', i])).collect();
+        let checks: Vec<_> = keys.iter().cloned().map(check).collect();
         tokio::time::sleep(Duration::from_millis(20)).await;
         server.resume();
-        let mut new_outcomes = Vec::new();
-        for check in new {
-            new_outcomes.push(check.await.unwrap());
+        let mut outcomes = Vec::new();
+        for check in checks {
+            outcomes.push(check.await.unwrap());
         }
-        (ahead.await.unwrap(), returning.await.unwrap(), new_outcomes)
+        (ahead.await.unwrap(), outcomes)
     })
+}
+
+/// 20 new clients, "n" and a number.
+fn new_clients() -> Vec<Vec<u8>> {
+    (0..20u8).map(|i| vec![b'n', i]).collect()
 }
 
 /// A store whose reading of the server's clock is fresh, and a returning client counted
@@ -1506,6 +1512,8 @@ fn with_a_returning_client(
     name: &'static str,
 ) -> (RedisStore, Limit) {
     let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+    // A busy host may hold the stopped server's first batch past the usual 50 ms.
+    assert!(store.accept_timeout(Duration::from_secs(2)));
     let limit = Limit::new(
         name,
         Policy::for_algorithm(Algorithm::FixedWindow, 10, Duration::from_secs(60)).unwrap(),
@@ -1527,20 +1535,37 @@ fn a_returning_client_shares_the_round_trip_of_new_clients_writes() {
     let server = RedisServer::start();
     let rt = runtime();
     let (store, limit) = with_a_returning_client(&server, &rt, "along");
-    // The reads this test's own connections cost: a `CONFIG RESETSTAT`, then an `INFO`.
-    server.command(&["CONFIG", "RESETSTAT"]);
-    let own = server.info_number(&["INFO", "stats"], "total_reads_processed");
-    server.command(&["CONFIG", "RESETSTAT"]);
-    let (ahead, returning, new) = behind_a_stall(&rt, &server, &store, &limit);
-    let (ahead, returning) = (ahead.unwrap(), returning.unwrap());
-    let new: Vec<_> = new.into_iter().map(Result::unwrap).collect();
+    // Reset and read on one connection of the test's, held open (a connection closing is a
+    // read too, counted whenever Redis gets to it): the `INFO` is the one read of its own.
+    let mut counter = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let reads = |counter: &mut redis::Connection| -> i64 {
+        let info: String = redis::cmd("INFO").arg("stats").query(counter).unwrap();
+        info.lines()
+            .find_map(|line| line.strip_prefix("total_reads_processed:"))
+            .map(|n| n.trim().parse().unwrap())
+            .unwrap()
+    };
+    let () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut counter)
+        .unwrap();
+    let mut keys = vec![b"returning".to_vec()];
+    keys.extend(new_clients());
+    let (ahead, outcomes) = behind_a_stall(&rt, &server, &store, &limit, b"ahead", &keys);
+    let ahead = ahead.unwrap();
+    let mut outcomes = outcomes.into_iter().map(Result::unwrap);
+    let returning = outcomes.next().unwrap();
+    let new: Vec<_> = outcomes.collect();
     assert!(ahead.allowed() && ahead.remaining() == 9);
     assert!(
         returning.allowed() && returning.remaining() == 6,
         "{returning:?}"
     );
     assert!(new.iter().all(|d| d.allowed() && d.remaining() == 9));
-    let reads = server.info_number(&["INFO", "stats"], "total_reads_processed") - own;
+    let reads = reads(&mut counter) - 1;
     assert_eq!(reads, 2, "the store's reads: one for each batch");
     assert_eq!(server.calls("evalsha"), 1);
     // 21 plain writes, and the script's own write of the returning client's state.
@@ -1553,16 +1578,29 @@ fn a_returning_client_shares_the_round_trip_of_new_clients_writes() {
 /// (`-evalsha -eval`), and the server is stopped while a first batch is in flight, so that
 /// a returning client's check and 20 new clients' wait together for the next one: the new
 /// clients are admitted (their states are in Redis), the returning client gets the error.
+/// The same when the script refused is the second call, after a pipeline of writes alone.
 #[::std::prelude::v1::test]
 fn a_failed_script_call_keeps_the_first_checks_decided_before_it() {
     let server = RedisServer::start();
     let rt = runtime();
     let (store, limit) = with_a_returning_client(&server, &rt, "kept");
-    server.command(&["ACL", "SETUSER", "default", "-evalsha", "-eval"]);
-    let (ahead, returning, new) = behind_a_stall(&rt, &server, &store, &limit);
+    // A fresh reading of the server's clock (scripts allowed for it), then scripts refused.
+    let refuse_scripts = || {
+        server.command(&["ACL", "SETUSER", "default", "+evalsha", "+eval"]);
+        for _ in 0..3 {
+            rt.block_on(store.check(&limit, b"warm", Duration::ZERO))
+                .unwrap();
+        }
+        server.command(&["ACL", "SETUSER", "default", "-evalsha", "-eval"]);
+    };
+    refuse_scripts();
+    let mut keys = vec![b"returning".to_vec()];
+    keys.extend(new_clients());
+    let (ahead, mut outcomes) = behind_a_stall(&rt, &server, &store, &limit, b"ahead", &keys);
     assert!(ahead.unwrap().allowed());
+    let returning = outcomes.remove(0);
     assert!(returning.is_err(), "the script was refused: {returning:?}");
-    for (i, outcome) in new.into_iter().enumerate() {
+    for (i, outcome) in outcomes.into_iter().enumerate() {
         let decision = outcome.unwrap_or_else(|e| panic!("new client {i}: {e}"));
         assert!(
             decision.allowed() && decision.remaining() == 9,
@@ -1571,13 +1609,33 @@ fn a_failed_script_call_keeps_the_first_checks_decided_before_it() {
         let name = store.key_name(&limit, &[b'n', i as u8]);
         assert_eq!(server.integer(&["EXISTS", &name]), 1, "new client {i}");
     }
-    // The returning client's call reached Redis and was refused (by the ACL), once.
+    // And a second call refused after a pipeline of writes alone: a new client's second
+    // check in the batch waits behind its first, which keeps its answer.
+    let mut keys = vec![b"twice".to_vec()];
+    keys.extend(new_clients().into_iter().map(|mut key| {
+        key[0] = b'm';
+        key
+    }));
+    keys.push(b"twice".to_vec());
+    refuse_scripts();
+    let (_, mut outcomes) = behind_a_stall(&rt, &server, &store, &limit, b"ahead again", &keys);
+    let again = outcomes.pop().unwrap();
+    assert!(
+        again.is_err(),
+        "the second check's script was refused: {again:?}"
+    );
+    for (i, outcome) in outcomes.into_iter().enumerate() {
+        let decision = outcome.unwrap_or_else(|e| panic!("check {i}: {e}"));
+        assert!(decision.allowed() && decision.remaining() == 9, "check {i}");
+    }
+    // The returning client's call and the second check's reached Redis and were refused
+    // (by the ACL).
     let stats = server.text(&["INFO", "commandstats"]);
     let evalsha = stats
         .lines()
         .find(|l| l.starts_with("cmdstat_evalsha:"))
         .unwrap();
-    assert!(evalsha.contains("rejected_calls=1,"), "{evalsha}");
+    assert!(evalsha.contains("rejected_calls=2,"), "{evalsha}");
 }
 
 /// A first check's receipt gives back exactly its unit, alone or after a later check of the

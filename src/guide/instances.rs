@@ -111,12 +111,13 @@
 //!   it holds nothing for; their answer is known before asking (one unit admitted). On one
 //!   server, such a check (one limit without a penalty, one unit) of a key the store has not
 //!   sent lately is a plain `SET key STATE NX PX LIFETIME` of the state the script would
-//!   write, the batch's in one pipeline, and no script; the batch's other checks (returning
-//!   clients) go in the same pipeline, one script call after the writes, so that a batch of
-//!   both is one round trip. Where the key exists after all (`NX` wrote nothing: another
-//!   instance counted that client) the check goes to the script in a second call, with the
-//!   checks after it of the same keys, in order. On Redis's clock it counts at the store's reading of it — the latest `TIME` a
-//!   call brought (at most 250 ms old, from a call answered within 10 ms) plus the time
+//!   write, the batch's in one pipeline, and no script; the batch's other checks that touch
+//!   none of those keys (returning clients) go in the same pipeline, one script call after
+//!   the writes, so that a batch of both is one round trip. A check that shares a key with a
+//!   first check before it (a new client's second request in the same batch), and a first
+//!   check whose key exists after all (`NX` wrote nothing: another instance counted that
+//!   client), go to the script in a second call, in order. On Redis's clock a first check
+//!   counts at the store's reading of it — the latest `TIME` a call brought (at most 250 ms old, from a call answered within 10 ms) plus the time
 //!   since: never ahead of the server's clock, behind by at most that round trip, as if the
 //!   request had come that much earlier. Receipts carry the reading, so refunds stay exact;
 //!   the equivalence tests run through it on the caller's clock, and `tests/redis.rs` checks

@@ -230,15 +230,6 @@ impl RedisServer {
             .map_or(0, |bytes| bytes.trim().parse().unwrap())
     }
 
-    /// A number of an `INFO` section (`args`), by its field's name.
-    pub(crate) fn info_number(&self, args: &[&str], field: &str) -> i64 {
-        let info = self.text(args);
-        info.lines()
-            .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
-            .map(|n| n.trim().parse().unwrap())
-            .unwrap_or_else(|| panic!("no {field} in {args:?}"))
-    }
-
     /// Every command called since the last `CONFIG RESETSTAT`: its name, calls and µs, from
     /// `INFO commandstats`.
     pub(crate) fn command_mix(&self) -> Vec<(String, u64, u64)> {

@@ -9,9 +9,9 @@
 //! load, one batch is in flight on one server (a cluster: at most [`DRIVERS`] per node) and
 //! the checks that arrive meanwhile form the next one. On one server a batch is one pipeline —
 //! new clients' first checks as plain writes, the script for the others — and a second call
-//! when a first check's key existed after all (see `fresh.rs`), within one timeout; the next
-//! batch waits until it is decided, so that checks of one key reach Redis in the order they
-//! came.
+//! for a first check whose key existed after all and for the checks held back behind a first
+//! check of their keys (see `fresh.rs`), within one timeout; the next batch waits until it is
+//! decided, so that checks of one key reach Redis in the order they came.
 //!
 //! Load is not an outage. The timeout judges Redis — each call's answer — never the time a
 //! check waits for its turn; at most [`MOST_WAITING`] checks wait, and a check that finds
@@ -142,8 +142,9 @@ impl RedisStore {
         tokio::task::yield_now().await;
         loop {
             // On one server, one batch at a time (see `fresh.rs`): a new client's first check
-            // whose key turns out to exist is decided by a second call, which must reach
-            // Redis before any later batch's checks of that key. What arrives meanwhile
+            // whose key turns out to exist, and the checks held back behind a first check,
+            // are decided by a second call, which must reach Redis before any later batch's
+            // checks of those keys. What arrives meanwhile
             // forms the next batch.
             let _turn = match self.inner.connection.is_cluster() {
                 false => Some(self.inner.turn.lock().await),

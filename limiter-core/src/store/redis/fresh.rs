@@ -353,7 +353,8 @@ impl RedisStore {
         }
         // A batch of new clients only calls no script: its reading of the server's clock is
         // renewed in the same pipeline when it gets old.
-        let renew = self.inner.server_clock.is_aging();
+        // (A script in the pipeline brings a reading of its own.)
+        let renew = along.is_empty() && self.inner.server_clock.is_aging();
         if renew {
             writes.cmd("TIME");
         }
