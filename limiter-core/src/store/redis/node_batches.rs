@@ -6,12 +6,12 @@
 //! A node takes a call's declared keys from one slot only, but a script (without flags) may
 //! read and write the keys of every slot the node serves: the first slot's names are the
 //! call's `KEYS`, which route it, and the others follow (see `call.rs`). Which node serves
-//! which slot is the store's reading of `CLUSTER SLOTS` ([`NodeMap`]), taken at the first
-//! check and again whenever a call finds it wrong. A wrong map costs no exactness: the script
-//! reads every slot's keys before it writes anything, a node that does not serve one of
-//! them (a slot moved, a key migrating) fails that read, and the call answers so without
-//! having changed a thing — its checks then go one slot at a time, routed and redirected
-//! by the cluster connection as any call is.
+//! which slot is the store's reading of `CLUSTER SLOTS` ([`NodeMap`]), taken when it
+//! connects (or at its first check) and again whenever a call finds it wrong. A wrong map
+//! costs no exactness: the script reads every slot's keys before it writes anything, a node
+//! that does not serve one of them (a slot moved, a key migrating) fails that read, and the
+//! call answers so without having changed a thing — its checks then go one call per slot,
+//! all at once, routed and redirected by the cluster connection as any call is.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -55,7 +55,7 @@ pub(super) const ONE_SERVER: u32 = 0;
 
 impl NodeMap {
     /// The queue a check of `slot` waits in: its node's; while no node is known for it, the
-    /// slot's own (`Err`), with whether the map is worth reading again for it.
+    /// slot's own (`Err`, with how often the map is worth reading again for it).
     fn queue_of(&self, slot: u16) -> Result<u32, Duration> {
         let map = self.node_of.load();
         let Some(map) = map.as_ref() else {
