@@ -99,9 +99,9 @@
 //! - **Batched under load, exactly.** The checks that arrive while earlier ones are in Redis
 //!   go out together: one `EVALSHA` for up to 128, one batch in flight on one server (at
 //!   most two calls per node on a cluster), nothing held back to fill a batch (an idle store
-//!   sends each check at once). A call reads the server's
-//!   `TIME` once, lists each policy once, reads all its keys in one `MGET` (one per slot on a cluster) and writes each once however many
-//!   of its checks count on it, and decides its checks in order, each all or nothing, exactly
+//!   sends each check at once). A call reads the server's `TIME` once, lists each policy
+//!   once, reads all its keys in one `MGET` (one per slot on a cluster) and writes each once
+//!   however many of its checks count on it, and decides its checks in order, each all or nothing, exactly
 //!   as if each had been sent alone (`tests/redis.rs`: random bursts of 1 to 12 checks decide
 //!   as the memory store one by one; 800 concurrent checks of 8 keys take at most 200 calls
 //!   and leave each key the exact sequence 29, 28, … 0). When a call fails, the checks still
@@ -117,8 +117,8 @@
 //!   first check before it (a new client's second request in the same batch), and a first
 //!   check whose key exists after all (`NX` wrote nothing: another instance counted that
 //!   client), go to the script in a second call, in order. On Redis's clock a first check
-//!   counts at the store's reading of it — the latest `TIME` a call brought (at most 250 ms old, from a call answered within 10 ms) plus the time
-//!   since: never ahead of the server's clock, behind by at most that round trip, as if the
+//!   counts at the store's reading of it — the latest `TIME` a call brought (at most 250 ms
+//!   old, from a call answered within 10 ms) plus the time since: never ahead of the server's clock, behind by at most that round trip, as if the
 //!   request had come that much earlier. Receipts carry the reading, so refunds stay exact;
 //!   the equivalence tests run through it on the caller's clock, and `tests/redis.rs` checks
 //!   the reading against the server's. Every key lives 12 ms longer than its state
@@ -240,8 +240,8 @@
 //!   go out in one script call, grouped by the store's reading of `CLUSTER SLOTS` (a node
 //!   takes declared keys of one slot only: the others are passed as arguments, and the
 //!   script reads every slot's keys before it writes, so that a node that no longer serves
-//!   one — a resharding — refuses the call unchanged, its checks go one slot at a time, and
-//!   the map is read again). `MOVED`
+//!   one — a resharding — refuses the call unchanged, its checks go one call per slot, all
+//!   at once, and the map is read again). `MOVED`
 //!   and `ASK` are followed and the slot map refreshed (the `redis` crate's cluster
 //!   connection); a replica promoted after a failover gets the scripts on first use (`EVAL`
 //!   on `NOSCRIPT`, on that node only: loading them on every node would fail while one is
