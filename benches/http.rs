@@ -562,6 +562,9 @@ fn main() {
     // request its bytes per key (`used_memory` over `DBSIZE`, from an empty Redis).
     let mut redis_command_us: Vec<Vec<f64>> = variants.iter().map(|_| Vec::new()).collect();
     let mut redis_key_bytes: Vec<Vec<f64>> = variants.iter().map(|_| Vec::new()).collect();
+    // Round trips per request (Redis's reads of its connections): what batching shares.
+    #[allow(unused_mut)]
+    let mut redis_reads: Vec<Vec<f64>> = variants.iter().map(|_| Vec::new()).collect();
     // What Redis ran per request in the last round: each command's calls and µs.
     #[allow(unused_mut)]
     let mut redis_mix: Vec<String> = variants.iter().map(|_| String::new()).collect();
@@ -576,6 +579,8 @@ fn main() {
             let usec_before = redis.usec_of_calls();
             #[cfg(feature = "redis")]
             let mix_before = redis.command_mix();
+            #[cfg(feature = "redis")]
+            let reads_before = redis.reads_processed();
             let redis_before = (redis_pid != 0).then(|| (cpu_ns(redis_pid), calls()));
             let result = round(
                 &runtime,
@@ -593,6 +598,8 @@ fn main() {
                 #[cfg(feature = "redis")]
                 {
                     redis_mix[i] = mix_per_request(&mix_before, &redis.command_mix(), done);
+                    let reads = redis.reads_processed().saturating_sub(reads_before);
+                    redis_reads[i].push(reads as f64 / done);
                 }
                 #[cfg(feature = "redis")]
                 if let Some(empty) = empty {
@@ -720,6 +727,12 @@ fn main() {
         );
         if !redis_key_bytes[i].is_empty() {
             print!(", {:.0} bytes per key", median(redis_key_bytes[i].clone()));
+        }
+        if !redis_reads[i].is_empty() {
+            print!(
+                ", round trips per request {:.3}",
+                median(redis_reads[i].clone())
+            );
         }
         println!();
         if !redis_mix[i].is_empty() {

@@ -230,6 +230,15 @@ impl RedisServer {
             .map_or(0, |bytes| bytes.trim().parse().unwrap())
     }
 
+    /// The reads of its connections Redis processed (`total_reads_processed`): the round
+    /// trips it answered, and a read for each connection that closed.
+    pub(crate) fn reads_processed(&self) -> u64 {
+        let info = self.text(&["INFO", "stats"]);
+        info.lines()
+            .find_map(|line| line.strip_prefix("total_reads_processed:"))
+            .map_or(0, |n| n.trim().parse().unwrap())
+    }
+
     /// Every command called since the last `CONFIG RESETSTAT`: its name, calls and µs, from
     /// `INFO commandstats`.
     pub(crate) fn command_mix(&self) -> Vec<(String, u64, u64)> {
