@@ -34,7 +34,7 @@ use super::{RedisStore, StoreError};
 const DRIVERS: usize = 2;
 /// Checks per call at most, so that one call never holds Redis long.
 const MOST: usize = 128;
-/// Checks waiting for a call at most, over all slots: 32 calls' worth.
+/// Checks waiting for a call at most, over all queues: 32 calls' worth.
 pub(super) const MOST_WAITING: usize = 32 * MOST;
 
 /// Numbers the failed calls, so that the checks one failure failed count as one.
@@ -112,17 +112,17 @@ impl RedisStore {
             return Err(StoreError::msg("the Redis store is shutting down"));
         };
         let (answer, answered) = oneshot::channel();
-        let slot = self.queue_of(check.slot);
+        let queue_id = self.queue_of(check.slot);
         let start_driver = {
             let mut queues = self.inner.batcher.queues.lock();
-            let queue = queues.entry(slot).or_default();
+            let queue = queues.entry(queue_id).or_default();
             queue.waiting.push((check, answer, place));
             let start = queue.drivers < DRIVERS;
             queue.drivers += usize::from(start);
             start
         };
         if start_driver {
-            self.inner.runtime.spawn(self.clone().drive(slot));
+            self.inner.runtime.spawn(self.clone().drive(queue_id));
         }
         answered.await.unwrap_or_else(|_| {
             Err(StoreError::msg(
@@ -131,11 +131,11 @@ impl RedisStore {
         })
     }
 
-    /// Sends the batches of queue `slot` until none is waiting.
-    async fn drive(self, slot: u32) {
+    /// Sends the batches of queue `queue_id` until none is waiting.
+    async fn drive(self, queue_id: u32) {
         let mut driver = Driver {
             store: Arc::clone(&self.inner),
-            slot,
+            queue_id,
             running: true,
         };
         // The checks of this moment (other requests being served now) join this call.
@@ -144,13 +144,12 @@ impl RedisStore {
             // On one server, one batch at a time (see `fresh.rs`): a new client's first check
             // whose key turns out to exist, and the checks held back behind a first check,
             // are decided by a second call, which must reach Redis before any later batch's
-            // checks of those keys. What arrives meanwhile
-            // forms the next batch.
+            // checks of those keys. What arrives meanwhile forms the next batch.
             let _turn = match self.inner.connection.is_cluster() {
                 false => Some(self.inner.turn.lock().await),
                 true => None,
             };
-            let Some(batch) = self.next_batch(slot, &mut driver) else {
+            let Some(batch) = self.next_batch(queue_id, &mut driver) else {
                 return;
             };
             if batch.is_empty() {
@@ -184,7 +183,7 @@ impl RedisStore {
                     let waiting: Vec<Waiting> = {
                         let mut queues = self.inner.batcher.queues.lock();
                         queues
-                            .get_mut(&slot)
+                            .get_mut(&queue_id)
                             .map(|queue| std::mem::take(&mut queue.waiting))
                             .unwrap_or_default()
                     };
@@ -196,10 +195,11 @@ impl RedisStore {
         }
     }
 
-    /// The next batch of `slot`, or `None` when none is waiting (the driver then stops).
-    fn next_batch(&self, slot: u32, driver: &mut Driver) -> Option<Vec<Waiting>> {
+    /// The next batch of queue `queue_id`, or `None` when none is waiting (the driver then
+    /// stops).
+    fn next_batch(&self, queue_id: u32, driver: &mut Driver) -> Option<Vec<Waiting>> {
         let mut queues = self.inner.batcher.queues.lock();
-        let Some(queue) = queues.get_mut(&slot) else {
+        let Some(queue) = queues.get_mut(&queue_id) else {
             driver.running = false;
             return None;
         };
@@ -207,7 +207,7 @@ impl RedisStore {
             // Under the lock: a check queued after this sees one driver fewer.
             queue.drivers -= 1;
             if queue.drivers == 0 {
-                queues.remove(&slot);
+                queues.remove(&queue_id);
             }
             driver.running = false;
             return None;
@@ -257,7 +257,7 @@ impl RedisStore {
 /// check starts another; the checks it carried get an error, answered by the fault policy.
 struct Driver {
     store: Arc<super::Inner>,
-    slot: u32,
+    queue_id: u32,
     running: bool,
 }
 
@@ -268,16 +268,16 @@ impl Drop for Driver {
         }
         let orphans = {
             let mut queues = self.store.batcher.queues.lock();
-            let Some(queue) = queues.get_mut(&self.slot) else {
+            let Some(queue) = queues.get_mut(&self.queue_id) else {
                 return;
             };
             queue.drivers -= 1;
             if queue.drivers > 0 {
                 return;
             }
-            // The last driver of the slot: nothing would send what still waits.
+            // The last driver of the queue: nothing would send what still waits.
             queues
-                .remove(&self.slot)
+                .remove(&self.queue_id)
                 .map(|q| q.waiting)
                 .unwrap_or_default()
         };

@@ -761,7 +761,8 @@ for _, key in ipairs(log_order) do
     -- some pushed since, once `off` reaches past them.
     local from, drop = 1, log.off
     if log.off >= log.loaded then from, drop = log.off - log.loaded + 1, log.loaded end
-    local pushed = from <= #log.tail
+    -- Whether anything is left of the key once it is written.
+    local remains = from <= #log.tail or drop < log.loaded
     -- Pushed before the old ones are trimmed, so that the key never stops existing midway:
     -- a cluster node whose slot is migrating refuses a key it no longer holds, and a
     -- refusal after a write would leave the call half done.
@@ -771,15 +772,13 @@ for _, key in ipairs(log_order) do
       from = last + 1
     end
     if drop > 0 then
-      if pushed or drop < log.loaded then
+      if remains then
         redis.call('LTRIM', key, drop, -1)
       else
         redis.call('DEL', key)
       end
     end
-    if log.need and (pushed or drop < log.loaded) then
-      keep(key, log.need, log.give, log.fresh)
-    end
+    if log.need and remains then keep(key, log.need, log.give, log.fresh) end
   end
 end
 return reply

@@ -223,13 +223,14 @@ impl RedisStore {
         open: &[usize],
         decided: &mut [Option<Vec<i64>>],
     ) -> Result<(), CallError> {
-        let slots: Vec<&[usize]> = open
+        // Each slot's checks: where they are in the batch, and themselves.
+        let slots: Vec<(&[usize], Vec<&CheckArgs>)> = open
             .chunk_by(|&a, &b| checks[a].slot == checks[b].slot)
+            .map(|at| (at, at.iter().map(|&i| &checks[i]).collect()))
             .collect();
         let mut calls = tokio::task::JoinSet::new();
-        for (group, members) in slots.iter().enumerate() {
-            let members: Vec<&CheckArgs> = members.iter().map(|&i| &checks[i]).collect();
-            let command = self.script_call(&members);
+        for (group, (_, members)) in slots.iter().enumerate() {
+            let command = self.script_call(members);
             let store = self.clone();
             calls.spawn(async move {
                 let sent = Instant::now();
@@ -245,10 +246,9 @@ impl RedisStore {
         while let Some(done) = calls.join_next().await {
             let outcome = match done {
                 Ok((group, sent, Ok(reply))) => {
-                    let members: Vec<&CheckArgs> =
-                        slots[group].iter().map(|&i| &checks[i]).collect();
-                    self.answers(&members, reply, sent).map(|replies| {
-                        for (&i, reply) in slots[group].iter().zip(replies) {
+                    let (at, members) = &slots[group];
+                    self.answers(members, reply, sent).map(|replies| {
+                        for (&i, reply) in at.iter().zip(replies) {
                             decided[i] = Some(reply);
                         }
                     })
