@@ -11,7 +11,10 @@
 # actix-extensible-rate-limit's check instead, a transaction per check (MULTI, BITFIELD
 # OVERFLOW SAT INCRBY, EXPIRE NX, TTL, EXEC), pipelined as its users' requests are; or
 # `set`: a new client's first check as limiter sends it on one server, a plain
-# `SET key STATE NX PX`, a batch's pipelined.
+# `SET key STATE NX PX`, a batch's pipelined; or `hset`: the layout not taken (yet), each
+# client a field of a hash its limit and window share, `HSET window-key CLIENT STATE`, to
+# weigh a key per client against a field per client. Beside the instructions, Redis's
+# `used_memory` per check: with a new client per check, the bytes one client's state costs.
 # KEYS=16 checks per call; HOT=1 makes every check one client's (else each a new client's);
 # SCRIPT=path measures another version of check.lua (same arguments).
 set -euo pipefail
@@ -56,7 +59,7 @@ sha = read()
 import struct
 interval = 600_000_000  # 100 per minute
 # The header (scripts.rs): min_ttl 0, one policy.
-code = 0 if state in ("peer", "set") else int(state)
+code = 0 if state in ("peer", "set", "hset") else int(state)
 header = struct.pack(">QI", 0, 1) + struct.pack(">BQIQQ", code, 60_000, 100, interval, 100 * interval)
 # No penalty (block_ms 8, after 1, within_ms 8, escalated block_ms 8), no calendar (period 1,
 # offset 2), no delay (8): the header's other fields, as call.rs packs them.
@@ -68,6 +71,13 @@ for c in range(calls):
         # A new client's first check as the store sends it on one server (fresh.rs): the
         # fixed window's state after one unit, with its lifetime, only if the key is absent.
         s.sendall(b"".join(cmd("SET", name, struct.pack(">Q", 1_700_000_000_000 + c)[2:] + struct.pack(">I", 1), "NX", "PX", 60_012) for name in names))
+        for _ in names:
+            read()
+        continue
+    if state == "hset":
+        # Every client of the limit in one hash per window (its lifetime set once, not per
+        # check): the field is the client's part of the key name.
+        s.sendall(b"".join(cmd("HSET", "limiter:bench:29000", name[9:17], struct.pack(">Q", 1_700_000_000_000 + c)[2:] + struct.pack(">I", 1)) for name in names))
         for _ in names:
             read()
         continue
@@ -97,14 +107,16 @@ instructions() {
     local server=$!
     for _ in $(seq 200); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
     replay "$1" "$2" "$3" "$port"
+    memory="$(redis-cli -p "$port" info memory | tr -d '\r' | awk -F: '$1 == "used_memory" {print $2}')"
     redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
     wait "$server" 2>/dev/null || true
-    grep -h '^summary:\|^totals:' "$work"/cg.* | head -1 | awk '{print $2}'
+    echo "$(grep -h '^summary:\|^totals:' "$work"/cg.* | head -1 | awk '{print $2}') $memory"
 }
 
-printf '%-6s %s\n' state "instructions per check ($keys checks a call${hot:+, one client})"
+printf '%-6s %-12s %s\n' state instructions "bytes (per check; $keys checks a call${hot:+, one client})"
 for state in "${states[@]}"; do
-    a="$(instructions "$state" "$keys" "$n1")"
-    b="$(instructions "$state" "$keys" "$n2")"
-    printf '%-6s %d\n' "$state" $(( (b - a) / ((n2 - n1) * keys) ))
+    read -r a a_bytes <<<"$(instructions "$state" "$keys" "$n1")"
+    read -r b b_bytes <<<"$(instructions "$state" "$keys" "$n2")"
+    checks=$(( (n2 - n1) * keys ))
+    printf '%-6s %-12d %d\n' "$state" $(( (b - a) / checks )) $(( (b_bytes - a_bytes) / checks ))
 done
