@@ -45,6 +45,20 @@ const PER_SECOND: limiter::Policy =
     };
 static INLINE: limiter::Limit = limiter::Limit::constant("inline-smooth", PER_SECOND);
 
+/// A bucket with a delay stacked with a plain limit: a request refused for a full queue
+/// still says where both stand.
+#[rate_limit(
+    1,
+    per = "1s",
+    algorithm = "token_bucket",
+    delay = "5s",
+    scope = "queued"
+)]
+#[rate_limit(100, per = "1m", scope = "plenty")]
+async fn queued() -> HttpResponse {
+    HttpResponse::Ok().finish()
+}
+
 /// A limit checked inside the handler waits its turn too.
 async fn inline(req: actix_web::HttpRequest) -> Result<HttpResponse, limiter::Rejected> {
     limiter::check(&req, &INLINE, "ann").await?;
@@ -55,6 +69,7 @@ fn routes(config: &mut web::ServiceConfig) {
     config
         .route("/smooth", web::get().to(smooth))
         .route("/patient", web::get().to(patient))
+        .route("/queued", web::get().to(queued))
         .route("/inline", web::get().to(inline));
 }
 
@@ -202,6 +217,90 @@ async fn a_full_queue_refuses_at_once() {
     assert_eq!(get_from(&*app, "/patient", CLIENT).await.status(), 200);
     assert!(
         on_time(next.elapsed(), Duration::from_secs(3)),
+        "{:?}",
+        next.elapsed()
+    );
+}
+
+/// The 429 of a full queue carries the RateLimit fields of every limit of the handler, as
+/// they stand once its units are back: the delaying bucket has nothing left for the wait it
+/// would have had, the minute's limit the 3 of the admitted requests counted, not 4.
+#[actix_web::test]
+async fn a_full_queue_refusal_says_where_every_limit_stands() {
+    tokio::time::pause();
+    let clock = ManualClock::starting_at(Duration::from_secs(1_770_000_000));
+    let limiter = Limiter::builder()
+        .clock(clock.clone())
+        .most_waiting(2)
+        .build();
+    let app =
+        Rc::new(test::init_service(App::new().app_data(limiter.clone()).configure(routes)).await);
+    assert_eq!(get_from(&*app, "/queued", CLIENT).await.status(), 200);
+    let waiting: Vec<_> = (0..2)
+        .map(|_| {
+            let app = Rc::clone(&app);
+            tokio::task::spawn_local(
+                async move { get_from(&*app, "/queued", CLIENT).await.status() },
+            )
+        })
+        .collect();
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    let full = get_from(&*app, "/queued", CLIENT).await;
+    assert_eq!(full.status(), 429);
+    assert_eq!(header(full.headers(), "retry-after"), Some("3"));
+    assert_eq!(
+        header(full.headers(), "ratelimit-policy"),
+        Some("\"queued\";q=1;w=1, \"plenty\";q=100;w=60")
+    );
+    assert_eq!(
+        header(full.headers(), "ratelimit"),
+        Some("\"queued\";r=0;t=3, \"plenty\";r=97;t=60")
+    );
+    for request in waiting {
+        assert_eq!(request.await.unwrap(), 200);
+    }
+    // A rejection like any other: its client is among those the scope rejects.
+    let rejected = limiter.rejected_clients("queued");
+    assert_eq!(rejected.iter().map(|c| c.rejections).sum::<u64>(), 1);
+}
+
+/// `limiter::check` with the queue full: refused at once, its token given back, and its
+/// client among those the limit rejected, as a handler's limit would.
+#[actix_web::test]
+async fn a_limit_checked_in_the_handler_is_refused_when_the_queue_is_full() {
+    tokio::time::pause();
+    let clock = ManualClock::starting_at(Duration::from_secs(1_770_000_000));
+    let limiter = Limiter::builder()
+        .clock(clock.clone())
+        .most_waiting(1)
+        .build();
+    let app =
+        Rc::new(test::init_service(App::new().app_data(limiter.clone()).configure(routes)).await);
+    assert_eq!(get_from(&*app, "/inline", CLIENT).await.status(), 200);
+    let waiting = {
+        let app = Rc::clone(&app);
+        tokio::task::spawn_local(async move { get_from(&*app, "/inline", CLIENT).await.status() })
+    };
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    let start = tokio::time::Instant::now();
+    let full = get_from(&*app, "/inline", CLIENT).await;
+    assert_eq!(
+        (full.status().as_u16(), start.elapsed()),
+        (429, Duration::ZERO)
+    );
+    assert_eq!(header(full.headers(), "retry-after"), Some("2"));
+    assert_eq!(waiting.await.unwrap(), 200);
+    let rejected = limiter.rejected_clients("inline-smooth");
+    assert_eq!(rejected.iter().map(|c| c.rejections).sum::<u64>(), 1);
+    // Its token came back: the next waits 2 s after the first (the clock stands still), not 3.
+    let next = tokio::time::Instant::now();
+    assert_eq!(get_from(&*app, "/inline", CLIENT).await.status(), 200);
+    assert!(
+        on_time(next.elapsed(), Duration::from_secs(2)),
         "{:?}",
         next.elapsed()
     );

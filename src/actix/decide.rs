@@ -219,16 +219,10 @@ impl Limiter {
             if let (None, Some(delay)) = (&rejected, delayed) {
                 let charges = enforced.iter().map(|p| p.owned()).collect();
                 if !self.wait_turn(delay, charges, counted).await {
-                    let p = planned
-                        .iter()
-                        .zip(&decisions)
-                        .filter(|(_, d)| d.is_some_and(|d| d.delayed().is_some()))
-                        .map(|(p, _)| p)
-                        .next()
-                        .unwrap_or(&planned[0]);
+                    let (p, refused, fields) = refused_for_the_queue(&planned, &decisions, delay);
                     p.counted(Outcome::Rejected);
-                    let refused = Decision::reject(p.limit.policy().max().get(), delay);
-                    return Err(self.rejection(Some(limits), None, &p.spec.name, refused));
+                    self.rejected_event(p, Some(refused));
+                    return Err(self.rejection(Some(limits), Some(&fields), &p.spec.name, refused));
                 }
                 // Its wait is over: the fields say where the limits stand now.
                 for (d, p) in decisions.iter_mut().zip(&planned) {
@@ -322,7 +316,47 @@ impl Limiter {
             refund: (!refunds.is_empty()).then(|| Refund::new(refunds)),
         })
     }
+}
 
+/// A request its limits admitted ahead of its tokens, refused because the queue of waiting
+/// requests is full (its units given back): the limit that made it wait longest — its
+/// `delay`, answered as a rejection with that wait — and the RateLimit fields of every
+/// limit as they stand once the units are back (a limit that delayed it has nothing left
+/// until its turn; the others one request's cost more than they answered).
+fn refused_for_the_queue<'p, 's>(
+    planned: &'p [Planned<'s>],
+    decisions: &[Option<Decision>],
+    delay: Duration,
+) -> (&'p Planned<'s>, Decision, RateLimitFields) {
+    let mut longest = None;
+    let (members, answers): (Vec<Member>, Vec<Decision>) = planned
+        .iter()
+        .zip(decisions)
+        .filter_map(|(p, d)| {
+            let d = (*d)?;
+            let now = match d.delayed() {
+                Some(wait) => {
+                    if wait == delay && longest.is_none() {
+                        longest = Some(p);
+                    }
+                    Decision::reject(d.limit(), wait)
+                }
+                None if d.allowed() => Decision::allow(
+                    d.limit(),
+                    d.remaining().saturating_add(p.cost).min(d.limit()),
+                    d.reset_after(),
+                ),
+                None => d,
+            };
+            Some((p.member(), now))
+        })
+        .unzip();
+    let p = longest.unwrap_or(&planned[0]);
+    let refused = Decision::reject(p.limit.policy().max().get(), delay);
+    (p, refused, RateLimitFields::of_members(answers, members))
+}
+
+impl Limiter {
     /// Whether `spec`'s limit is enforced on the client `key` names: not in a dry run, and
     /// within the share of clients configuration (else the attribute) sets for its scope.
     fn enforces(&self, spec: &LimitSpec, key: &ClientKey) -> bool {

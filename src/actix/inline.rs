@@ -147,17 +147,15 @@ async fn check_inline(
         }
     };
     // Admitted ahead of its tokens (a bucket's `delay`): it waits its turn, as a handler's
-    // limit does — or, the queue full, is refused, its place given back.
+    // limit does — or, the queue full, is refused, its place given back: a rejection of
+    // this limit for the wait it would have had, counted, traced and in the fields as one.
     let decision = match decision.delayed() {
         Some(delay) => {
             let place = vec![(Arc::new(limit.clone()), key.clone(), 1)];
-            if !limiter.wait_turn(delay, place, receipt.clone()).await {
-                super::observe::count(limit.scope(), Outcome::Rejected);
-                let name = super::fields::field_name(Cow::Owned(limit.scope().to_string()));
-                let refused = crate::Decision::reject(limit.policy().max().get(), delay);
-                return Err(Rejected::new(limiter.rejection(None, None, &name, refused)));
+            match limiter.wait_turn(delay, place, receipt.clone()).await {
+                true => super::delay::after_the_wait(decision, limit.policy()),
+                false => crate::Decision::reject(limit.policy().max().get(), delay),
             }
-            super::delay::after_the_wait(decision, limit.policy())
         }
         None => decision,
     };

@@ -219,11 +219,13 @@
 //!
 //! The wait is a timer, not a thread. The requests waiting at once are bounded,
 //! [`LimiterBuilder::most_waiting`](crate::LimiterBuilder::most_waiting) (1,024 by default):
-//! one more is refused at once, its place given back; per client the delay bounds them
-//! (`delay / interval` places ahead). A request that goes away while it waits gives its place
-//! back, exactly, by its receipt — the next one waits as long as it would have. A limit
-//! checked inside a handler ([`check`](crate::check)) does not wait: its delayed admission
-//! runs at once.
+//! one more is refused at once, its place given back: a 429 whose `Retry-After` is the wait
+//! it would have had, with the RateLimit fields of every limit of the handler as they stand
+//! once its units are back, counted, traced and listed among the scope's rejected clients
+//! as any rejection is. Per client the delay bounds them (`delay / interval` places ahead).
+//! A request that goes away while it waits gives its place back, exactly, by its receipt —
+//! the next one waits as long as it would have. A limit checked inside a handler
+//! ([`check`](crate::check)) waits its turn the same way.
 //!
 //! ## Requests in flight: concurrency limits
 //!
