@@ -481,7 +481,8 @@ end
 -- longer), and at least `min_ttl`.
 -- And 12 ms more: a new client's first check made without the script (fresh.rs) counts at
 -- the store's reading of the server's clock, up to 12 ms behind it; a key that is gone must
--- be one whose state stopped mattering by then.
+-- be one whose state stopped mattering by then. (fresh.rs's KEY_MARGIN_MS: a test there holds
+-- the two equal.)
 local function lifetime(ttl, used)
   ttl = ttl + used - clock
   if ttl < min_ttl then ttl = min_ttl end

@@ -445,3 +445,17 @@ fn answer_of(decision: Decision, at_ms: u64) -> Vec<i64> {
     let at = i64::try_from(at_ms).unwrap_or(i64::MAX);
     vec![1, i64::from(decision.remaining()), wait, at]
 }
+
+#[cfg(test)]
+mod tests {
+    /// check.lua writes the margin as a literal (a script has no constants of ours): the two
+    /// must agree, or a first check's key could be found gone while its state still matters.
+    #[test]
+    fn the_script_gives_every_key_the_first_checks_margin() {
+        let line = format!("  return ttl + {}\n", super::KEY_MARGIN_MS);
+        assert!(
+            super::scripts::SCRIPT.contains(&line),
+            "check.lua's lifetime() must end with {line:?}"
+        );
+    }
+}

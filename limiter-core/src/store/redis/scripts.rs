@@ -39,7 +39,7 @@
 
 use crate::{Algorithm, Policy};
 
-const SCRIPT: &str = include_str!("check.lua");
+pub(super) const SCRIPT: &str = include_str!("check.lua");
 
 /// Gives back what a check counted (`count = "failures"`), by its receipt, with the rules of
 /// the algorithms' `refund`. `KEYS[i]` as for the check; `ARGV` is `now_ms` (empty for the
