@@ -75,6 +75,10 @@ where
         Ok(decided) => decided,
         Err(response) if limiter.bodiless(&req) => return Guarded(response, PhantomData),
         Err(response) => {
+            // A refused request's slots go back before its body is awaited: a blocked
+            // client sending slow bodies must not hold the slots of the requests it shares
+            // them with.
+            drop(slots);
             let answer = limiter.answer_refused(&req, &mut payload, response);
             return Guarded(Box::pin(answer).await, PhantomData);
         }
