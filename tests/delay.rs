@@ -59,6 +59,20 @@ async fn queued() -> HttpResponse {
     HttpResponse::Ok().finish()
 }
 
+/// The same bucket on trial: nothing waits, and each request that would have waited says
+/// so in a `warn` event, with how long.
+#[rate_limit(
+    1,
+    per = "1s",
+    algorithm = "token_bucket",
+    delay = "5s",
+    dry_run = true,
+    scope = "patient-on-trial"
+)]
+async fn patient_on_trial() -> HttpResponse {
+    HttpResponse::Ok().finish()
+}
+
 /// A limit checked inside the handler waits its turn too.
 async fn inline(req: actix_web::HttpRequest) -> Result<HttpResponse, limiter::Rejected> {
     limiter::check(&req, &INLINE, "ann").await?;
@@ -70,6 +84,7 @@ fn routes(config: &mut web::ServiceConfig) {
         .route("/smooth", web::get().to(smooth))
         .route("/patient", web::get().to(patient))
         .route("/queued", web::get().to(queued))
+        .route("/patient-on-trial", web::get().to(patient_on_trial))
         .route("/inline", web::get().to(inline));
 }
 
@@ -347,4 +362,32 @@ mod on_redis {
         );
         assert_eq!((ran, refused), (30, 5));
     }
+}
+
+/// A dry run of a delay waits for nothing: three requests at one instant all run at once;
+/// the second and third would have waited 1 s and 2 s, and a `warn` event says so for each.
+#[actix_web::test]
+async fn a_dry_run_of_a_delay_waits_for_nothing_and_says_what_would_have_waited() {
+    common::events::record();
+    tokio::time::pause();
+    let clock = ManualClock::starting_at(Duration::from_secs(1_770_000_000));
+    let limiter = Limiter::builder().clock(clock.clone()).build();
+    let app = test::init_service(App::new().app_data(limiter).configure(routes)).await;
+    let before = common::events::warnings("patient-on-trial").len();
+    let start = tokio::time::Instant::now();
+    for _ in 0..3 {
+        let res = get_from(&app, "/patient-on-trial", CLIENT).await;
+        assert_eq!(res.status(), 200);
+    }
+    assert_eq!(start.elapsed(), Duration::ZERO);
+    let warned = common::events::warnings("patient-on-trial");
+    let new = &warned[before..];
+    println!("a dry run of a delay, three at once: {new:?}");
+    assert_eq!(new.len(), 2, "{new:?}");
+    assert!(
+        new.iter().all(|w| w.contains("would have waited")),
+        "{new:?}"
+    );
+    assert!(new[0].contains("wait_ms=1000"), "{new:?}");
+    assert!(new[1].contains("wait_ms=2000"), "{new:?}");
 }

@@ -301,6 +301,15 @@ impl Limiter {
                     retry_after_secs = decision.retry_after_secs(),
                     "rate limit (dry run): this request would have been rejected"
                 );
+            } else if let Some(wait) = decision.and_then(|d| d.delayed()) {
+                // Not a rejection, but what enforcing would change for this client: its
+                // request would have waited for its turn.
+                tracing::warn!(
+                    scope = p.limit.scope(),
+                    key = %p.spec.key.kind(),
+                    wait_ms = wait.as_millis() as u64,
+                    "rate limit (dry run): this request would have waited its turn"
+                );
             }
             *slot = decision;
         }

@@ -107,7 +107,7 @@
 //! **Tracing.** Each rejection is a `debug` event (`rate limit: request rejected`, with `scope`,
 //! the `key` kind and `retry_after_secs`); the client's key joins it only with
 //! `.trace_keys(true)`, since an address, a user id or an API key may be personal data or a
-//! secret. A would-be rejection in a dry run is a `warn` event; losing and regaining a
+//! secret. A would-be rejection or wait in a dry run is a `warn` event; losing and regaining a
 //! networked store are one `warn` and one `info`. A request span that declares a `rate_limit`
 //! field (`info_span!("request", rate_limit = tracing::field::Empty)` entered around the app,
 //! as `tests/seeing.rs` does with `wrap_fn`) gets `rate_limit = "rejected"` when its request is
