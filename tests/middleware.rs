@@ -8,9 +8,9 @@ mod common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use actix_web::{test, web, App, HttpResponse};
+use actix_web::{test, web, App, HttpRequest, HttpResponse};
 use common::{get_from as call, header, peer, summary};
-use limiter::{rate_limit, KeySpec, Limiter, ManualClock, Policy, RateLimit};
+use limiter::{rate_limit, KeySpec, Limiter, ManualClock, Policy, RateLimit, Resolver};
 
 fn limiter() -> (ManualClock, Limiter) {
     let clock = ManualClock::starting_at(Duration::from_secs(600));
@@ -146,4 +146,79 @@ async fn the_middleware_is_listed_with_the_routes() {
         .find(|r| r.handler.contains("\"listed\""))
         .expect("the middleware registered itself");
     assert_eq!(listed.limits[0].policy().max().get(), 7);
+}
+
+/// The plan a client says it is on: `x-plan: paid` gets 5 a minute, others the declared 2.
+fn plan(req: &HttpRequest) -> Option<Policy> {
+    match req.headers().get("x-plan")?.as_bytes() {
+        b"paid" => Policy::new(5, Duration::from_secs(60)).ok(),
+        _ => None,
+    }
+}
+
+/// A policy chosen per request: a paying client gets its 5, a free one the declared 2, each
+/// a budget of its own, and the header fields show the policy chosen; the route table says
+/// the middleware has a policy function.
+#[actix_web::test]
+async fn the_middleware_chooses_a_policy_per_request() {
+    let (_, limiter) = limiter();
+    let app = test::init_service(
+        App::new().app_data(limiter).service(
+            web::scope("/plans")
+                .wrap(
+                    RateLimit::new(Policy::new(2, Duration::from_secs(60)).unwrap())
+                        .scope("plans")
+                        .resolve_policy(Resolver::new(plan)),
+                )
+                .route("", web::get().to(HttpResponse::Ok)),
+        ),
+    )
+    .await;
+    let get = |plan: &'static str, from: &'static str| {
+        let req = test::TestRequest::get()
+            .uri("/plans")
+            .insert_header(("x-plan", plan))
+            .peer_addr(from.parse().unwrap())
+            .to_request();
+        test::call_service(&app, req)
+    };
+    let mut paid = Vec::new();
+    for _ in 0..6 {
+        let res = get("paid", "203.0.113.20:1").await;
+        paid.push((
+            res.status().as_u16(),
+            header(res.headers(), "ratelimit-policy").map(str::to_owned),
+        ));
+    }
+    let q5 = || Some("\"plans\";q=5;w=60".to_string());
+    assert_eq!(
+        paid,
+        [
+            (200, q5()),
+            (200, q5()),
+            (200, q5()),
+            (200, q5()),
+            (200, q5()),
+            (429, q5())
+        ]
+    );
+    let mut free = Vec::new();
+    for _ in 0..3 {
+        let res = get("free", "203.0.113.21:1").await;
+        free.push(summary(&res));
+    }
+    assert_eq!(
+        free,
+        [
+            (200, None, s("\"plans\";r=1;t=60")),
+            (200, None, s("\"plans\";r=0;t=60")),
+            (429, s("60"), s("\"plans\";r=0;t=60"))
+        ]
+    );
+    let listed = limiter::routes().to_string();
+    let line = listed
+        .lines()
+        .find(|line| line.contains("\"plans\""))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(line.contains("policy=fn"), "{line}");
 }

@@ -16,6 +16,7 @@ use actix_web::{Error, HttpMessage, HttpResponse};
 use super::fields::Write;
 use super::keys::KeySpec;
 use super::limits::{HandlerLimits, LimitSpec};
+use super::resolve::Resolver;
 use crate::{Limit, Limiter, Policy, Share};
 
 /// A limit over everything it wraps: an `App`, a `web::scope`, a resource.
@@ -47,6 +48,7 @@ pub struct RateLimit {
     scope: Cow<'static, str>,
     enforce: Share,
     jitter: Duration,
+    choose: Option<Resolver<Policy>>,
 }
 
 impl RateLimit {
@@ -59,6 +61,7 @@ impl RateLimit {
             scope: Cow::Borrowed("app"),
             enforce: Share::ALL,
             jitter: Duration::ZERO,
+            choose: None,
         }
     }
 
@@ -91,7 +94,36 @@ impl RateLimit {
         self
     }
 
-    /// The limit it applies.
+    /// The policy for each request: `choose` says (a plan's, a tenant's limit), or `None`
+    /// for the one [`new`](Self::new) was given — as `policy = path` on `#[rate_limit]`.
+    /// A plain or an `async` function; each policy it chooses is a budget of its own under
+    /// the scope, and the header fields show the chosen one.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use actix_web::HttpRequest;
+    /// use limiter::{Policy, RateLimit, Resolver};
+    ///
+    /// /// Paying clients get ten times the free plan.
+    /// fn plan(req: &HttpRequest) -> Option<Policy> {
+    ///     match req.headers().get("x-plan")?.as_bytes() {
+    ///         b"paid" => Policy::new(1000, Duration::from_secs(60)).ok(),
+    ///         _ => None,
+    ///     }
+    /// }
+    ///
+    /// let api = RateLimit::new(Policy::new(100, Duration::from_secs(60))?)
+    ///     .scope("api")
+    ///     .resolve_policy(Resolver::new(plan));
+    /// # Ok::<(), limiter::PolicyError>(())
+    /// ```
+    pub fn resolve_policy(mut self, choose: Resolver<Policy>) -> RateLimit {
+        self.choose = Some(choose);
+        self
+    }
+
+    /// The limit it applies (the declared one, whatever a
+    /// [`resolve_policy`](Self::resolve_policy) function chooses).
     pub fn limit(&self) -> Limit {
         Limit::new(self.scope.clone(), self.policy)
     }
@@ -105,6 +137,7 @@ impl std::fmt::Debug for RateLimit {
             .field("key", &self.key)
             .field("enforce", &self.enforce)
             .field("jitter", &self.jitter)
+            .field("choose", &self.choose)
             .finish()
     }
 }
@@ -121,9 +154,12 @@ where
     type Future = Ready<Result<Self::Transform, Self::InitError>>;
 
     fn new_transform(&self, service: S) -> Self::Future {
-        let spec = LimitSpec::for_middleware(self.scope.clone(), self.policy, self.key.clone())
+        let mut spec = LimitSpec::for_middleware(self.scope.clone(), self.policy, self.key.clone())
             .enforce(self.enforce)
             .jitter(self.jitter);
+        if let Some(choose) = &self.choose {
+            spec = spec.resolve_policy(choose.clone());
+        }
         let limits = Arc::new(HandlerLimits::new(vec![spec]));
         limiter_core::__private::register(limits.clone());
         ready(Ok(RateLimitService {
