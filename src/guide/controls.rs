@@ -261,9 +261,11 @@
 //! all: every decision is made and counted as usual, a would-be rejection is let through with a
 //! `warn` event (`rate limit (dry run): this request would have been rejected`, with the
 //! `scope`, the `key` kind and `retry_after_secs`), and the response carries the RateLimit
-//! fields as if enforced. For rolling a new limit out: watch the events, then remove
-//! `dry_run`. In a stack, the enforced limits decide together (all or nothing) and each limit on
-//! trial is counted on its own.
+//! fields as if enforced. A `delay` on trial makes nobody wait: a request it would have
+//! delayed runs at once, with a `warn` event of its own (`rate limit (dry run): this request
+//! would have waited its turn`, with `wait_ms`). For rolling a new limit out: watch the
+//! events, then remove `dry_run`. In a stack, the enforced limits decide together (all or
+//! nothing) and each limit on trial is counted on its own.
 //!
 //! ## Rolling a limit out gradually
 //!
@@ -365,6 +367,8 @@
 //! within the window. As with configuration, a plan made by `Policy::new` is counted by the
 //! attribute's algorithm. The header fields name the plan's policy (`RateLimit-Policy:
 //! "reports";q=1000;w=3600`). `examples/tiers.rs` reads the free plan from configuration too.
+//! The middleware chooses the same way:
+//! `RateLimit::new(free).scope("api").resolve_policy(Resolver::new(plan))`.
 //!
 //! ## Keys and plans from a database: `async` resolvers
 //!
