@@ -13,7 +13,8 @@
 # `set`: a new client's first check as limiter sends it on one server, a plain
 # `SET key STATE NX PX`, a batch's pipelined; or `hset`: the layout not taken (yet), each
 # client a field of a hash its limit and window share, `HSET window-key CLIENT STATE`, to
-# weigh a key per client against a field per client. Beside the instructions, Redis's
+# weigh a key per client against a field per client; or `hgen`: that layout with the
+# generations and shards its expiry needs (see the replayer). Beside the instructions, Redis's
 # `used_memory` per check: with a new client per check, the bytes one client's state costs.
 # KEYS=16 checks per call; HOT=1 makes every check one client's (else each a new client's);
 # SCRIPT=path measures another version of check.lua (same arguments).
@@ -59,7 +60,7 @@ sha = read()
 import struct
 interval = 600_000_000  # 100 per minute
 # The header (scripts.rs): min_ttl 0, one policy.
-code = 0 if state in ("peer", "set", "hset") else int(state)
+code = 0 if state in ("peer", "set", "hset", "hgen") else int(state)
 header = struct.pack(">QI", 0, 1) + struct.pack(">BQIQQ", code, 60_000, 100, interval, 100 * interval)
 # No penalty (block_ms 8, after 1, within_ms 8, escalated block_ms 8), no calendar (period 1,
 # offset 2), no delay (8): the header's other fields, as call.rs packs them.
@@ -79,6 +80,26 @@ for c in range(calls):
         # check): the field is the client's part of the key name.
         s.sendall(b"".join(cmd("HSET", "limiter:bench:29000", name[9:17], struct.pack(">Q", 1_700_000_000_000 + c)[2:] + struct.pack(">I", 1)) for name in names))
         for _ in names:
+            read()
+        continue
+    if state == "hgen":
+        # The generation layout's first check (the design issue 19 weighs next): a state
+        # lives in the hash of the generation of a window's length in which it stops
+        # mattering, one hash per shard of clients, so a reader looks in two; a new
+        # client's check writes its field only if absent (HSETNX) and looks in the
+        # generation before (HEXISTS): two commands, the least it can be (a hash's lifetime
+        # is set once a generation, as in `hset`; a `PEXPIRE ... NX` per check made it
+        # 22,700 instructions). 8 shards: each holds more than 128 fields from the first run
+        # on, a hash table as at a million clients (a listpack below that is scanned on
+        # every write).
+        out = []
+        for name in names:
+            shard = int(name[9:17], 16) % 8
+            state_bytes = struct.pack(">Q", 1_700_000_000_000 + c)[2:] + struct.pack(">I", 1)
+            out += [cmd("HSETNX", "limiter:{%02x}:bench:29001" % shard, name[9:17], state_bytes),
+                    cmd("HEXISTS", "limiter:{%02x}:bench:29000" % shard, name[9:17])]
+        s.sendall(b"".join(out))
+        for _ in out:
             read()
         continue
     if state == "peer":
