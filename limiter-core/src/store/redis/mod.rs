@@ -123,6 +123,31 @@ struct Inner {
     node_map: node_batches::NodeMap,
 }
 
+impl Inner {
+    /// A store's insides over `connection`, with the default settings and nothing done yet.
+    fn new(connection: Connection, runtime: Arc<Runtime>) -> Inner {
+        Inner {
+            connection,
+            prefix: "limiter".to_string(),
+            caller_clock: false,
+            script: Script::check(),
+            refund: Script::refund(),
+            batcher: Batcher::default(),
+            runtime,
+            timeout_ns: AtomicU64::new(DEFAULT_TIMEOUT.as_nanos() as u64),
+            overrides_every: Some(overrides::DEFAULT_EVERY),
+            registered: Default::default(),
+            slots: Script::slots(),
+            leases: Default::default(),
+            lease: slots::DEFAULT_LEASE,
+            recent: Default::default(),
+            server_clock: Default::default(),
+            turn: Default::default(),
+            node_map: Default::default(),
+        }
+    }
+}
+
 /// The store's timeout until a limiter gives it its own.
 const DEFAULT_TIMEOUT: Duration = crate::LimiterBuilder::DEFAULT_STORE_TIMEOUT;
 
@@ -275,25 +300,7 @@ impl RedisStore {
 
     fn over(connection: Connection, runtime: Arc<Runtime>) -> RedisStore {
         RedisStore {
-            inner: Arc::new(Inner {
-                connection,
-                prefix: "limiter".to_string(),
-                caller_clock: false,
-                script: Script::check(),
-                refund: Script::refund(),
-                batcher: Batcher::default(),
-                runtime,
-                timeout_ns: AtomicU64::new(DEFAULT_TIMEOUT.as_nanos() as u64),
-                overrides_every: Some(overrides::DEFAULT_EVERY),
-                registered: Default::default(),
-                slots: Script::slots(),
-                leases: Default::default(),
-                lease: slots::DEFAULT_LEASE,
-                recent: Default::default(),
-                server_clock: Default::default(),
-                turn: Default::default(),
-                node_map: Default::default(),
-            }),
+            inner: Arc::new(Inner::new(connection, runtime)),
         }
     }
 
@@ -362,24 +369,15 @@ impl RedisStore {
     }
 
     fn map(self, change: impl FnOnce(&mut Inner)) -> RedisStore {
+        // A store shared already keeps its state (batches, leases, what it sent): the
+        // changed one shares its connection and settings, and starts its state anew.
         let mut inner = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| Inner {
-            connection: shared.connection.clone(),
             prefix: shared.prefix.clone(),
             caller_clock: shared.caller_clock,
-            script: Script::check(),
-            refund: Script::refund(),
-            batcher: Batcher::default(),
-            runtime: Arc::clone(&shared.runtime),
             timeout_ns: AtomicU64::new(shared.timeout_ns.load(Ordering::Relaxed)),
             overrides_every: shared.overrides_every,
-            registered: Default::default(),
-            slots: Script::slots(),
-            leases: Default::default(),
             lease: shared.lease,
-            recent: Default::default(),
-            server_clock: Default::default(),
-            turn: Default::default(),
-            node_map: Default::default(),
+            ..Inner::new(shared.connection.clone(), Arc::clone(&shared.runtime))
         });
         change(&mut inner);
         RedisStore {
