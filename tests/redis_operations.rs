@@ -267,3 +267,39 @@ async fn a_server_without_scripting_is_an_error_at_connect() {
     let allowed = RedisServer::start();
     assert!(RedisStore::connect(&allowed.url()).await.is_ok());
 }
+
+/// A server with a password, reached without it or with a wrong one, is an error when the
+/// store connects that says the login was refused and where the password goes (not an
+/// outage of every check); with it in the URL, the store connects and counts.
+#[actix_web::test]
+async fn a_server_that_wants_a_password_says_so_at_connect() {
+    let redis = RedisServer::start();
+    // Set once the harness knows the server is up (it asks without a password).
+    redis.command(&["CONFIG", "SET", "requirepass", "s3cret"]);
+    let port = redis.port();
+    for url in [
+        format!("redis://127.0.0.1:{port}"),
+        format!("redis://:wrong@127.0.0.1:{port}"),
+    ] {
+        let error = match RedisStore::connect(&url).await {
+            Ok(_) => panic!("connected to {url} without its password"),
+            Err(error) => error.to_string(),
+        };
+        println!("{url}: {error}");
+        assert!(
+            error.contains("refused the store's login") && error.contains("redis://user:password@"),
+            "{error}"
+        );
+    }
+    let store = RedisStore::connect(&format!("redis://:s3cret@127.0.0.1:{port}"))
+        .await
+        .unwrap();
+    let limit = limiter::Limit::new(
+        "with-a-password",
+        limiter::Policy::new(2, std::time::Duration::from_secs(60)).unwrap(),
+    );
+    let decision = limiter::Store::check(&store, &limit, b"client", std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(decision.remaining(), 1);
+}

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use common::redis_server::{free_port, server_binary, RedisServer};
 use common::replays::runtime;
 use limiter::{Limit, Policy, RedisStore, Store};
+use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
 
 /// A sentinel watching the master at `master_port` as the service `limits`, which it calls
 /// down after half a second.
@@ -23,6 +24,11 @@ struct Sentinel {
 
 impl Sentinel {
     fn start(master_port: u16) -> Sentinel {
+        Sentinel::start_with(master_port, "")
+    }
+
+    /// A sentinel with more lines of configuration.
+    fn start_with(master_port: u16, more: &str) -> Sentinel {
         let port = free_port();
         let dir = std::env::temp_dir().join(format!("limiter-sentinel-{port}"));
         std::fs::create_dir_all(&dir).unwrap();
@@ -33,7 +39,7 @@ impl Sentinel {
                 "port {port}\nbind 127.0.0.1\ndir {}\n\
                  sentinel monitor limits 127.0.0.1 {master_port} 1\n\
                  sentinel down-after-milliseconds limits 500\n\
-                 sentinel failover-timeout limits 3000\n",
+                 sentinel failover-timeout limits 3000\n{more}",
                 dir.display()
             ),
         )
@@ -228,4 +234,56 @@ fn a_failover_moves_the_store_to_the_new_master_with_the_budget() {
     // They counted on the new master.
     assert_eq!(role(&replica), "master");
     assert!(replica.integer(&["EXISTS", &name]) == 1);
+}
+
+/// A master that wants a password: without one, `connect_sentinel` fails at start, saying
+/// that the login was refused and where the password goes; with the password in the
+/// client's `SentinelNodeConnectionInfo`, `from_sentinel` counts on the master.
+#[::std::prelude::v1::test]
+fn a_master_with_a_password_is_reached_with_it_and_refused_clearly_without() {
+    let master = RedisServer::start_on(free_port(), Vec::new());
+    let sentinel = Sentinel::start_with(master.port(), "sentinel auth-pass limits s3cret\n");
+    // The password is set once the harness knows the server is up (it asks unauthenticated).
+    master.command(&["CONFIG", "SET", "requirepass", "s3cret"]);
+    let rt = runtime();
+    let refused = rt
+        .block_on(RedisStore::connect_sentinel(&[&sentinel.url()], "limits"))
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    println!("without the password: {refused}");
+    assert!(
+        refused.contains("refused the store's login") && refused.contains("from_sentinel"),
+        "{refused}"
+    );
+    let login = redis::RedisConnectionInfo::default().set_password("s3cret");
+    // A `String` without redis's `tls-rustls` feature (redis-tls), any `AsRef<str>` with it.
+    #[allow(clippy::unnecessary_to_owned)]
+    let sentinels = SentinelClient::build(
+        vec![sentinel.url()],
+        "limits".to_string(),
+        Some(SentinelNodeConnectionInfo::default().set_redis_connection_info(login)),
+        SentinelServerType::Master,
+    )
+    .unwrap();
+    let store = rt.block_on(RedisStore::from_sentinel(sentinels)).unwrap();
+    let limit = Limit::new(
+        "sentinel-auth",
+        Policy::new(5, Duration::from_secs(60)).unwrap(),
+    );
+    for expected in [4, 3, 2] {
+        let decision = rt
+            .block_on(store.check(&limit, b"client", Duration::ZERO))
+            .unwrap();
+        assert_eq!(decision.remaining(), expected);
+    }
+    // Counted on the master.
+    let client =
+        redis::Client::open(format!("redis://:s3cret@127.0.0.1:{}", master.port())).unwrap();
+    let mut connection = client.get_connection().unwrap();
+    let exists: i64 = redis::cmd("EXISTS")
+        .arg(store.key_name(&limit, b"client"))
+        .query(&mut connection)
+        .unwrap();
+    assert_eq!(exists, 1);
 }

@@ -129,8 +129,12 @@
 //!   counts on the master the sentinels name, and asks them again (in a task of its own, at
 //!   most every 100 ms) when it refuses writes or cannot be reached; the checks in between
 //!   get the fault policy (`tests/redis_sentinel.rs`: a failover, and exactly the budget
-//!   left counted on the new master). Masters that need a password or TLS are not
-//!   supported yet.
+//!   left counted on the new master). Masters that need a password, a user, a database or
+//!   TLS: build redis's `SentinelClient` with a `SentinelNodeConnectionInfo` saying so and
+//!   give it to `RedisStore::from_sentinel` (tested with a password; TLS masters are not
+//!   tested here). A password missing or wrong, on any server, is an error when the store
+//!   connects, saying so: a server that wants one refuses the script (`unauthenticated
+//!   bulk length`) and every check.
 //! - **No long scripts**: Redis runs one script at a time, so none scans: a log of more than
 //!   128 instants is a list, whose first instant still in the window is found by galloping
 //!   from the oldest and bisecting, one `LINDEX` at a time (a log of 128 or fewer is a packed

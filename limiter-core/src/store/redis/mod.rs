@@ -193,8 +193,9 @@ impl RedisStore {
     /// [fault policy](crate::LimiterBuilder::on_store_error). What a failover loses is
     /// what Redis's replication had not copied yet, and what the old master took before it
     /// was told it is a replica: counts of those moments (Redis Sentinel's own model).
-    /// The master is reached without a password or TLS, database 0: masters that need
-    /// them are not supported yet.
+    /// The master is reached without a password or TLS, database 0; for masters that need
+    /// them, build the sentinels' client yourself and use
+    /// [`from_sentinel`](Self::from_sentinel).
     ///
     /// ```no_run
     /// # async fn run() -> Result<(), limiter::StoreError> {
@@ -221,11 +222,39 @@ impl RedisStore {
             SentinelServerType::Master,
         )
         .map_err(|e| error("invalid Redis Sentinel URLs", e))?;
+        RedisStore::from_sentinel(client).await
+    }
+
+    /// As [`connect_sentinel`](Self::connect_sentinel), over a client of the sentinels you
+    /// built, with what its masters need: a password and a user, a database, TLS (redis's
+    /// `SentinelNodeConnectionInfo`). Build it with `SentinelServerType::Master`: the store
+    /// writes. A password of the sentinels themselves goes in their URLs
+    /// (`redis://:password@host:26379`).
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// use limiter::RedisStore;
+    /// use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
+    /// use redis::RedisConnectionInfo;
+    ///
+    /// let master = RedisConnectionInfo::default().set_password("the master's password");
+    /// let sentinels = SentinelClient::build(
+    ///     vec!["redis://10.0.0.1:26379", "redis://10.0.0.2:26379"],
+    ///     "limits".to_string(),
+    ///     Some(SentinelNodeConnectionInfo::default().set_redis_connection_info(master)),
+    ///     SentinelServerType::Master,
+    /// )?;
+    /// let store = RedisStore::from_sentinel(sentinels).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn from_sentinel(
+        sentinels: redis::sentinel::SentinelClient,
+    ) -> Result<RedisStore, StoreError> {
         let runtime = Runtime::start()?;
         let followed = runtime
-            .run(connection::Followed::start(client))
+            .run(connection::Followed::start(sentinels))
             .await?
-            .map_err(|e| error("cannot reach the master through the sentinels", e))?;
+            .map_err(|e| unreachable("cannot reach the master through the sentinels", e))?;
         let store = RedisStore::over(Connection::Sentinel(Arc::new(followed)), runtime);
         store.load_check_script().await?;
         Ok(store)
@@ -266,7 +295,7 @@ impl RedisStore {
         let connection = runtime
             .run(async move { client.get_async_connection().await })
             .await?
-            .map_err(|e| error("cannot reach the Redis Cluster", e))?;
+            .map_err(|e| unreachable("cannot reach the Redis Cluster", e))?;
         let store = RedisStore::over(Connection::Cluster(connection), runtime);
         store.read_node_map_now().await;
         Ok(store)
@@ -317,7 +346,7 @@ impl RedisStore {
                 ConnectionManager::new_with_config(client, connection::single_config()).await
             })
             .await?
-            .map_err(|e| error("cannot reach Redis", e))?;
+            .map_err(|e| unreachable("cannot reach Redis", e))?;
         let store = RedisStore::over(Connection::Single(manager), runtime);
         store.load_check_script().await?;
         Ok(store)
@@ -332,6 +361,7 @@ impl RedisStore {
         let mut load = redis::cmd("SCRIPT");
         load.arg("LOAD").arg(self.inner.script.source);
         match self.command::<String>(load).await {
+            Ok(Err(e)) if refuses_login(&e) => Err(login_wanted(&e)),
             Ok(Err(e)) if refuses_scripts(&e) => Err(StoreError::msg(format!(
                 "this Redis does not run Lua scripts, which the limiter needs (EVALSHA, \
                  SCRIPT LOAD): {e}; grant the user `+@scripting` (ACL SETUSER ... +@scripting) \
@@ -631,6 +661,37 @@ fn marks_of_duplicates(
 
 /// Whether `e` says the server will not run scripts for this client: no permission, or no
 /// such command.
+/// Whether `e` says the connection has not logged in (`NOAUTH`; for the script, whose
+/// length a server refuses from a client that has not, `unauthenticated bulk length`) or
+/// was refused its login (`WRONGPASS`, redis's `AuthenticationFailed`): every check would
+/// fail the same way; this is configuration.
+fn refuses_login(e: &RedisError) -> bool {
+    let text = e.to_string();
+    e.kind() == redis::ErrorKind::AuthenticationFailed
+        || e.code()
+            .is_some_and(|code| code.starts_with("NOAUTH") || code.starts_with("WRONGPASS"))
+        || ["NOAUTH", "WRONGPASS", "unauthenticated"]
+            .iter()
+            .any(|word| text.contains(word))
+}
+
+/// What the store says when Redis wants a login it did not give.
+fn login_wanted(e: &RedisError) -> StoreError {
+    StoreError::msg(format!(
+        "Redis refused the store's login ({e}): give the password (and user) it expects in \
+         the URL (redis://user:password@host:6379), or for the masters of Sentinel in the \
+         client's SentinelNodeConnectionInfo (RedisStore::from_sentinel)"
+    ))
+}
+
+/// A connection that could not be made, `what` it was for: a login refused is said as such.
+fn unreachable(what: &str, e: RedisError) -> StoreError {
+    match refuses_login(&e) {
+        true => login_wanted(&e),
+        false => error(what, e),
+    }
+}
+
 fn refuses_scripts(e: &RedisError) -> bool {
     let text = e.to_string();
     e.code().is_some_and(|code| code.starts_with("NOPERM"))
