@@ -142,7 +142,8 @@ impl LimiterBuilder {
     /// When two `#[rate_limit]` handlers of the program name one `scope` with different
     /// limits: a scope is one budget, so the program does not say which limit it means. The
     /// message names both handlers and where they are; [`try_build`](Self::try_build)
-    /// returns the conflict instead.
+    /// returns the conflict instead. Two `#[concurrency_limit]`s that give one scope
+    /// different limits are an `error` event naming both (each keeps a pool of its own).
     pub fn build(self) -> Limiter {
         match self.try_build() {
             Ok(limiter) => limiter,

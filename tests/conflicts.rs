@@ -1,10 +1,11 @@
 //! A scope is one budget: two handlers that give one scope different limits are a conflict,
-//! found when the `Limiter` is built — before any request — and named in full. (A test
+//! found when the `Limiter` is built — before any request — and named in full; two that
+//! give one concurrency scope different limits, an `error` event naming both. (A test
 //! binary of its own: every limiter built in it sees this conflict.)
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
 
-use limiter::{rate_limit, Limiter};
+use limiter::{concurrency_limit, rate_limit, Limiter};
 
 #[rate_limit(5, per = "1m", scope = "shared")]
 async fn sign_in() -> &'static str {
@@ -27,9 +28,32 @@ async fn confirm() -> &'static str {
     "confirm"
 }
 
+// One concurrency scope, two limits: two pools where one was meant.
+#[concurrency_limit(4, scope = "exports")]
+async fn export_csv() -> &'static str {
+    "csv"
+}
+
+#[concurrency_limit(8, scope = "exports")]
+async fn export_pdf() -> &'static str {
+    "pdf"
+}
+
+// The same concurrency limit under one scope is one pool, as meant: no conflict.
+#[concurrency_limit(2, scope = "uploads")]
+async fn upload_photo() -> &'static str {
+    "photo"
+}
+
+#[concurrency_limit(2, scope = "uploads")]
+async fn upload_video() -> &'static str {
+    "video"
+}
+
 #[test]
 fn try_build_names_both_handlers_and_where_they_are() {
     let _ = (sign_in, sign_up, reset, confirm);
+    let _ = (export_csv, export_pdf, upload_photo, upload_video);
     let conflict = Limiter::builder().try_build().unwrap_err();
     assert_eq!(conflict.scope, "shared");
     let mut handlers = [
@@ -52,8 +76,17 @@ fn build_panics_at_start_up() {
     let _ = Limiter::builder().build();
 }
 
-/// Counts `error` events.
-struct Errors(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+/// Keeps the text of `error` events.
+struct Errors(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+/// An event's fields, as text.
+struct Text(String);
+
+impl tracing::field::Visit for Text {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0.push_str(&format!("{}={value:?} ", field.name()));
+    }
+}
 
 impl tracing::Subscriber for Errors {
     fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
@@ -66,18 +99,39 @@ impl tracing::Subscriber for Errors {
     fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
     fn event(&self, event: &tracing::Event<'_>) {
         if *event.metadata().level() == tracing::Level::ERROR {
-            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let mut text = Text(String::new());
+            event.record(&mut text);
+            self.0.lock().unwrap().push(text.0);
         }
     }
     fn enter(&self, _: &tracing::span::Id) {}
     fn exit(&self, _: &tracing::span::Id) {}
 }
 
+/// The global limiter reports both conflicts, the rate limits' and the concurrency
+/// limits', as `error` events naming both declarations.
 #[test]
-fn the_global_limiter_reports_the_conflict_as_an_error_event() {
-    let errors = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+fn the_global_limiter_reports_the_conflicts_as_error_events() {
+    let errors = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     tracing::subscriber::with_default(Errors(errors.clone()), || {
         let _ = Limiter::global();
     });
-    assert_eq!(errors.load(std::sync::atomic::Ordering::Relaxed), 1);
+    let errors = errors.lock().unwrap();
+    println!("{errors:#?}");
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(
+        errors[0].contains("scope \"shared\" is one budget"),
+        "{errors:?}"
+    );
+    let in_flight = &errors[1];
+    for part in [
+        "concurrency scope \"exports\" is one pool",
+        "conflicts::export_csv",
+        "conflicts::export_pdf",
+        "tests/conflicts.rs:",
+        "4 in flight",
+        "8 in flight",
+    ] {
+        assert!(in_flight.contains(part), "{part}: {in_flight}");
+    }
 }

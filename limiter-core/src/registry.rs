@@ -119,11 +119,21 @@ pub fn register(declares: Shared) {
     registered.push(declares);
     GENERATION.fetch_add(1, std::sync::atomic::Ordering::Release);
     drop(registered);
-    for conflict in conflicts_among(everything())
+    let all = everything();
+    for conflict in conflicts_among(all.clone())
         .into_iter()
         .filter(|c| new.limits().iter().any(|l| l.scope() == c.scope))
     {
         tracing::error!(%conflict, "rate limit scopes in conflict");
+    }
+    for (scope, conflict) in in_flight_conflicts_among(all) {
+        if new
+            .in_flight()
+            .iter()
+            .any(|(limit, _)| limit.scope() == scope)
+        {
+            tracing::error!(%conflict, "concurrency scopes in conflict");
+        }
     }
 }
 
@@ -439,6 +449,40 @@ pub(crate) fn limits_of(scope: &str) -> Vec<Limit> {
 /// are reported when they register.)
 pub(crate) fn conflicts() -> Vec<ScopeConflict> {
     conflicts_among(at_compile_time())
+}
+
+/// Every concurrency scope the program's handlers give different limits, each with its
+/// conflict in words. (Not a [`ScopeConflict`], which names policies: an `error` event,
+/// while each limit keeps a pool of its own.)
+pub(crate) fn in_flight_conflicts() -> Vec<(String, String)> {
+    in_flight_conflicts_among(at_compile_time())
+}
+
+fn in_flight_conflicts_among(registered: Vec<Registered>) -> Vec<(String, String)> {
+    let mut declared: Vec<(String, u32, String)> = Vec::new();
+    let mut conflicts = Vec::new();
+    for (declares, place) in &registered {
+        for (limit, _) in declares.in_flight() {
+            let here = format!("`{}` ({})", declares.owner(), location(*place));
+            let max = limit.max().get();
+            match declared
+                .iter()
+                .find(|(scope, m, _)| scope == limit.scope() && *m != max)
+            {
+                Some((scope, first_max, first)) => conflicts.push((
+                    scope.clone(),
+                    format!(
+                        "concurrency scope \"{scope}\" is one pool, but it is declared with two \
+                         different limits: {first}: {first_max} in flight, and {here}: {max} in \
+                         flight; give them the same limit, or different scopes (each keeps a \
+                         pool of its own meanwhile)"
+                    ),
+                )),
+                None => declared.push((limit.scope().to_string(), max, here)),
+            }
+        }
+    }
+    conflicts
 }
 
 fn conflicts_among(registered: Vec<Registered>) -> Vec<ScopeConflict> {

@@ -255,6 +255,12 @@
 //! [`ConcurrencyLimit`](crate::ConcurrencyLimit) does the same: `web::scope("/upload")
 //! .wrap(ConcurrencyLimit::new(2).key(KeySpec::User).scope("uploads"))`.
 //!
+//! Handlers (and middlewares) that name one concurrency `scope` share its slots, and must
+//! give it the same limit: two limits under one scope are an `error` event when the limiter
+//! is built (a middleware's, when it is made), naming both and their lines, and each keeps a
+//! pool of its own until they agree. (Not a `try_build` error, whose `ScopeConflict` names
+//! rate policies.) A refused request gives its slots back before its body is awaited.
+//!
 //! ## Dry runs
 //!
 //! `#[rate_limit(..., dry_run = true)]` on one limit, or `Limiter::builder().dry_run(true)` for

@@ -160,6 +160,9 @@ impl Limiter {
             for conflict in registry::conflicts() {
                 tracing::error!(%conflict, "rate limit scopes in conflict");
             }
+            for (_, conflict) in registry::in_flight_conflicts() {
+                tracing::error!(%conflict, "concurrency scopes in conflict");
+            }
             Limiter::builder()
                 .store(MemoryStore::global().clone())
                 .build_unchecked(true)
