@@ -659,17 +659,15 @@ fn marks_of_duplicates(
         .collect()
 }
 
-/// Whether `e` says the server will not run scripts for this client: no permission, or no
-/// such command.
-/// Whether `e` says the connection has not logged in (`NOAUTH`; for the script, whose
-/// length a server refuses from a client that has not, `unauthenticated bulk length`) or
-/// was refused its login (`WRONGPASS`, redis's `AuthenticationFailed`): every check would
-/// fail the same way; this is configuration.
+/// Whether Redis answered `e` because the connection has not logged in (`NOAUTH`; for the
+/// script, whose length a server refuses from a client that has not, `unauthenticated bulk
+/// length`) or was refused its login (`WRONGPASS`, also a disabled ACL user): every check
+/// would fail the same way; this is configuration. Only Redis's own words count: a
+/// connection that fails for another reason is no reason to refuse to start.
 fn refuses_login(e: &RedisError) -> bool {
     let text = e.to_string();
-    e.kind() == redis::ErrorKind::AuthenticationFailed
-        || e.code()
-            .is_some_and(|code| code.starts_with("NOAUTH") || code.starts_with("WRONGPASS"))
+    e.code()
+        .is_some_and(|code| code.starts_with("NOAUTH") || code.starts_with("WRONGPASS"))
         || ["NOAUTH", "WRONGPASS", "unauthenticated"]
             .iter()
             .any(|word| text.contains(word))
@@ -679,19 +677,24 @@ fn refuses_login(e: &RedisError) -> bool {
 fn login_wanted(e: &RedisError) -> StoreError {
     StoreError::msg(format!(
         "Redis refused the store's login ({e}): give the password (and user) it expects in \
-         the URL (redis://user:password@host:6379), or for the masters of Sentinel in the \
-         client's SentinelNodeConnectionInfo (RedisStore::from_sentinel)"
+         the URL (redis://user:password@host:6379); behind Sentinel, the sentinels' own in \
+         their URLs, the masters' in the client's SentinelNodeConnectionInfo \
+         (RedisStore::from_sentinel)"
     ))
 }
 
-/// A connection that could not be made, `what` it was for: a login refused is said as such.
+/// A connection that could not be made, `what` it was for. A login refused is said as
+/// such: Redis's words, or redis's `AuthenticationFailed` (which it gives for any error
+/// answering `AUTH`, so the message names it rather than blaming the password alone).
 fn unreachable(what: &str, e: RedisError) -> StoreError {
-    match refuses_login(&e) {
+    match refuses_login(&e) || e.kind() == redis::ErrorKind::AuthenticationFailed {
         true => login_wanted(&e),
         false => error(what, e),
     }
 }
 
+/// Whether `e` says the server will not run scripts for this client: no permission, or no
+/// such command.
 fn refuses_scripts(e: &RedisError) -> bool {
     let text = e.to_string();
     e.code().is_some_and(|code| code.starts_with("NOPERM"))
