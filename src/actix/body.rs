@@ -27,6 +27,9 @@ impl Limiter {
         payload: &mut actix_web::dev::Payload,
         mut response: HttpResponse,
     ) -> HttpResponse {
+        // Refused: the slots a concurrency middleware around it holds go back before its
+        // body is awaited (a handler's own are dropped by the handler).
+        super::in_flight::WrappingSlots::give_back(req);
         if self.discard_small_body(req, payload).await {
             return response;
         }

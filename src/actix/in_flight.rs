@@ -12,7 +12,7 @@ use std::time::Duration;
 use actix_web::body::{BodySize, BoxBody, MessageBody};
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::web::Bytes;
-use actix_web::{HttpRequest, HttpResponse};
+use actix_web::{HttpMessage, HttpRequest, HttpResponse};
 
 use super::keys::KeySpec;
 use super::limits::{handler_path, HandlerLimits};
@@ -126,6 +126,33 @@ impl Slots {
         }
     }
 
+    /// Lends the slots to `req` while the services a middleware wraps run: a refusal among
+    /// them gives them back before it awaits its body ([`WrappingSlots::give_back`]).
+    /// [`take_back`](Self::take_back) has them again, if still held.
+    pub(crate) fn lend_to(&mut self, req: &HttpRequest) {
+        if self.guards.is_empty() {
+            return;
+        }
+        let mut extensions = req.extensions_mut();
+        match extensions.get::<WrappingSlots>() {
+            Some(lent) => lent.0.borrow_mut().append(&mut self.guards),
+            None => {
+                let lent = WrappingSlots::default();
+                lent.0.borrow_mut().append(&mut self.guards);
+                extensions.insert(lent);
+            }
+        }
+    }
+
+    /// The slots lent to `req` and still held: this middleware's, and those of the ones
+    /// inside it (given back with the response's body, whichever holds them).
+    pub(crate) fn take_back(mut self, req: &HttpRequest) -> Slots {
+        if let Some(lent) = req.extensions().get::<WrappingSlots>() {
+            self.guards.append(&mut lent.0.borrow_mut());
+        }
+        self
+    }
+
     /// Puts the slots' fields on `response` and ties the slots to its body: given back
     /// when the body is sent, or dropped.
     pub(crate) fn hold_until_sent(self, response: HttpResponse, headers: bool) -> HttpResponse {
@@ -144,6 +171,21 @@ impl Slots {
                 guards: Some(guards),
             })
         })
+    }
+}
+
+/// The slots the concurrency middlewares around a request hold for it, where a refusal
+/// inside them finds them.
+#[derive(Clone, Default)]
+pub(crate) struct WrappingSlots(std::rc::Rc<std::cell::RefCell<Vec<SlotGuard>>>);
+
+impl WrappingSlots {
+    /// Gives back the slots the middlewares around `req` hold for it: it is refused, and
+    /// its body may be slow to come.
+    pub(crate) fn give_back(req: &HttpRequest) {
+        if let Some(lent) = req.extensions().get::<WrappingSlots>() {
+            lent.0.borrow_mut().clear();
+        }
     }
 }
 

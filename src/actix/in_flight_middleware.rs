@@ -120,12 +120,16 @@ where
         let limits = Arc::clone(&self.limits);
         Box::pin(async move {
             let limiter = Limiter::of(req.request()).clone();
-            let slots = match limiter.take_slots(req.request(), &limits).await {
+            let mut slots = match limiter.take_slots(req.request(), &limits).await {
                 Ok(slots) => slots,
                 // As any refusal: the body is read only when small and quick.
                 Err(response) => return Ok(Box::pin(limiter.refuse(req, response)).await),
             };
+            // Lent while the wrapped services run: a refusal among them gives them back
+            // before it awaits a slow body, instead of holding them meanwhile.
+            slots.lend_to(req.request());
             let (request, response) = service.call(req).await?.map_into_boxed_body().into_parts();
+            let slots = slots.take_back(&request);
             let response = slots.hold_until_sent(response, limiter.http().headers.ietf);
             Ok(ServiceResponse::new(request, response))
         })

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use actix_web::{web, HttpResponse};
-use limiter::{concurrency_limit, rate_limit, Limiter};
+use limiter::{concurrency_limit, rate_limit, ConcurrencyLimit, KeySpec, Limiter};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -23,10 +23,25 @@ async fn upload(body: web::Bytes) -> HttpResponse {
     HttpResponse::Ok().body(format!("{} bytes", body.len()))
 }
 
+/// The same, with the one slot taken by a middleware around the handler's rate limit.
+#[rate_limit(1, per = "1h", key = "header:x-user", scope = "bodies-wrapped-upload")]
+async fn wrapped_upload(body: web::Bytes) -> HttpResponse {
+    HttpResponse::Ok().body(format!("{} bytes", body.len()))
+}
+
 fn routes(config: &mut web::ServiceConfig) {
     config
         .route("/login", web::post().to(login))
-        .route("/upload", web::post().to(upload));
+        .route("/upload", web::post().to(upload))
+        .service(
+            web::scope("/wrapped")
+                .wrap(
+                    ConcurrencyLimit::new(1)
+                        .key(KeySpec::Global)
+                        .scope("bodies-wrapped-slot"),
+                )
+                .route("/upload", web::post().to(wrapped_upload)),
+        );
 }
 
 /// A server whose one login is spent: every request from here on is rejected.
@@ -287,51 +302,55 @@ fn an_expect_continue_request_gets_its_429_without_its_body_being_read() {
 /// A user whose upload is spent sends another with a body trickling in: its 429 waits up
 /// to the body allowance for that body, and meanwhile the one upload slot everyone shares
 /// is free — 15 other users, one every 10 ms from the moment its head is sent, all upload.
-/// (Each was refused for concurrency: the refused request held the slot while its body
-/// was awaited.)
+/// Whether the slot is the handler's own (`#[concurrency_limit]`) or a `ConcurrencyLimit`
+/// middleware's around it. (Each was refused for concurrency: the refused request held the
+/// slot while its body was awaited.)
 #[test]
 fn a_refused_request_does_not_hold_a_shared_slot_while_its_body_is_awaited() {
     let server = Server::start(Limiter::builder().build(), 2, routes);
+    for path in ["/upload", "/wrapped/upload"] {
+        let (first, statuses, refused) = client().block_on(trickle_beside_others(&server, path));
+        let uploaded = statuses.iter().filter(|&&s| s == 200).count();
+        println!(
+            "{path}: while a refused upload's body trickled in, {uploaded} of 15 other users \
+             uploaded ({statuses:?}); the refused one got {refused}"
+        );
+        assert_eq!(first, 200, "{path}");
+        assert_eq!(refused, 429, "{path}");
+        assert_eq!(statuses, [200; 15], "{path}");
+    }
+}
+
+/// Spends mallory's upload at `path`, sends another with a trickling body, and 15 other
+/// users' uploads beside it: the first status, the others', and the trickling one's.
+async fn trickle_beside_others(server: &Server, path: &str) -> (u16, Vec<u16>, u16) {
     let upload_as = |user: &str| {
         format!(
-            "POST /upload HTTP/1.1\r\nHost: t\r\nX-User: {user}\r\nContent-Length: 0\r\n\
+            "POST {path} HTTP/1.1\r\nHost: t\r\nX-User: {user}\r\nContent-Length: 0\r\n\
              Connection: close\r\n\r\n"
         )
         .into_bytes()
     };
-    let (first, statuses, refused) = client().block_on(async {
-        let first = exchange(server.addr, &upload_as("mallory"), Duration::from_secs(5))
-            .await
-            .expect("answered")
-            .status;
-        let mut stream = TcpStream::connect(server.addr).await.unwrap();
-        stream
-            .write_all(
-                b"POST /upload HTTP/1.1\r\nHost: t\r\nX-User: mallory\r\n\
-                  Content-Length: 16000\r\n\r\nhello",
-            )
-            .await
-            .unwrap();
-        let mut statuses = Vec::new();
-        for n in 0..15 {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            let user = format!("user-{n}");
-            let answer = exchange(server.addr, &upload_as(&user), Duration::from_secs(5)).await;
-            statuses.push(answer.map_or(0, |a| a.status));
-        }
-        let refused = tokio::time::timeout(Duration::from_secs(3), read_response(&mut stream))
-            .await
-            .ok()
-            .flatten()
-            .map_or(0, |r| r.status);
-        (first, statuses, refused)
-    });
-    let uploaded = statuses.iter().filter(|&&s| s == 200).count();
-    println!(
-        "while a refused upload's body trickled in: {uploaded} of 15 other users uploaded \
-         ({statuses:?}); the refused one got {refused}"
+    let first = exchange(server.addr, &upload_as("mallory"), Duration::from_secs(5))
+        .await
+        .expect("answered")
+        .status;
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: t\r\nX-User: mallory\r\nContent-Length: 16000\r\n\r\nhello"
     );
-    assert_eq!(first, 200);
-    assert_eq!(refused, 429);
-    assert_eq!(statuses, [200; 15]);
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut statuses = Vec::new();
+    for n in 0..15 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let user = format!("user-{n}");
+        let answer = exchange(server.addr, &upload_as(&user), Duration::from_secs(5)).await;
+        statuses.push(answer.map_or(0, |a| a.status));
+    }
+    let refused = tokio::time::timeout(Duration::from_secs(3), read_response(&mut stream))
+        .await
+        .ok()
+        .flatten()
+        .map_or(0, |r| r.status);
+    (first, statuses, refused)
 }
