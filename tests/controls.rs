@@ -13,7 +13,7 @@ use actix_web::dev::{Service, ServiceResponse};
 use actix_web::{test, web, App, HttpRequest, HttpResponse};
 use common::{events, get_from as get, header, peer, summary};
 use limiter::{
-    rate_limit, Algorithm, Client, Limit, Limiter, ManualClock, Policy, RateLimit, Rejected,
+    rate_limit, Algorithm, Client, Limit, Limiter, ManualClock, Policy, RateLimit, Rejected, Share,
     Subject,
 };
 
@@ -448,6 +448,72 @@ async fn a_limiter_in_dry_run_enforces_nothing() {
     for _ in 0..5 {
         assert_eq!(get(&app, "/g", CLIENT).await.status(), 200);
     }
+}
+
+const ONE_A_MINUTE: Policy = match Policy::new(1, Duration::from_secs(60)) {
+    Ok(policy) => policy,
+    Err(error) => panic!("{}", error.message()),
+};
+static INLINE_TRIAL: Limit = Limit::constant("inline-trial", ONE_A_MINUTE);
+
+/// A limit checked inside the handler, under `#[rate_limit]`.
+#[rate_limit(100, per = "1m", scope = "around-inline-trial")]
+async fn checks_inline(req: HttpRequest) -> Result<HttpResponse, Rejected> {
+    limiter::check(&req, &INLINE_TRIAL, "ann").await?;
+    Ok(HttpResponse::Ok().finish())
+}
+
+/// A dry run reaches the limits a handler checks itself: a limiter in dry run, or a scope
+/// enforced on none of its clients, lets `limiter::check`'s would-be rejections through,
+/// each with a `warn` event, counted and named in `X-RateLimit-Dry-Run`. (They were
+/// refused: `check` read neither setting.)
+#[actix_web::test]
+async fn a_dry_run_lets_a_limit_checked_in_the_handler_through() {
+    events::record();
+    let trials = [
+        limiter().1.dry_run(true),
+        limiter().1.enforcement("inline-trial", Share::NONE),
+    ];
+    for builder in trials {
+        let app = test::init_service(
+            App::new()
+                .app_data(builder.build())
+                .route("/inline", web::get().to(checks_inline)),
+        )
+        .await;
+        let before = events::warnings("inline-trial").len();
+        let mut answers = Vec::new();
+        for _ in 0..3 {
+            let res = get(&app, "/inline", CLIENT).await;
+            answers.push((
+                res.status().as_u16(),
+                header(res.headers(), "x-ratelimit-dry-run").map(str::to_owned),
+            ));
+        }
+        assert_eq!(
+            answers,
+            [
+                (200, None),
+                (200, s("\"inline-trial\"")),
+                (200, s("\"inline-trial\""))
+            ]
+        );
+        let warned = events::warnings("inline-trial");
+        assert_eq!(warned.len() - before, 2, "{warned:?}");
+        assert!(warned.iter().all(|w| w.contains("dry run")), "{warned:?}");
+    }
+    // Enforced, the same limit refuses.
+    let app = test::init_service(
+        App::new()
+            .app_data(limiter().1.build())
+            .route("/inline", web::get().to(checks_inline)),
+    )
+    .await;
+    let statuses = [
+        get(&app, "/inline", CLIENT).await.status().as_u16(),
+        get(&app, "/inline", CLIENT).await.status().as_u16(),
+    ];
+    assert_eq!(statuses, [200, 429]);
 }
 
 // ---- limits from configuration, changed while serving --------------------------------------

@@ -391,3 +391,30 @@ async fn a_dry_run_of_a_delay_waits_for_nothing_and_says_what_would_have_waited(
     assert!(new[0].contains("wait_ms=1000"), "{new:?}");
     assert!(new[1].contains("wait_ms=2000"), "{new:?}");
 }
+
+/// The same for a limit checked inside the handler, the limiter in dry run: the second
+/// request runs at once, with the `warn` event of the wait it would have had.
+#[actix_web::test]
+async fn a_dry_run_of_a_delay_checked_in_the_handler_waits_for_nothing() {
+    common::events::record();
+    tokio::time::pause();
+    let clock = ManualClock::starting_at(Duration::from_secs(1_770_000_000));
+    let limiter = Limiter::builder()
+        .clock(clock.clone())
+        .dry_run(true)
+        .build();
+    let app = test::init_service(App::new().app_data(limiter).configure(routes)).await;
+    let before = common::events::warnings("inline-smooth").len();
+    let start = tokio::time::Instant::now();
+    for _ in 0..2 {
+        assert_eq!(get_from(&app, "/inline", CLIENT).await.status(), 200);
+    }
+    assert_eq!(start.elapsed(), Duration::ZERO);
+    let warned = common::events::warnings("inline-smooth");
+    let new = &warned[before..];
+    assert_eq!(new.len(), 1, "{new:?}");
+    assert!(
+        new[0].contains("would have waited") && new[0].contains("wait_ms=1000"),
+        "{new:?}"
+    );
+}

@@ -378,6 +378,18 @@ impl Limiter {
         share.includes(scope, key.as_bytes())
     }
 
+    /// Whether a limit checked inside a handler ([`check`](crate::check)) is enforced on
+    /// the client `key` names: not in a dry run, and within the share configuration sets for
+    /// its scope (all, unless it sets one).
+    pub(crate) fn enforces_inline(&self, scope: &str, key: &ClientKey) -> bool {
+        let http = self.http();
+        !http.dry_run
+            && http
+                .enforcement
+                .of(scope)
+                .is_none_or(|share| share.includes(scope, key.as_bytes()))
+    }
+
     /// The `debug` event of a rejected request (`decision` is `None` for a cost no budget
     /// holds), and the `rate_limit` field of the current span, where it declares one.
     fn rejected_event(&self, planned: &Planned<'_>, decision: Option<Decision>) {

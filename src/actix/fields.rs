@@ -80,6 +80,8 @@ pub(crate) struct RateLimitFields {
 pub(crate) struct InlineChecks {
     pub(crate) checks: Vec<(Member, Decision)>,
     pub(crate) refunds: Vec<Refund>,
+    /// The names of those that would have rejected the request and were on trial.
+    pub(crate) let_through: Vec<Cow<'static, str>>,
 }
 
 /// Whether any request of this process was checked inside its handler: until one is, no
@@ -168,6 +170,7 @@ impl RateLimitFields {
         if self.incomplete {
             return checked.refunds;
         }
+        self.let_through.extend(checked.let_through);
         let members = self.members.get_or_insert_with(declared);
         for (member, decision) in checked.checks {
             members.push(member);

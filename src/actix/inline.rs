@@ -146,10 +146,22 @@ async fn check_inline(
             return Err(Rejected::new(response));
         }
     };
+    // On trial (a dry run, or a client outside the scope's enforced share): decided and
+    // counted, never waited for nor refused, as a handler's limit on trial.
+    let enforced = limiter.enforces_inline(limit.scope(), &key);
     // Admitted ahead of its tokens (a bucket's `delay`): it waits its turn, as a handler's
     // limit does — or, the queue full, is refused, its place given back: a rejection of
     // this limit for the wait it would have had, counted, traced and in the fields as one.
     let decision = match decision.delayed() {
+        Some(delay) if !enforced => {
+            tracing::warn!(
+                scope = limit.scope(),
+                key = "checked",
+                wait_ms = delay.as_millis() as u64,
+                "rate limit (dry run): this request would have waited its turn"
+            );
+            decision
+        }
         Some(delay) => {
             let place = vec![(Arc::new(limit.clone()), key.clone(), 1)];
             match limiter.wait_turn(delay, place, receipt.clone()).await {
@@ -175,10 +187,23 @@ async fn check_inline(
         if let Some(inline) = extensions.get_mut::<InlineChecks>() {
             inline.checks.push((member, decision));
             inline.refunds.extend(refund);
+            if !enforced && !decision.allowed() {
+                inline.let_through.push(name.clone());
+            }
         }
     }
+    if !enforced && !decision.allowed() && !decision.by_fallback() {
+        super::observe::count(limit.scope(), Outcome::DryRun);
+        tracing::warn!(
+            scope = limit.scope(),
+            key = "checked",
+            retry_after_secs = decision.retry_after_secs(),
+            "rate limit (dry run): this request would have been rejected"
+        );
+        return Ok(());
+    }
     super::observe::count(limit.scope(), Outcome::of(&decision));
-    if decision.allowed() {
+    if decision.allowed() || !enforced {
         return Ok(());
     }
     limiter.rejection_event(limit.scope(), "checked", &key, Some(decision));

@@ -438,8 +438,10 @@
 //! returns it. The limit joins the response's RateLimit fields after the handler's own
 //! (`"login";r=29;t=60, "login-username";r=4;t=900`). Its key lives in a namespace of its own
 //! (the username "10.0.0.1" never shares an address's budget), and configuration overrides its
-//! scope's policy as for any other. `examples/login_failures.rs` puts it together: failed
-//! attempts per address and per username.
+//! scope's policy as for any other, and so do `.dry_run(true)` and a scope's configured
+//! `.enforcement(...)` share (a would-be rejection passes with its `warn` event, a would-be
+//! wait does not wait). `examples/login_failures.rs` puts it together: failed attempts per
+//! address and per username.
 //!
 //! `limiter.client(&req)` says which client a request is counted as when keyed by address — the
 //! peer, or the client a trusted proxy named (`Client::Address`, `Client::Obfuscated`) — for
