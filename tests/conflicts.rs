@@ -5,7 +5,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
 
-use limiter::{concurrency_limit, rate_limit, Limiter};
+use actix_web::{web, App, HttpResponse};
+use limiter::{concurrency_limit, rate_limit, ConcurrencyLimit, Limiter};
 
 #[rate_limit(5, per = "1m", scope = "shared")]
 async fn sign_in() -> &'static str {
@@ -133,5 +134,40 @@ fn the_global_limiter_reports_the_conflicts_as_error_events() {
         "8 in flight",
     ] {
         assert!(in_flight.contains(part), "{part}: {in_flight}");
+    }
+}
+
+/// Two `ConcurrencyLimit` middlewares giving one scope different limits are an `error`
+/// event when the app is made (each worker makes its own: identical ones are one). They
+/// were one registration, the second never seen: only their scopes were compared.
+#[actix_web::test]
+async fn two_concurrency_middlewares_of_one_scope_with_different_limits_are_reported() {
+    let errors = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let _reported = tracing::subscriber::set_default(Errors(errors.clone()));
+    let app = || {
+        App::new()
+            .service(
+                web::scope("/a")
+                    .wrap(ConcurrencyLimit::new(2).scope("middleware-pool"))
+                    .route("", web::get().to(HttpResponse::Ok)),
+            )
+            .service(
+                web::scope("/b")
+                    .wrap(ConcurrencyLimit::new(3).scope("middleware-pool"))
+                    .route("", web::get().to(HttpResponse::Ok)),
+            )
+    };
+    // Two workers' apps: the same conflict, reported once.
+    let _first = actix_web::test::init_service(app()).await;
+    let _second = actix_web::test::init_service(app()).await;
+    let errors = errors.lock().unwrap();
+    println!("{errors:#?}");
+    let pool: Vec<_> = errors
+        .iter()
+        .filter(|e| e.contains("\"middleware-pool\""))
+        .collect();
+    assert_eq!(pool.len(), 1, "{errors:?}");
+    for part in ["2 in flight", "3 in flight", "made at run time"] {
+        assert!(pool[0].contains(part), "{part}: {}", pool[0]);
     }
 }

@@ -105,12 +105,22 @@ type Registered = (Shared, Option<(&'static str, u32)>);
 /// then.
 pub fn register(declares: Shared) {
     let mut registered = AT_RUN_TIME.lock();
+    // Each worker makes its own middlewares: one registration of what they all declare.
+    // Two that differ only in their options or their concurrency limits are two.
     let same = |d: &Shared| {
         d.owner() == declares.owner()
             && d.limits()
                 .iter()
                 .map(|l| l.id())
                 .eq(declares.limits().iter().map(|l| l.id()))
+            && d.details() == declares.details()
+            && d.in_flight()
+                .iter()
+                .map(|(limit, key)| (limit.id(), key))
+                .eq(declares
+                    .in_flight()
+                    .iter()
+                    .map(|(limit, key)| (limit.id(), key)))
     };
     if registered.iter().any(same) {
         return;
