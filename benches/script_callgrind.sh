@@ -14,13 +14,16 @@
 # `SET key STATE NX PX`, a batch's pipelined; or `hset`: the layout not taken (yet), each
 # client a field of a hash its limit and window share, `HSET window-key CLIENT STATE`, to
 # weigh a key per client against a field per client; or `hgen`: that layout with the
-# generations and shards its expiry needs (see the replayer). Beside the instructions, Redis's
+# generations and shards its expiry needs (see the replayer); or `hsetex`: a field per
+# client with an expiry of its own (Redis 8, Valkey 9). Beside the instructions, Redis's
 # `used_memory` per check: with a new client per check, the bytes one client's state costs.
 # KEYS=16 checks per call; HOT=1 makes every check one client's (else each a new client's);
-# SCRIPT=path measures another version of check.lua (same arguments).
+# SCRIPT=path measures another version of check.lua (same arguments); REDIS_SERVER=path
+# another server (`hsetex` needs Redis 8 or Valkey 9).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 script="${SCRIPT:-$here/limiter-core/src/store/redis/check.lua}"
+server_binary="${REDIS_SERVER:-redis-server}"
 keys="${KEYS:-16}"
 hot="${HOT:-}"
 n1="${N1:-200}"
@@ -60,7 +63,7 @@ sha = read()
 import struct
 interval = 600_000_000  # 100 per minute
 # The header (scripts.rs): min_ttl 0, one policy.
-code = 0 if state in ("peer", "set", "hset", "hgen") else int(state)
+code = 0 if state in ("peer", "set", "hset", "hgen", "hsetex") else int(state)
 header = struct.pack(">QI", 0, 1) + struct.pack(">BQIQQ", code, 60_000, 100, interval, 100 * interval)
 # No penalty (block_ms 8, after 1, within_ms 8, escalated block_ms 8), no calendar (period 1,
 # offset 2), no delay (8): the header's other fields, as call.rs packs them.
@@ -102,6 +105,19 @@ for c in range(calls):
         for _ in out:
             read()
         continue
+    if state == "hsetex":
+        # A field per client with its own expiry, one command (Redis 8, Valkey 9): written
+        # only if absent (FNX), in one hash per shard of clients (8, as `hgen`).
+        out = []
+        for name in names:
+            shard = int(name[9:17], 16) % 8
+            state_bytes = struct.pack(">Q", 1_700_000_000_000 + c)[2:] + struct.pack(">I", 1)
+            out.append(cmd("HSETEX", "limiter:{%02x}:bench" % shard, "FNX", "PX", 60_012,
+                           "FIELDS", 1, name[9:17], state_bytes))
+        s.sendall(b"".join(out))
+        for _ in out:
+            read()
+        continue
     if state == "peer":
         for name in names:
             s.sendall(cmd("MULTI") + cmd("BITFIELD", name, "OVERFLOW", "SAT", "INCRBY", "u63", 0, 1, "GET", "u63", 0)
@@ -124,7 +140,7 @@ instructions() {
     port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
     rm -f "$work"/cg.*
     valgrind --tool=callgrind --callgrind-out-file="$work/cg.%p" \
-        redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no >/dev/null 2>&1 &
+        "$server_binary" --port "$port" --bind 127.0.0.1 --save "" --appendonly no >/dev/null 2>&1 &
     local server=$!
     for _ in $(seq 200); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
     replay "$1" "$2" "$3" "$port"
