@@ -976,4 +976,17 @@ async fn a_limit_checked_inside_the_handler_follows_the_store_fault_policy() {
             retry_after
         );
     }
+    // A dry run enforces nothing, failing closed included.
+    let limiter = Limiter::builder()
+        .store(common::Failing("down"))
+        .on_store_error(OnStoreError::FailClosed)
+        .dry_run(true)
+        .build();
+    let app = test::init_service(
+        App::new()
+            .app_data(limiter)
+            .route("/", web::get().to(checked_inside)),
+    )
+    .await;
+    assert_eq!(get(&app, "/", CLIENT).await.status(), 200);
 }

@@ -120,6 +120,9 @@ async fn check_inline(
     // So that `Limiter::reset` finds this budget: a limit checked inline is declared nowhere.
     limiter.remember(limit);
     let key = ClientKey::checked(key.as_bytes());
+    // On trial (a dry run, or a client outside the scope's enforced share): decided and
+    // counted, never waited for nor refused, as a handler's limit on trial.
+    let enforced = limiter.enforces_inline(limit.scope(), &key);
     let charge = [Charge::new(limit, key.as_bytes())];
     let mut check = limiter.check_all(&charge);
     let result = match check.take_ready() {
@@ -142,13 +145,13 @@ async fn check_inline(
         }
         Verdict::Unavailable => {
             super::observe::count(limit.scope(), Outcome::StoreError);
+            if !enforced {
+                return Ok(());
+            }
             let response = limiter.failure(None, Failure::StoreUnavailable);
             return Err(Rejected::new(response));
         }
     };
-    // On trial (a dry run, or a client outside the scope's enforced share): decided and
-    // counted, never waited for nor refused, as a handler's limit on trial.
-    let enforced = limiter.enforces_inline(limit.scope(), &key);
     // Admitted ahead of its tokens (a bucket's `delay`): it waits its turn, as a handler's
     // limit does — or, the queue full, is refused, its place given back: a rejection of
     // this limit for the wait it would have had, counted, traced and in the fields as one.
@@ -192,8 +195,13 @@ async fn check_inline(
             }
         }
     }
-    if !enforced && !decision.allowed() && !decision.by_fallback() {
-        super::observe::count(limit.scope(), Outcome::DryRun);
+    if !enforced && !decision.allowed() {
+        // The fallback memory's answer counts as the store's error, as for a handler's.
+        let outcome = match decision.by_fallback() {
+            true => Outcome::StoreError,
+            false => Outcome::DryRun,
+        };
+        super::observe::count(limit.scope(), outcome);
         tracing::warn!(
             scope = limit.scope(),
             key = "checked",
@@ -203,7 +211,7 @@ async fn check_inline(
         return Ok(());
     }
     super::observe::count(limit.scope(), Outcome::of(&decision));
-    if decision.allowed() || !enforced {
+    if decision.allowed() {
         return Ok(());
     }
     limiter.rejection_event(limit.scope(), "checked", &key, Some(decision));
