@@ -128,28 +128,29 @@ impl Slots {
 
     /// Lends the slots to `req` while the services a middleware wraps run: a refusal among
     /// them gives them back before it awaits its body ([`WrappingSlots::give_back`]).
-    /// [`take_back`](Self::take_back) has them again, if still held.
-    pub(crate) fn lend_to(&mut self, req: &HttpRequest) {
+    /// [`take_back`](Self::take_back) from the returned loan has them again, if still held.
+    pub(crate) fn lend_to(&mut self, req: &HttpRequest) -> WrappingSlots {
         if self.guards.is_empty() {
-            return;
+            return WrappingSlots::default();
         }
         let mut extensions = req.extensions_mut();
-        match extensions.get::<WrappingSlots>() {
-            Some(lent) => lent.0.borrow_mut().append(&mut self.guards),
+        let lent = match extensions.get::<WrappingSlots>() {
+            Some(lent) => lent.clone(),
             None => {
                 let lent = WrappingSlots::default();
-                lent.0.borrow_mut().append(&mut self.guards);
-                extensions.insert(lent);
+                extensions.insert(lent.clone());
+                lent
             }
-        }
+        };
+        lent.0.borrow_mut().append(&mut self.guards);
+        lent
     }
 
-    /// The slots lent to `req` and still held: this middleware's, and those of the ones
-    /// inside it (given back with the response's body, whichever holds them).
-    pub(crate) fn take_back(mut self, req: &HttpRequest) -> Slots {
-        if let Some(lent) = req.extensions().get::<WrappingSlots>() {
-            self.guards.append(&mut lent.0.borrow_mut());
-        }
+    /// The slots of `loan` still held: this middleware's, and those of the ones inside it
+    /// (given back with the response's body, or dropped with these slots if the wrapped
+    /// services failed).
+    pub(crate) fn take_back(mut self, loan: &WrappingSlots) -> Slots {
+        self.guards.append(&mut loan.0.borrow_mut());
         self
     }
 

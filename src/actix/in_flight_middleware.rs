@@ -127,9 +127,11 @@ where
             };
             // Lent while the wrapped services run: a refusal among them gives them back
             // before it awaits a slow body, instead of holding them meanwhile.
-            slots.lend_to(req.request());
-            let (request, response) = service.call(req).await?.map_into_boxed_body().into_parts();
-            let slots = slots.take_back(&request);
+            let loan = slots.lend_to(req.request());
+            let answered = service.call(req).await;
+            // Taken back before a failure returns: dropped with `slots` then.
+            let slots = slots.take_back(&loan);
+            let (request, response) = answered?.map_into_boxed_body().into_parts();
             let response = slots.hold_until_sent(response, limiter.http().headers.ietf);
             Ok(ServiceResponse::new(request, response))
         })
