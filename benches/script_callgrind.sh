@@ -63,60 +63,53 @@ sha = read()
 import struct
 interval = 600_000_000  # 100 per minute
 # The header (scripts.rs): min_ttl 0, one policy.
-code = 0 if state in ("peer", "set", "hset", "hgen", "hsetex") else int(state)
+code = 0 if not state.isdigit() else int(state)
 header = struct.pack(">QI", 0, 1) + struct.pack(">BQIQQ", code, 60_000, 100, interval, 100 * interval)
 # No penalty (block_ms 8, after 1, within_ms 8, escalated block_ms 8), no calendar (period 1,
 # offset 2), no delay (8): the header's other fields, as call.rs packs them.
 header += bytes(8 + 1 + 8 + 8 + 1 + 2 + 8)
+def first_state(c):
+    # The fixed window's state after one unit (check.lua's '>I6I4'), at call c's instant.
+    return struct.pack(">Q", 1_700_000_000_000 + c)[2:] + struct.pack(">I", 1)
+def client_of(name):
+    # The client's part of a key name: a field of the hash layouts.
+    return name[9:17]
+def shard_of(name):
+    # 8 shards of clients: each holds more than 128 fields from the first run on, a hash
+    # table as at a million clients (a listpack below that is scanned on every write).
+    return int(client_of(name), 16) % 8
+def exchange(commands):
+    s.sendall(b"".join(commands))
+    for _ in commands:
+        read()
+layouts = {
+    # A new client's first check as the store sends it on one server (fresh.rs): the state
+    # with its lifetime, only if the key is absent.
+    "set": lambda name, c: [cmd("SET", name, first_state(c), "NX", "PX", 60_012)],
+    # Every client of the limit in one hash per window (its lifetime set once, not per
+    # check).
+    "hset": lambda name, c: [cmd("HSET", "limiter:bench:29000", client_of(name), first_state(c))],
+    # The generation layout's first check: a state lives in the hash of the generation of a
+    # window's length in which it stops mattering, one hash per shard, so a reader looks in
+    # two; a new client's check writes its field only if absent (HSETNX) and looks in the
+    # generation before (HEXISTS): the least it can be (a hash's lifetime set once a
+    # generation, as in `hset`; a `PEXPIRE ... NX` per check made it 22,700 instructions).
+    "hgen": lambda name, c: [
+        cmd("HSETNX", "limiter:{%02x}:bench:29001" % shard_of(name), client_of(name), first_state(c)),
+        cmd("HEXISTS", "limiter:{%02x}:bench:29000" % shard_of(name), client_of(name)),
+    ],
+    # A field per client with its own expiry, one command (Redis 8, Valkey 9), written only
+    # if absent (FNX), one hash per shard.
+    "hsetex": lambda name, c: [
+        cmd("HSETEX", "limiter:{%02x}:bench" % shard_of(name), "FNX", "PX", 60_012,
+            "FIELDS", 1, client_of(name), first_state(c)),
+    ],
+}
 batch = []
 for c in range(calls):
     names = ["limiter:{%08x}:bench" % (7 if hot else c * k + i) for i in range(k)]
-    if state == "set":
-        # A new client's first check as the store sends it on one server (fresh.rs): the
-        # fixed window's state after one unit, with its lifetime, only if the key is absent.
-        s.sendall(b"".join(cmd("SET", name, struct.pack(">Q", 1_700_000_000_000 + c)[2:] + struct.pack(">I", 1), "NX", "PX", 60_012) for name in names))
-        for _ in names:
-            read()
-        continue
-    if state == "hset":
-        # Every client of the limit in one hash per window (its lifetime set once, not per
-        # check): the field is the client's part of the key name.
-        s.sendall(b"".join(cmd("HSET", "limiter:bench:29000", name[9:17], struct.pack(">Q", 1_700_000_000_000 + c)[2:] + struct.pack(">I", 1)) for name in names))
-        for _ in names:
-            read()
-        continue
-    if state == "hgen":
-        # The generation layout's first check (the design issue 19 weighs next): a state
-        # lives in the hash of the generation of a window's length in which it stops
-        # mattering, one hash per shard of clients, so a reader looks in two; a new
-        # client's check writes its field only if absent (HSETNX) and looks in the
-        # generation before (HEXISTS): two commands, the least it can be (a hash's lifetime
-        # is set once a generation, as in `hset`; a `PEXPIRE ... NX` per check made it
-        # 22,700 instructions). 8 shards: each holds more than 128 fields from the first run
-        # on, a hash table as at a million clients (a listpack below that is scanned on
-        # every write).
-        out = []
-        for name in names:
-            shard = int(name[9:17], 16) % 8
-            state_bytes = struct.pack(">Q", 1_700_000_000_000 + c)[2:] + struct.pack(">I", 1)
-            out += [cmd("HSETNX", "limiter:{%02x}:bench:29001" % shard, name[9:17], state_bytes),
-                    cmd("HEXISTS", "limiter:{%02x}:bench:29000" % shard, name[9:17])]
-        s.sendall(b"".join(out))
-        for _ in out:
-            read()
-        continue
-    if state == "hsetex":
-        # A field per client with its own expiry, one command (Redis 8, Valkey 9): written
-        # only if absent (FNX), in one hash per shard of clients (8, as `hgen`).
-        out = []
-        for name in names:
-            shard = int(name[9:17], 16) % 8
-            state_bytes = struct.pack(">Q", 1_700_000_000_000 + c)[2:] + struct.pack(">I", 1)
-            out.append(cmd("HSETEX", "limiter:{%02x}:bench" % shard, "FNX", "PX", 60_012,
-                           "FIELDS", 1, name[9:17], state_bytes))
-        s.sendall(b"".join(out))
-        for _ in out:
-            read()
+    if state in layouts:
+        exchange([command for name in names for command in layouts[state](name, c)])
         continue
     if state == "peer":
         for name in names:
