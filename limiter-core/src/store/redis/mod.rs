@@ -355,9 +355,17 @@ impl RedisStore {
     /// Loads the check script now (`SCRIPT LOAD`), so that a server that refuses scripts
     /// — an ACL without `@scripting`, a managed plan that forbids `EVAL`, a server built
     /// without Lua — is an error here, naming the cause, and not an outage of every check
-    /// answered by the fault policy. Any other failure is left to the checks (the script
-    /// is sent again whenever the server does not know it).
+    /// answered by the fault policy; and so is a server that wants a login it did not get.
+    /// Any other failure is left to the checks (the script is sent again whenever the
+    /// server does not know it).
     async fn load_check_script(&self) -> Result<(), StoreError> {
+        // A `PING` first: a server that wants a login answers it `NOAUTH`, where it may
+        // close the connection on the script's length before answering.
+        if let Ok(Err(e)) = self.command::<String>(redis::cmd("PING")).await {
+            if refuses_login(&e) {
+                return Err(login_wanted(&e));
+            }
+        }
         let mut load = redis::cmd("SCRIPT");
         load.arg("LOAD").arg(self.inner.script.source);
         match self.command::<String>(load).await {
