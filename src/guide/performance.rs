@@ -287,8 +287,8 @@
 //! `MANY=1 benches/callgrind.sh redis_many aerl_many`, one request at a time and so one
 //! check a call, counts 76,500 instructions a request against the peer's 73,300, bare actix
 //! 18,900), and ≤ 100 bytes per key. Memory: a key with an expiry costs Redis 7.0 at least
-//! 117 bytes with a 16-byte name and an integer value (74.5 without the expiry), measured with `redis-cli
-//! --pipe`; limiter's names are 37 bytes for an IPv4 client and its states 6–14 bytes, hence
+//! 117 bytes with a 16-byte name and an integer value (74.5 without the expiry), measured
+//! with `redis-cli --pipe`; limiter's names are 37 bytes for an IPv4 client and its states 6–14 bytes, hence
 //! about 163. Below 100 needs clients sharing keys (a hash of many clients per key, whose
 //! fields Redis 7.0 cannot expire one by one). Weighed with `benches/script_callgrind.sh set
 //! hset peer` (a new client per check, 23-byte names, 16 a call): a field per client in one
