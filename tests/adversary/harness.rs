@@ -322,7 +322,12 @@ impl Proxy {
                         let _ = tokio::io::copy(&mut client_read, &mut server_write).await;
                         let _ = server_write.shutdown().await;
                     };
-                    let down = async {
+                    // Each chunk is read as soon as it comes and sent on `delay` after
+                    // that: latency, as a network adds it, and not a delay per chunk one
+                    // after the other (an answer Redis writes in two pieces would come
+                    // twice as late).
+                    let (chunks, mut due) = tokio::sync::mpsc::unbounded_channel();
+                    let read = async move {
                         let mut buf = vec![0u8; 16 * 1024];
                         loop {
                             let n = match server_read.read(&mut buf).await {
@@ -330,16 +335,22 @@ impl Proxy {
                                 Ok(n) => n,
                             };
                             let ms = delay.load(Ordering::Relaxed);
-                            if ms > 0 {
-                                tokio::time::sleep(Duration::from_millis(ms)).await;
+                            let at = tokio::time::Instant::now() + Duration::from_millis(ms);
+                            if chunks.send((at, buf[..n].to_vec())).is_err() {
+                                break;
                             }
-                            if client_write.write_all(&buf[..n]).await.is_err() {
+                        }
+                    };
+                    let write = async move {
+                        while let Some((at, chunk)) = due.recv().await {
+                            tokio::time::sleep_until(at).await;
+                            if client_write.write_all(&chunk).await.is_err() {
                                 break;
                             }
                         }
                         let _ = client_write.shutdown().await;
                     };
-                    tokio::join!(up, down);
+                    tokio::join!(up, read, write);
                 });
             }
         });
