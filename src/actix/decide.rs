@@ -15,7 +15,7 @@ use super::limits::{HandlerLimits, LimitSpec};
 use super::observe::Outcome;
 use super::problem::Failure;
 use super::refund::{Owned, Refund};
-use crate::{Charge, Decision, Limit, Limiter, Verdict};
+use crate::{Charge, Decision, Limit, Limiter, Share, Verdict};
 
 /// What deciding a request came to, when it may go on.
 pub(crate) struct Decided {
@@ -295,21 +295,9 @@ impl Limiter {
             });
             if let Some(decision) = decision.filter(|d| !d.allowed()) {
                 let_through.push(p.spec.name.clone());
-                tracing::warn!(
-                    scope = p.limit.scope(),
-                    key = %p.spec.key.kind(),
-                    retry_after_secs = decision.retry_after_secs(),
-                    "rate limit (dry run): this request would have been rejected"
-                );
+                Limiter::would_have_rejected(p.limit.scope(), &p.spec.key.kind(), &decision);
             } else if let Some(wait) = decision.and_then(|d| d.delayed()) {
-                // Not a rejection, but what enforcing would change for this client: its
-                // request would have waited for its turn.
-                tracing::warn!(
-                    scope = p.limit.scope(),
-                    key = %p.spec.key.kind(),
-                    wait_ms = wait.as_millis() as u64,
-                    "rate limit (dry run): this request would have waited its turn"
-                );
+                Limiter::would_have_waited(p.limit.scope(), &p.spec.key.kind(), wait);
             }
             *slot = decision;
         }
@@ -369,25 +357,43 @@ impl Limiter {
     /// Whether `spec`'s limit is enforced on the client `key` names: not in a dry run, and
     /// within the share of clients configuration (else the attribute) sets for its scope.
     fn enforces(&self, spec: &LimitSpec, key: &ClientKey) -> bool {
+        self.enforces_in(spec.limit.scope(), spec.options.enforce, key)
+    }
+
+    /// Whether a limit of `scope` declared enforced on `declared` of the clients is enforced
+    /// on the client `key` names: not in a dry run, and within the share configuration (else
+    /// the declaration) sets for the scope. A limit checked inside a handler
+    /// ([`check`](crate::check)) is declared on all.
+    pub(crate) fn enforces_in(&self, scope: &str, declared: Share, key: &ClientKey) -> bool {
         let http = self.http();
         if http.dry_run {
             return false;
         }
-        let scope = spec.limit.scope();
-        let share = http.enforcement.of(scope).unwrap_or(spec.options.enforce);
+        let share = http.enforcement.of(scope).unwrap_or(declared);
         share.includes(scope, key.as_bytes())
     }
 
-    /// Whether a limit checked inside a handler ([`check`](crate::check)) is enforced on
-    /// the client `key` names: not in a dry run, and within the share configuration sets for
-    /// its scope (all, unless it sets one).
-    pub(crate) fn enforces_inline(&self, scope: &str, key: &ClientKey) -> bool {
-        let http = self.http();
-        !http.dry_run
-            && http
-                .enforcement
-                .of(scope)
-                .is_none_or(|share| share.includes(scope, key.as_bytes()))
+    /// The `warn` event of a limit on trial that would have rejected the request.
+    #[cold]
+    pub(crate) fn would_have_rejected(scope: &str, kind: &str, decision: &Decision) {
+        tracing::warn!(
+            scope,
+            key = %kind,
+            retry_after_secs = decision.retry_after_secs(),
+            "rate limit (dry run): this request would have been rejected"
+        );
+    }
+
+    /// The `warn` event of a limit on trial that would have made the request wait its turn
+    /// (a `delay`): not a rejection, but what enforcing would change for this client.
+    #[cold]
+    pub(crate) fn would_have_waited(scope: &str, kind: &str, wait: Duration) {
+        tracing::warn!(
+            scope,
+            key = %kind,
+            wait_ms = wait.as_millis() as u64,
+            "rate limit (dry run): this request would have waited its turn"
+        );
     }
 
     /// The `debug` event of a rejected request (`decision` is `None` for a cost no budget

@@ -14,7 +14,7 @@ use super::keys::ClientKey;
 use super::observe::Outcome;
 use super::problem::Failure;
 use super::refund::Refund;
-use crate::{Charge, Limit, Limiter, StoreError, Verdict};
+use crate::{Charge, Limit, Limiter, Share, StoreError, Verdict};
 
 /// A request a [`check`] turned away: return it with `?`, and actix answers with the
 /// limiter's 429 (or its configured rejection response), or the 503 of a store that
@@ -122,7 +122,7 @@ async fn check_inline(
     let key = ClientKey::checked(key.as_bytes());
     // On trial (a dry run, or a client outside the scope's enforced share): decided and
     // counted, never waited for nor refused, as a handler's limit on trial.
-    let enforced = limiter.enforces_inline(limit.scope(), &key);
+    let enforced = limiter.enforces_in(limit.scope(), Share::ALL, &key);
     let charge = [Charge::new(limit, key.as_bytes())];
     let mut check = limiter.check_all(&charge);
     let result = match check.take_ready() {
@@ -157,12 +157,7 @@ async fn check_inline(
     // this limit for the wait it would have had, counted, traced and in the fields as one.
     let decision = match decision.delayed() {
         Some(delay) if !enforced => {
-            tracing::warn!(
-                scope = limit.scope(),
-                key = "checked",
-                wait_ms = delay.as_millis() as u64,
-                "rate limit (dry run): this request would have waited its turn"
-            );
+            Limiter::would_have_waited(limit.scope(), "checked", delay);
             decision
         }
         Some(delay) => {
@@ -176,6 +171,8 @@ async fn check_inline(
     };
     let refund = (failures_only && decision.allowed())
         .then(|| Refund::one(Arc::new(limit.clone()), key.clone(), receipt));
+    // A rejection of a limit on trial: let through, and said so.
+    let let_through = !enforced && !decision.allowed();
     let name = super::fields::field_name(Cow::Owned(limit.scope().to_string()));
     let member = Member {
         name: name.clone(),
@@ -190,24 +187,19 @@ async fn check_inline(
         if let Some(inline) = extensions.get_mut::<InlineChecks>() {
             inline.checks.push((member, decision));
             inline.refunds.extend(refund);
-            if !enforced && !decision.allowed() {
+            if let_through {
                 inline.let_through.push(name.clone());
             }
         }
     }
-    if !enforced && !decision.allowed() {
+    if let_through {
         // The fallback memory's answer counts as the store's error, as for a handler's.
         let outcome = match decision.by_fallback() {
             true => Outcome::StoreError,
             false => Outcome::DryRun,
         };
         super::observe::count(limit.scope(), outcome);
-        tracing::warn!(
-            scope = limit.scope(),
-            key = "checked",
-            retry_after_secs = decision.retry_after_secs(),
-            "rate limit (dry run): this request would have been rejected"
-        );
+        Limiter::would_have_rejected(limit.scope(), "checked", &decision);
         return Ok(());
     }
     super::observe::count(limit.scope(), Outcome::of(&decision));
