@@ -461,11 +461,13 @@ pub(crate) fn conflicts() -> Vec<ScopeConflict> {
     conflicts_among(at_compile_time())
 }
 
-/// Every concurrency scope the program's handlers give different limits, each with its
-/// conflict in words. (Not a [`ScopeConflict`], which names policies: an `error` event,
-/// while each limit keeps a pool of its own.)
-pub(crate) fn in_flight_conflicts() -> Vec<(String, String)> {
-    in_flight_conflicts_among(at_compile_time())
+/// Reports every concurrency scope the program's handlers give different limits as an
+/// `error` event. (Not a [`ScopeConflict`], which names policies: each limit keeps a pool
+/// of its own.)
+pub(crate) fn report_in_flight_conflicts() {
+    for (_, conflict) in in_flight_conflicts_among(at_compile_time()) {
+        tracing::error!(%conflict, "concurrency scopes in conflict");
+    }
 }
 
 fn in_flight_conflicts_among(registered: Vec<Registered>) -> Vec<(String, String)> {

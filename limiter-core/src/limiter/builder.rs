@@ -212,9 +212,7 @@ impl LimiterBuilder {
         if let Some(conflict) = registry::conflicts().into_iter().next() {
             return Err(conflict);
         }
-        for (_, conflict) in registry::in_flight_conflicts() {
-            tracing::error!(%conflict, "concurrency scopes in conflict");
-        }
+        registry::report_in_flight_conflicts();
         if self.utc_offset != 0 {
             self.offset_calendars();
         }

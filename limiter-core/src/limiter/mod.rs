@@ -160,9 +160,7 @@ impl Limiter {
             for conflict in registry::conflicts() {
                 tracing::error!(%conflict, "rate limit scopes in conflict");
             }
-            for (_, conflict) in registry::in_flight_conflicts() {
-                tracing::error!(%conflict, "concurrency scopes in conflict");
-            }
+            registry::report_in_flight_conflicts();
             Limiter::builder()
                 .store(MemoryStore::global().clone())
                 .build_unchecked(true)
