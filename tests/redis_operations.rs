@@ -254,10 +254,7 @@ async fn a_server_without_scripting_is_an_error_at_connect() {
         .map(String::from)
         .to_vec(),
     );
-    let error = match RedisStore::connect(&redis.url()).await {
-        Ok(_) => panic!("connected to a server that runs no scripts"),
-        Err(error) => error.to_string(),
-    };
+    let error = refusal_at_connect(&redis.url()).await;
     println!("{error}");
     assert!(
         error.contains("does not run Lua scripts") && error.contains("+@scripting"),
@@ -281,10 +278,7 @@ async fn a_server_that_wants_a_password_says_so_at_connect() {
         format!("redis://127.0.0.1:{port}"),
         format!("redis://:wrong@127.0.0.1:{port}"),
     ] {
-        let error = match RedisStore::connect(&url).await {
-            Ok(_) => panic!("connected to {url} without its password"),
-            Err(error) => error.to_string(),
-        };
+        let error = refusal_at_connect(&url).await;
         println!("{url}: {error}");
         assert!(
             error.contains("refused the store's login") && error.contains("redis://user:password@"),
@@ -302,4 +296,12 @@ async fn a_server_that_wants_a_password_says_so_at_connect() {
         .await
         .unwrap();
     assert_eq!(decision.remaining(), 1);
+}
+
+/// Why `RedisStore::connect` refuses `url` (it must).
+async fn refusal_at_connect(url: &str) -> String {
+    match RedisStore::connect(url).await {
+        Ok(_) => panic!("connected to {url}, which the store must refuse"),
+        Err(error) => error.to_string(),
+    }
 }
