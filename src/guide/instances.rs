@@ -180,7 +180,12 @@
 //!   the host's own delay count: when the timer fires, a reply that has arrived is read
 //!   first, and the time the store's thread waited for a CPU (Linux counts it per thread;
 //!   elsewhere, a timer that fired late by half the timeout or more) is given back to the
-//!   call, up to five timeouts of wall time in all. The store's connections send each call
+//!   call, up to five timeouts of wall time in all. Nor does one late answer prove Redis
+//!   down: a call that has had its timeout fails only if Redis, asked on a connection of
+//!   the store's own (a `PING`), does not answer that within half a timeout either; alive,
+//!   the call gets another timeout, up to the same five (a segment lost and sent again, a
+//!   virtual machine paused by its host: calls held up 120 ms while Redis answered were
+//!   all answered by Redis, and all failed before). The store's connections send each call
 //!   at once (`TCP_NODELAY`): with Nagle's algorithm, redis's default, a burst's batch
 //!   written in two segments waited 40 ms for Redis's delayed acknowledgement, and failed
 //!   calls to a healthy Redis on a busy CI host (22 of them let through under `FailOpen`);
@@ -194,9 +199,11 @@
 //!   policy). A failed check gets the fault policy alone; three failed calls in a row (a call
 //!   that fails its hundred checks is one failure) mark Redis down, and then one request per
 //!   100 ms tries it while the others get the policy's answer at once; the first answer brings
-//!   it back. A call that times out fails the checks waiting behind it at once, so a stalled
-//!   Redis costs each request about one timeout; refunds and resets are bounded by the same
-//!   timeout.
+//!   it back. A call that times out (its probe unanswered too) fails the checks waiting
+//!   behind it at once, so a stalled Redis costs each request about one and a half timeouts
+//!   (79 ms at the default 50); refunds and resets are bounded the same way. A store made
+//!   `from_manager` has no client to open the probe's connection with, nor a cluster's one
+//!   connection a node a second one: the timeout alone judges those.
 //! - **Faults are a policy**: `.on_store_error(OnStoreError::FallBackToMemory)` (the default:
 //!   keep limiting per instance while Redis is away), `FailOpen`, or `FailClosed` (`503` with
 //!   `Retry-After: 1`). Falling back, `k` instances admit up to `k × N` behind a balancer;

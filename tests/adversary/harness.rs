@@ -288,6 +288,8 @@ pub(crate) fn ms_since(started: Instant) -> u128 {
 pub(crate) struct Proxy {
     pub(crate) port: u16,
     delay_ms: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// More delay on the first connection only (see [`Proxy::hold_first`]).
+    first_ms: std::sync::Arc<std::sync::atomic::AtomicU64>,
     _runtime: tokio::runtime::Runtime,
 }
 
@@ -300,14 +302,21 @@ impl Proxy {
             .build()
             .expect("a runtime");
         let delay_ms = std::sync::Arc::new(AtomicU64::new(0));
+        let first_ms = std::sync::Arc::new(AtomicU64::new(0));
         let listener = runtime
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
             .expect("a loopback port");
         let port = listener.local_addr().expect("its address").port();
-        let delay = std::sync::Arc::clone(&delay_ms);
+        let (delay, first) = (
+            std::sync::Arc::clone(&delay_ms),
+            std::sync::Arc::clone(&first_ms),
+        );
         runtime.spawn(async move {
+            let mut accepted = 0;
             while let Ok((client, _)) = listener.accept().await {
                 let delay = std::sync::Arc::clone(&delay);
+                let first = (accepted == 0).then(|| std::sync::Arc::clone(&first));
+                accepted += 1;
                 tokio::spawn(async move {
                     let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)).await else {
                         return;
@@ -334,7 +343,8 @@ impl Proxy {
                                 Ok(0) | Err(_) => break,
                                 Ok(n) => n,
                             };
-                            let ms = delay.load(Ordering::Relaxed);
+                            let ms = delay.load(Ordering::Relaxed)
+                                + first.as_ref().map_or(0, |f| f.load(Ordering::Relaxed));
                             let at = tokio::time::Instant::now() + Duration::from_millis(ms);
                             if chunks.send((at, buf[..n].to_vec())).is_err() {
                                 break;
@@ -357,6 +367,7 @@ impl Proxy {
         Proxy {
             port,
             delay_ms,
+            first_ms,
             _runtime: runtime,
         }
     }
@@ -368,6 +379,16 @@ impl Proxy {
     /// Every answer from now on comes `delay` late.
     pub(crate) fn delay(&self, delay: Duration) {
         self.delay_ms.store(
+            delay.as_millis() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+
+    /// The answers on the first connection made through the proxy (a store's calls) come
+    /// `delay` late from now on, the other connections' as before: one connection held up
+    /// (a segment lost and sent again) while Redis answers.
+    pub(crate) fn hold_first(&self, delay: Duration) {
+        self.first_ms.store(
             delay.as_millis() as u64,
             std::sync::atomic::Ordering::Relaxed,
         );

@@ -18,7 +18,8 @@
 //! no room waits for some (backpressure) rather than failing. A call that fails on a dropped
 //! connection is sent once more at once (the connection reconnects); a call that times out
 //! or fails again fails every check then waiting in the same queue (node), so that a stalled Redis
-//! costs each request at most about one timeout.
+//! costs each request at most about one timeout and a half (see `deadline.rs`: a late call
+//! fails once a probe of Redis on a connection of its own goes unanswered too).
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -236,7 +237,13 @@ impl RedisStore {
         let timeout = self.timeout();
         let mut retried = false;
         loop {
-            let error = match super::deadline::within(timeout, self.decide(checks, decided)).await {
+            let error = match super::deadline::within(
+                timeout,
+                self.decide(checks, decided),
+                &self.inner.connection,
+            )
+            .await
+            {
                 Ok(Ok(())) => return Ok(()),
                 Ok(Err(error)) => error,
                 Err(_) => {

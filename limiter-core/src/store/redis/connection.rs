@@ -14,7 +14,7 @@ use super::scripts::Script;
 #[derive(Clone)]
 pub(super) enum Connection {
     /// One server (or a primary behind a proxy): reconnects by itself.
-    Single(ConnectionManager),
+    Single(Server),
     /// A cluster: each command goes to the node serving its keys' slot, following `MOVED`
     /// and `ASK`, and the slot map is refreshed when it changes.
     Cluster(ClusterConnection),
@@ -23,10 +23,45 @@ pub(super) enum Connection {
     Sentinel(Arc<Followed>),
 }
 
+/// One server's connections: the one the store's commands go over, and a second one that
+/// carries nothing but probes (see `deadline.rs`). A `PING` there is answered by a Redis that
+/// is alive, whatever holds up a call on the first: a segment lost on its way, a host that
+/// paused. Both reconnect by themselves.
+#[derive(Clone)]
+pub(super) struct Server {
+    calls: ConnectionManager,
+    /// None over a connection made elsewhere (`RedisStore::from_manager`): no client to make
+    /// it with.
+    probe: Option<ConnectionManager>,
+}
+
+impl Server {
+    /// `calls`, and a probe connection to the same server made with `client` when first used.
+    /// Made within the runtime its I/O is to run on.
+    pub(super) fn new(calls: ConnectionManager, client: Option<redis::Client>) -> Server {
+        let probe = client.and_then(|client| {
+            ConnectionManager::new_lazy_with_config(client, single_config()).ok()
+        });
+        Server { calls, probe }
+    }
+
+    /// Whether the server answers a `PING` on the probe connection: false without one, or
+    /// when it answers anything else (an error, a dropped connection).
+    async fn answers_probe(&self) -> bool {
+        let Some(mut probe) = self.probe.clone() else {
+            return false;
+        };
+        redis::cmd("PING")
+            .query_async::<String>(&mut probe)
+            .await
+            .is_ok_and(|pong| pong == "PONG")
+    }
+}
+
 /// A master found through the sentinels, and the way to find the next one.
 pub(super) struct Followed {
     sentinels: Arc<tokio::sync::Mutex<SentinelClient>>,
-    current: Arc<arc_swap::ArcSwap<ConnectionManager>>,
+    current: Arc<arc_swap::ArcSwap<Server>>,
     /// When the sentinels were last done being asked, and whether they are being asked now
     /// (see [`FOLLOW_EVERY`]).
     asked: Arc<parking_lot::Mutex<(Option<std::time::Instant>, bool)>>,
@@ -50,14 +85,15 @@ impl Followed {
         })
     }
 
-    async fn master(sentinels: &mut SentinelClient) -> RedisResult<ConnectionManager> {
+    async fn master(sentinels: &mut SentinelClient) -> RedisResult<Server> {
         let master = sentinels.async_get_client().await?;
         let master = client(master.get_connection_info().clone())?;
-        ConnectionManager::new_with_config(master, single_config()).await
+        let calls = ConnectionManager::new_with_config(master.clone(), single_config()).await?;
+        Ok(Server::new(calls, Some(master)))
     }
 
-    /// The master's connection now.
-    pub(super) fn manager(&self) -> Arc<ConnectionManager> {
+    /// The master's connections now.
+    pub(super) fn manager(&self) -> Arc<Server> {
         self.current.load_full()
     }
 
@@ -68,7 +104,7 @@ impl Followed {
     /// answered), and the connection moves to the master they name; the call that saw the
     /// error does not wait for it. A call is sent again only if the connection moved since
     /// it was sent and Redis did not run it (it refused it, or refused the connection).
-    pub(super) fn follow(&self, error: &RedisError, used: &Arc<ConnectionManager>) -> bool {
+    pub(super) fn follow(&self, error: &RedisError, used: &Arc<Server>) -> bool {
         let refused = is_read_only(error) || error.is_connection_refusal();
         let lost = error.is_connection_dropped() || error.is_io_error();
         if !refused && !lost {
@@ -115,14 +151,14 @@ impl Connection {
 
     pub(super) async fn query<T: FromRedisValue>(&self, command: &Cmd) -> RedisResult<T> {
         match self {
-            Connection::Single(connection) => command.query_async(&mut connection.clone()).await,
+            Connection::Single(server) => command.query_async(&mut server.calls.clone()).await,
             Connection::Cluster(connection) => command.query_async(&mut connection.clone()).await,
             Connection::Sentinel(followed) => {
                 let used = followed.manager();
-                match command.query_async(&mut (*used).clone()).await {
+                match command.query_async(&mut used.calls.clone()).await {
                     Err(e) if followed.follow(&e, &used) => {
                         command
-                            .query_async(&mut (*followed.manager()).clone())
+                            .query_async(&mut followed.manager().calls.clone())
                             .await
                     }
                     other => other,
@@ -135,9 +171,20 @@ impl Connection {
     /// pipeline; none on a cluster.
     pub(super) fn one_server(&self) -> Option<ConnectionManager> {
         match self {
-            Connection::Single(connection) => Some(connection.clone()),
-            Connection::Sentinel(followed) => Some((*followed.manager()).clone()),
+            Connection::Single(server) => Some(server.calls.clone()),
+            Connection::Sentinel(followed) => Some(followed.manager().calls.clone()),
             Connection::Cluster(_) => None,
+        }
+    }
+
+    /// Whether the server answers a probe on a connection of its own (see `deadline.rs`):
+    /// alive, whatever holds up a call. Never on a cluster, whose client keeps one
+    /// connection a node: a call's timeout alone judges its node there.
+    pub(super) async fn answers_probe(&self) -> bool {
+        match self {
+            Connection::Single(server) => server.answers_probe().await,
+            Connection::Sentinel(followed) => followed.manager().answers_probe().await,
+            Connection::Cluster(_) => false,
         }
     }
 

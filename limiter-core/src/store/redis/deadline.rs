@@ -9,10 +9,19 @@
 //! first, and the time the thread waited for a CPU while the call was out (counted by the
 //! kernel, [`cpu_wait`], when it is a tenth of the timeout or more; where the kernel does
 //! not count, a timer that fired late by half the timeout or more) is given back to the
-//! call, which is armed again for the rest of its timeout. A call fails once it has had the whole timeout of the thread's running
-//! time, or [`MOST_WAITED`] timeouts of wall time whatever the host: a host that keeps the
-//! store's thread from running for that long is an outage of its own. On a host that gives
-//! the thread its CPU, a stalled Redis still fails a call after one timeout.
+//! call, which is armed again for the rest of its timeout.
+//!
+//! A call that has had its whole timeout of the thread's running time is still no proof
+//! that Redis is down: a whole machine paused (a virtual CPU the hypervisor lent elsewhere,
+//! which no count in the guest shows), a segment of the call lost and sent again. So Redis
+//! is asked, on a connection of its own, whether it is alive (a probe: see
+//! `connection.rs`), and given half a timeout to say so; the call's own answer is taken if
+//! it comes meanwhile. Alive, the call gets another timeout; no answer, or an error, fails
+//! it. A stalled Redis fails a call after one and a half timeouts (one, where there is no
+//! connection to probe with). Whatever the host and however Redis answers probes, a call
+//! fails once it has had [`MOST_WAITED`] timeouts of wall time: a host that keeps the
+//! store's thread from running that long, a connection that never answers while another
+//! does, is an outage of its own.
 //!
 //! The count is the store thread's own: a store over a connection made elsewhere
 //! (`from_manager`, `from_cluster`) has its I/O on the maker's runtime, whose starvation
@@ -25,52 +34,104 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::connection::Connection;
 use super::cpu_wait;
 
 /// The longest a call waits, in timeouts of wall time, on a host that starves the store's
-/// thread.
+/// thread or for a Redis that answers probes but not the call.
 const MOST_WAITED: u32 = 5;
 
-/// The call took longer than the timeout, by the store's own running time.
+/// The call took longer than the timeout, by the store's own running time, and Redis did
+/// not show it was alive.
 #[derive(Debug)]
 pub(super) struct Elapsed;
 
-/// `call`'s output, unless it takes longer than `timeout` while the store's thread runs.
+/// `call`'s output, unless it takes longer than `timeout` while the store's thread runs and
+/// Redis, probed on another of `connection`'s connections, does not say within half a
+/// timeout more that it is alive.
 pub(super) async fn within<T>(
     timeout: Duration,
     call: impl Future<Output = T>,
+    connection: &Connection,
 ) -> Result<T, Elapsed> {
-    within_counting(timeout, call, cpu_wait::total).await
+    within_counting(
+        timeout,
+        call,
+        || connection.answers_probe(),
+        cpu_wait::total,
+    )
+    .await
+}
+
+/// What came first once a call had its timeout: its answer, or the probe's.
+enum Raced<T> {
+    Answered(T),
+    Alive,
+    Down,
 }
 
 /// [`within`], the thread's waits for a CPU read from `waited` (as [`cpu_wait::total`]).
-async fn within_counting<T>(
+async fn within_counting<T, P: Future<Output = bool>>(
     timeout: Duration,
     call: impl Future<Output = T>,
+    mut probe: impl FnMut() -> P,
     waited: impl Fn(bool) -> Option<(Instant, Duration)>,
 ) -> Result<T, Elapsed> {
     let mut call = pin!(call);
-    let first = Instant::now();
-    let longest = MOST_WAITED * timeout;
-    // The thread's running time the call has had.
+    let until = Instant::now() + MOST_WAITED * timeout;
+    loop {
+        if let Some(output) = running(timeout, call.as_mut(), &waited, until).await {
+            return Ok(output);
+        }
+        if Instant::now() >= until {
+            return Err(Elapsed);
+        }
+        let mut probe = pin!(probe());
+        let raced = std::future::poll_fn(|cx| {
+            if let Poll::Ready(output) = call.as_mut().poll(cx) {
+                return Poll::Ready(Raced::Answered(output));
+            }
+            probe.as_mut().poll(cx).map(|alive| match alive {
+                true => Raced::Alive,
+                false => Raced::Down,
+            })
+        });
+        match running(timeout / 2, raced, &waited, until).await {
+            Some(Raced::Answered(output)) => return Ok(output),
+            Some(Raced::Alive) => continue,
+            Some(Raced::Down) | None => return Err(Elapsed),
+        }
+    }
+}
+
+/// `future`'s output, unless it has not come once it has had `timeout` of the thread's
+/// running time, or at `until`.
+async fn running<T>(
+    timeout: Duration,
+    future: impl Future<Output = T>,
+    waited: &impl Fn(bool) -> Option<(Instant, Duration)>,
+    until: Instant,
+) -> Option<T> {
+    let mut future = pin!(future);
+    // The thread's running time the future has had.
     let mut ran = Duration::ZERO;
     loop {
         let armed = Instant::now();
         let before = waited(false);
         let budget = timeout
             .saturating_sub(ran)
-            .min(longest.saturating_sub(first.elapsed()));
-        if let Ok(output) = tokio::time::timeout(budget, call.as_mut()).await {
-            return Ok(output);
+            .min(until.saturating_duration_since(armed));
+        if let Ok(output) = tokio::time::timeout(budget, future.as_mut()).await {
+            return Some(output);
         }
         // A yield lets the runtime poll its I/O: the connection's task reads a reply that
         // arrived while the thread was not running, and wakes this call.
         for _ in 0..2 {
             tokio::task::yield_now().await;
             if let Poll::Ready(output) =
-                std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await
+                std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await
             {
-                return Ok(output);
+                return Some(output);
             }
         }
         ran += match before.zip(waited(true)) {
@@ -90,8 +151,8 @@ async fn within_counting<T>(
             None if armed.elapsed().saturating_sub(budget) >= timeout / 2 => Duration::ZERO,
             None => armed.elapsed(),
         };
-        if ran >= timeout || first.elapsed() >= longest {
-            return Err(Elapsed);
+        if ran >= timeout || Instant::now() >= until {
+            return None;
         }
     }
 }
@@ -135,12 +196,86 @@ mod tests {
         duration.as_nanos() as u64
     }
 
+    /// A probe that Redis refuses at once (or no connection to probe with).
+    fn down() -> std::future::Ready<bool> {
+        std::future::ready(false)
+    }
+
+    /// A probe that a stalled Redis never answers.
+    fn stalled() -> std::future::Pending<bool> {
+        std::future::pending()
+    }
+
+    /// A probe that a living Redis answers after a millisecond.
+    async fn alive() -> bool {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        true
+    }
+
+    #[test]
+    fn a_stalled_redis_fails_a_call_after_one_and_a_half_timeouts() {
+        run(async {
+            let started = Instant::now();
+            let call = std::future::pending::<()>();
+            assert!(within_counting(TIMEOUT, call, stalled, uncounted)
+                .await
+                .is_err());
+            assert_eq!(started.elapsed(), TIMEOUT + TIMEOUT / 2);
+        });
+    }
+
+    #[test]
+    fn a_call_held_up_while_redis_answers_its_probes_is_given_more_time() {
+        run(async {
+            let (answer, answered) = oneshot::channel();
+            tokio::spawn(async move {
+                // One call's answer held up for three timeouts (a segment sent again, a
+                // paused host), Redis alive meanwhile.
+                tokio::time::sleep(3 * TIMEOUT).await;
+                let _ = answer.send(7);
+            });
+            let started = Instant::now();
+            let answer = within_counting(TIMEOUT, answered, alive, uncounted).await;
+            assert_eq!(answer.unwrap().unwrap(), 7);
+            assert_eq!(started.elapsed(), 3 * TIMEOUT);
+        });
+    }
+
+    #[test]
+    fn an_answer_that_comes_while_the_probe_is_out_is_taken() {
+        run(async {
+            let (answer, answered) = oneshot::channel();
+            tokio::spawn(async move {
+                tokio::time::sleep(TIMEOUT + TIMEOUT / 4).await;
+                let _ = answer.send(7);
+            });
+            let started = Instant::now();
+            let answer = within_counting(TIMEOUT, answered, stalled, uncounted).await;
+            assert_eq!(answer.unwrap().unwrap(), 7);
+            assert_eq!(started.elapsed(), TIMEOUT + TIMEOUT / 4);
+        });
+    }
+
+    #[test]
+    fn a_call_never_answered_while_redis_answers_probes_fails_at_the_most_wall_time() {
+        run(async {
+            let started = Instant::now();
+            let call = std::future::pending::<()>();
+            assert!(within_counting(TIMEOUT, call, alive, uncounted)
+                .await
+                .is_err());
+            assert_eq!(started.elapsed(), MOST_WAITED * TIMEOUT);
+        });
+    }
+
     #[test]
     fn a_call_that_never_answers_fails_after_one_timeout_when_the_thread_runs() {
         run(async {
             let started = Instant::now();
             let call = std::future::pending::<()>();
-            assert!(within_counting(TIMEOUT, call, uncounted).await.is_err());
+            assert!(within_counting(TIMEOUT, call, down, uncounted)
+                .await
+                .is_err());
             assert_eq!(started.elapsed(), TIMEOUT);
         });
     }
@@ -156,7 +291,7 @@ mod tests {
                 tokio::time::sleep(Duration::from_millis(5)).await;
                 let _ = answer.send(7);
             });
-            let answer = within_counting(TIMEOUT, answered, uncounted).await;
+            let answer = within_counting(TIMEOUT, answered, down, uncounted).await;
             assert_eq!(answer.unwrap().unwrap(), 7);
         });
     }
@@ -176,7 +311,7 @@ mod tests {
                 let _ = answer.send(7);
             });
             let started = Instant::now();
-            let answer = within_counting(TIMEOUT, answered, counted(&waits)).await;
+            let answer = within_counting(TIMEOUT, answered, down, counted(&waits)).await;
             assert_eq!(answer.unwrap().unwrap(), 7);
             assert_eq!(started.elapsed(), Duration::from_millis(35));
         });
@@ -198,7 +333,7 @@ mod tests {
             };
             let started = Instant::now();
             let call = std::future::pending::<()>();
-            assert!(within_counting(TIMEOUT, call, kernel).await.is_err());
+            assert!(within_counting(TIMEOUT, call, down, kernel).await.is_err());
             assert_eq!(started.elapsed(), TIMEOUT);
         });
     }
@@ -210,7 +345,7 @@ mod tests {
             let started = Instant::now();
             let kernel = move |_: bool| Some((Instant::now(), started.elapsed()));
             let call = std::future::pending::<()>();
-            assert!(within_counting(TIMEOUT, call, kernel).await.is_err());
+            assert!(within_counting(TIMEOUT, call, down, kernel).await.is_err());
             assert_eq!(started.elapsed(), MOST_WAITED * TIMEOUT);
         });
     }
@@ -226,7 +361,9 @@ mod tests {
                 }
             });
             let call = std::future::pending::<()>();
-            assert!(within_counting(TIMEOUT, call, uncounted).await.is_err());
+            assert!(within_counting(TIMEOUT, call, down, uncounted)
+                .await
+                .is_err());
             let took = started.elapsed();
             // Given up at MOST_WAITED timeouts (the last arm cut to what is left of them),
             // however late its timers.
@@ -249,7 +386,7 @@ mod tests {
                 let _ = answer.send(7);
             });
             let started = Instant::now();
-            let answer = within_counting(TIMEOUT, answered, uncounted).await;
+            let answer = within_counting(TIMEOUT, answered, down, uncounted).await;
             assert_eq!(answer.unwrap().unwrap(), 7);
             assert_eq!(started.elapsed(), TIMEOUT);
         });

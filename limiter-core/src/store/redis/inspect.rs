@@ -125,7 +125,9 @@ impl RedisStore {
         let timeout = self.timeout();
         self.inner
             .runtime
-            .run(async move { super::deadline::within(timeout, connection.query::<T>(&command)).await })
+            .run(async move {
+                super::deadline::within(timeout, connection.query::<T>(&command), &connection).await
+            })
             .await?
             .map_err(|_| StoreError::msg(format!("Redis did not answer within {timeout:?}")))?
             .map_err(|e| error("Redis did not answer", e))

@@ -28,7 +28,7 @@ use redis::RedisError;
 use super::{Charge, Check, Checked, Limit, Receipt, Store, StoreError};
 use crate::Decision;
 use batch::{Batcher, CheckArgs, Peek};
-use connection::Connection;
+use connection::{Connection, Server};
 use keys::hash_slot;
 use runtime::Runtime;
 use scripts::Script;
@@ -164,23 +164,33 @@ impl RedisStore {
     pub fn connect_lazily(url: &str) -> Result<RedisStore, StoreError> {
         let client = connection::client(url).map_err(|e| error("invalid Redis URL", e))?;
         let runtime = Runtime::start()?;
-        let manager = runtime
-            .enter(|| ConnectionManager::new_lazy_with_config(client, connection::single_config()))
+        let server = runtime
+            .enter(|| {
+                let calls = ConnectionManager::new_lazy_with_config(
+                    client.clone(),
+                    connection::single_config(),
+                )?;
+                Ok(Server::new(calls, Some(client)))
+            })
             .map_err(|e| error("invalid Redis configuration", e))?;
-        Ok(RedisStore::over(Connection::Single(manager), runtime))
+        Ok(RedisStore::over(Connection::Single(server), runtime))
     }
 
     /// A store over a connection manager you configured yourself. Its I/O runs where you
     /// made it; the store's batches run on a thread of the store's own. Make its client
     /// with `TCP_NODELAY` (`ConnectionInfo::set_tcp_settings`), as the store's own
     /// constructors do: with Nagle's algorithm, redis's default, a burst's calls wait tens
-    /// of milliseconds for Redis's delayed acknowledgements.
+    /// of milliseconds for Redis's delayed acknowledgements. Without the client, the store
+    /// has no second connection to probe Redis with: a call with no answer within the
+    /// timeout fails then, where [`from_client`](Self::from_client) first asks whether Redis
+    /// is alive (see [`LimiterBuilder::store_timeout`](crate::LimiterBuilder::store_timeout)).
     ///
     /// # Panics
     ///
     /// If the operating system cannot start the store's thread, as `std::thread::spawn`.
     pub fn from_manager(connection: ConnectionManager) -> RedisStore {
-        RedisStore::over(Connection::Single(connection), Runtime::start_or_panic())
+        let server = Server::new(connection, None);
+        RedisStore::over(Connection::Single(server), Runtime::start_or_panic())
     }
 
     /// Connects to the master of `service` as the Redis Sentinels at `sentinels` name it
@@ -341,13 +351,16 @@ impl RedisStore {
         let client = connection::client(client.get_connection_info().clone())
             .map_err(|e| error("invalid Redis configuration", e))?;
         let runtime = Runtime::start()?;
-        let manager = runtime
+        let server = runtime
             .run(async move {
-                ConnectionManager::new_with_config(client, connection::single_config()).await
+                let calls =
+                    ConnectionManager::new_with_config(client.clone(), connection::single_config())
+                        .await?;
+                Ok(Server::new(calls, Some(client)))
             })
             .await?
             .map_err(|e| unreachable("cannot reach Redis", e))?;
-        let store = RedisStore::over(Connection::Single(manager), runtime);
+        let store = RedisStore::over(Connection::Single(server), runtime);
         store.load_check_script().await?;
         Ok(store)
     }
@@ -366,6 +379,11 @@ impl RedisStore {
                 return Err(login_wanted(&e));
             }
         }
+        // The probe's connection is made now, not when a late call first needs it.
+        let connection = self.inner.connection.clone();
+        let timeout = self.timeout();
+        let probe = async move { tokio::time::timeout(timeout, connection.answers_probe()).await };
+        let _ = self.inner.runtime.run(probe).await;
         let mut load = redis::cmd("SCRIPT");
         load.arg("LOAD").arg(self.inner.script.source);
         match self.command::<String>(load).await {
@@ -389,7 +407,9 @@ impl RedisStore {
         let timeout = self.timeout();
         self.inner
             .runtime
-            .run(async move { deadline::within(timeout, connection.query::<T>(&command)).await })
+            .run(async move {
+                deadline::within(timeout, connection.query::<T>(&command), &connection).await
+            })
             .await?
             .map_err(|_| StoreError::msg(format!("Redis did not answer within {timeout:?}")))
     }
@@ -590,7 +610,7 @@ impl RedisStore {
             .runtime
             .run(async move {
                 let call = inner.connection.eval(script(&inner), &command);
-                deadline::within(timeout, call).await
+                deadline::within(timeout, call, &inner.connection).await
             })
             .await?
             .map_err(|_| StoreError::msg(format!("Redis did not answer within {timeout:?}")))?

@@ -181,6 +181,7 @@ impl RedisStore {
         let reply = super::deadline::within(
             self.timeout(),
             self.inner.connection.query::<Value>(&command),
+            &self.inner.connection,
         )
         .await;
         self.inner.node_map.read(reply.ok().and_then(Result::ok));

@@ -65,7 +65,7 @@ impl RedisStore {
         self.inner.runtime.spawn(async move {
             let inner = &store.inner;
             let call = inner.connection.eval::<i64>(&inner.slots, &command);
-            let held = match deadline::within(store.timeout(), call).await {
+            let held = match deadline::within(store.timeout(), call, &inner.connection).await {
                 Ok(Ok(held)) => held,
                 Ok(Err(e)) => {
                     let _ = answer.send(Err(error("Redis could not take a slot", e)));
@@ -133,6 +133,7 @@ impl RedisStore {
             let renewed = deadline::within(
                 store.timeout(),
                 inner.connection.eval::<i64>(&inner.slots, &command),
+                &inner.connection,
             )
             .await;
             if let Ok(Ok(0)) = renewed {
@@ -145,7 +146,7 @@ impl RedisStore {
         let mut command = redis::cmd("ZREM");
         command.arg(name).arg(lease);
         let call = self.inner.connection.query::<i64>(&command);
-        let _ = deadline::within(self.timeout(), call).await;
+        let _ = deadline::within(self.timeout(), call, &self.inner.connection).await;
     }
 
     pub(super) fn give_slot(&self, slot: &Slot) {
