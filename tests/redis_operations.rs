@@ -265,6 +265,51 @@ async fn a_server_without_scripting_is_an_error_at_connect() {
     assert!(RedisStore::connect(&allowed.url()).await.is_ok());
 }
 
+/// A store made with `connect_lazily` meets a refused login or refused scripts at its checks,
+/// not when it is made: each check's failure says so as `connect` does, with the fix (and so
+/// does the limiter's event when it finds the store lost), not only Redis's bare words —
+/// for an operator the difference between "Redis is down" and "Redis refuses us". (A wrong
+/// password is not here: redis's connection manager retries the refused login for longer
+/// than the store's timeout, so those checks time out, as for a Redis that is away.)
+#[actix_web::test]
+async fn a_lazy_store_names_a_refused_login_or_refused_scripts_at_its_checks() {
+    let without_scripts = RedisServer::start_on(
+        common::redis_server::free_port(),
+        [
+            "--user",
+            "default",
+            "on",
+            "nopass",
+            "~*",
+            "&*",
+            "+@all",
+            "-@scripting",
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
+    let with_password = RedisServer::start();
+    with_password.command(&["CONFIG", "SET", "requirepass", "s3cret"]);
+    let port = with_password.port();
+    let limit = Limit::new("lazy", Policy::new(5, Duration::from_secs(60)).unwrap());
+    for (url, says) in [
+        (without_scripts.url(), "+@scripting"),
+        (
+            format!("redis://127.0.0.1:{port}"),
+            "redis://user:password@",
+        ),
+    ] {
+        let store = RedisStore::connect_lazily(&url).unwrap();
+        let error = store
+            .check(&limit, b"client", Duration::ZERO)
+            .await
+            .expect_err("a refused store decides nothing")
+            .to_string();
+        println!("{url}: {error}");
+        assert!(error.contains(says), "{url}: {error}");
+    }
+}
+
 /// A server with a password, reached without it or with a wrong one, is an error when the
 /// store connects that says the login was refused and where the password goes (not an
 /// outage of every check); with it in the URL, the store connects and counts.

@@ -182,7 +182,9 @@
 //!   elsewhere, a timer that fired late by half the timeout or more) is given back to the
 //!   call, up to five timeouts of wall time in all. Nor does one late answer prove Redis
 //!   down: a call that has had its timeout fails only if Redis, asked on a connection of
-//!   the store's own (a `PING`), does not answer that within half a timeout either; alive,
+//!   the store's own (an `EXISTS` of a key under the store's prefix, which a proxy in front of
+//!   Redis must forward where it may answer a `PING` itself), does not answer that within
+//!   half a timeout either; alive,
 //!   the call gets another timeout, up to the same five (a segment lost and sent again, a
 //!   virtual machine paused by its host: calls held up 120 ms while Redis answered were
 //!   all answered by Redis, and all failed before). The store's connections send each call
@@ -201,9 +203,12 @@
 //!   100 ms tries it while the others get the policy's answer at once; the first answer brings
 //!   it back. A call that times out (its probe unanswered too) fails the checks waiting
 //!   behind it at once, so a stalled Redis costs each request about one and a half timeouts
-//!   (79 ms at the default 50); refunds and resets are bounded the same way. A store made
-//!   `from_manager` has no client to open the probe's connection with, nor a cluster's one
-//!   connection a node a second one: the timeout alone judges those.
+//!   (79 ms at the default 50); refunds, resets and concurrency slots are bounded the same
+//!   way (a blip's retry shares its call's timeout). A store made `from_manager` has no
+//!   client to open the probe's connection with, nor a cluster's one connection a node a
+//!   second one: the timeout alone judges those. Each store keeps two connections to a
+//!   server (count them against `maxclients` and a plan's limit); the probe's is made with
+//!   the other and used every 30 s, so that it is open when a call needs it.
 //! - **Faults are a policy**: `.on_store_error(OnStoreError::FallBackToMemory)` (the default:
 //!   keep limiting per instance while Redis is away), `FailOpen`, or `FailClosed` (`503` with
 //!   `Retry-After: 1`). Falling back, `k` instances admit up to `k × N` behind a balancer;

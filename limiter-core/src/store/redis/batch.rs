@@ -226,37 +226,25 @@ impl RedisStore {
     }
 
     /// Decides `checks` within the store's timeout, filling `decided` as Redis answers; sent
-    /// once more at once if the connection dropped under it (the connection reconnects): a
-    /// blip is not an outage. What was decided before a failure stays decided and is not
-    /// sent again.
+    /// once more at once, within the same timeout, if the connection dropped under it (the
+    /// connection reconnects): a blip is not an outage. What was decided before a failure
+    /// stays decided and is not sent again.
     async fn call_within_timeout(
         &self,
         checks: &[CheckArgs],
         decided: &mut [Option<Vec<i64>>],
     ) -> Result<(), StoreError> {
-        let timeout = self.timeout();
-        let mut retried = false;
-        loop {
-            let error = match super::deadline::within(
-                timeout,
-                self.decide(checks, decided),
-                &self.inner.connection,
-            )
-            .await
-            {
-                Ok(Ok(())) => return Ok(()),
-                Ok(Err(error)) => error,
-                Err(_) => {
-                    return Err(StoreError::msg(format!(
-                        "Redis did not answer within {timeout:?}"
-                    )))
+        let call = async {
+            let mut retried = false;
+            loop {
+                match self.decide(checks, decided).await {
+                    Ok(()) => return Ok(()),
+                    Err(error) if !retried && error.is_transient() => retried = true,
+                    Err(error) => return Err(error.into_store_error()),
                 }
-            };
-            if retried || !error.is_transient() {
-                return Err(error.into_store_error());
             }
-            retried = true;
-        }
+        };
+        self.within(call).await?
     }
 }
 

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use redis::RedisError;
 
 use super::batch::{CheckArgs, Peek};
-use super::{error, RedisStore};
+use super::{failure, RedisStore};
 use crate::StoreError;
 
 impl RedisStore {
@@ -219,7 +219,7 @@ impl CallError {
 
     pub(super) fn into_store_error(self) -> StoreError {
         match self {
-            CallError::Redis(e) => error("Redis check failed", e),
+            CallError::Redis(e) => failure("Redis check failed", e),
             CallError::Reply(e) => e,
         }
     }

@@ -8,6 +8,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::sentinel::SentinelClient;
 use redis::{Arg, Cmd, FromRedisValue, RedisError, RedisResult};
 
+use super::probe::Probe;
 use super::scripts::Script;
 
 /// Where the store's commands go.
@@ -24,37 +25,24 @@ pub(super) enum Connection {
 }
 
 /// One server's connections: the one the store's commands go over, and a second one that
-/// carries nothing but probes (see `deadline.rs`). A `PING` there is answered by a Redis that
-/// is alive, whatever holds up a call on the first: a segment lost on its way, a host that
-/// paused. Both reconnect by themselves.
+/// carries nothing but probes (see `probe.rs`), which a Redis that is alive answers whatever
+/// holds up a call on the first: a segment lost on its way, a host that paused.
 #[derive(Clone)]
 pub(super) struct Server {
     calls: ConnectionManager,
     /// None over a connection made elsewhere (`RedisStore::from_manager`): no client to make
     /// it with.
-    probe: Option<ConnectionManager>,
+    probe: Option<Probe>,
 }
 
 impl Server {
-    /// `calls`, and a probe connection to the same server made with `client` when first used.
-    /// Made within the runtime its I/O is to run on.
+    /// `calls`, and a probe connection to the same server made with `client`. Made within
+    /// the runtime its I/O is to run on.
     pub(super) fn new(calls: ConnectionManager, client: Option<redis::Client>) -> Server {
-        let probe = client.and_then(|client| {
-            ConnectionManager::new_lazy_with_config(client, single_config()).ok()
-        });
-        Server { calls, probe }
-    }
-
-    /// Whether the server answers a `PING` on the probe connection: false without one, or
-    /// when it answers anything else (an error, a dropped connection).
-    async fn answers_probe(&self) -> bool {
-        let Some(mut probe) = self.probe.clone() else {
-            return false;
-        };
-        redis::cmd("PING")
-            .query_async::<String>(&mut probe)
-            .await
-            .is_ok_and(|pong| pong == "PONG")
+        Server {
+            calls,
+            probe: client.and_then(Probe::start),
+        }
     }
 }
 
@@ -177,14 +165,15 @@ impl Connection {
         }
     }
 
-    /// Whether the server answers a probe on a connection of its own (see `deadline.rs`):
-    /// alive, whatever holds up a call. Never on a cluster, whose client keeps one
-    /// connection a node: a call's timeout alone judges its node there.
-    pub(super) async fn answers_probe(&self) -> bool {
+    /// The probe of the server a call sent now goes to (see `probe.rs`): behind Sentinel,
+    /// the master of this moment, not one a failover promotes while the call waits. None on
+    /// a cluster, whose client keeps one connection a node (a call's timeout alone judges
+    /// its node there), and over a connection made elsewhere.
+    pub(super) fn probe(&self) -> Option<Probe> {
         match self {
-            Connection::Single(server) => server.answers_probe().await,
-            Connection::Sentinel(followed) => followed.manager().answers_probe().await,
-            Connection::Cluster(_) => false,
+            Connection::Single(server) => server.probe.clone(),
+            Connection::Sentinel(followed) => followed.manager().probe.clone(),
+            Connection::Cluster(_) => None,
         }
     }
 

@@ -34,33 +34,46 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::connection::Connection;
 use super::cpu_wait;
+use super::probe::Probe;
 
 /// The longest a call waits, in timeouts of wall time, on a host that starves the store's
 /// thread or for a Redis that answers probes but not the call.
 const MOST_WAITED: u32 = 5;
 
 /// The call took longer than the timeout, by the store's own running time, and Redis did
-/// not show it was alive.
+/// not show it was alive: after `waited` of wall time.
 #[derive(Debug)]
-pub(super) struct Elapsed;
+pub(super) struct Elapsed {
+    pub(super) waited: Duration,
+}
+
+impl From<Elapsed> for crate::StoreError {
+    fn from(elapsed: Elapsed) -> crate::StoreError {
+        crate::StoreError::msg(format!(
+            "Redis did not answer within the store's timeout (gave up after {:?})",
+            elapsed.waited
+        ))
+    }
+}
 
 /// `call`'s output, unless it takes longer than `timeout` while the store's thread runs and
-/// Redis, probed on another of `connection`'s connections, does not say within half a
-/// timeout more that it is alive.
+/// Redis, asked with `probe` about a key under `prefix` (see `probe.rs`), does not say
+/// within half a timeout more that it is alive. Without a probe, the timeout alone.
 pub(super) async fn within<T>(
     timeout: Duration,
     call: impl Future<Output = T>,
-    connection: &Connection,
+    probe: Option<Probe>,
+    prefix: &str,
 ) -> Result<T, Elapsed> {
-    within_counting(
-        timeout,
-        call,
-        || connection.answers_probe(),
-        cpu_wait::total,
-    )
-    .await
+    let probe = probe.as_ref();
+    let alive = || async move {
+        match probe {
+            Some(probe) => probe.answers(prefix).await,
+            None => false,
+        }
+    };
+    within_counting(timeout, call, alive, cpu_wait::total).await
 }
 
 /// What came first once a call had its timeout: its answer, or the probe's.
@@ -78,13 +91,17 @@ async fn within_counting<T, P: Future<Output = bool>>(
     waited: impl Fn(bool) -> Option<(Instant, Duration)>,
 ) -> Result<T, Elapsed> {
     let mut call = pin!(call);
-    let until = Instant::now() + MOST_WAITED * timeout;
+    let started = Instant::now();
+    let until = started + MOST_WAITED * timeout;
+    let elapsed = || Elapsed {
+        waited: started.elapsed(),
+    };
     loop {
         if let Some(output) = running(timeout, call.as_mut(), &waited, until).await {
             return Ok(output);
         }
         if Instant::now() >= until {
-            return Err(Elapsed);
+            return Err(elapsed());
         }
         let mut probe = pin!(probe());
         let raced = std::future::poll_fn(|cx| {
@@ -99,7 +116,7 @@ async fn within_counting<T, P: Future<Output = bool>>(
         match running(timeout / 2, raced, &waited, until).await {
             Some(Raced::Answered(output)) => return Ok(output),
             Some(Raced::Alive) => continue,
-            Some(Raced::Down) | None => return Err(Elapsed),
+            Some(Raced::Down) | None => return Err(elapsed()),
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::{error, RedisStore};
+use super::RedisStore;
 use crate::algorithm::fixed_window::FixedWindow;
 use crate::algorithm::sliding_window;
 use crate::algorithm::sliding_window_counter::SlidingWindowCounter;
@@ -121,16 +121,16 @@ impl RedisStore {
         &self,
         command: redis::Cmd,
     ) -> Result<T, StoreError> {
-        let connection = self.inner.connection.clone();
-        let timeout = self.timeout();
+        let store = self.clone();
         self.inner
             .runtime
             .run(async move {
-                super::deadline::within(timeout, connection.query::<T>(&command), &connection).await
+                store
+                    .within(store.inner.connection.query::<T>(&command))
+                    .await
             })
-            .await?
-            .map_err(|_| StoreError::msg(format!("Redis did not answer within {timeout:?}")))?
-            .map_err(|e| error("Redis did not answer", e))
+            .await??
+            .map_err(|e| super::failure("Redis did not answer", e))
     }
 }
 

@@ -11,6 +11,7 @@ mod keys;
 mod node_batches;
 mod nodes;
 mod overrides;
+mod probe;
 mod refund;
 mod reply;
 mod runtime;
@@ -379,20 +380,10 @@ impl RedisStore {
                 return Err(login_wanted(&e));
             }
         }
-        // The probe's connection is made now, not when a late call first needs it.
-        let connection = self.inner.connection.clone();
-        let timeout = self.timeout();
-        let probe = async move { tokio::time::timeout(timeout, connection.answers_probe()).await };
-        let _ = self.inner.runtime.run(probe).await;
         let mut load = redis::cmd("SCRIPT");
         load.arg("LOAD").arg(self.inner.script.source);
         match self.command::<String>(load).await {
-            Ok(Err(e)) if refuses_login(&e) => Err(login_wanted(&e)),
-            Ok(Err(e)) if refuses_scripts(&e) => Err(StoreError::msg(format!(
-                "this Redis does not run Lua scripts, which the limiter needs (EVALSHA, \
-                 SCRIPT LOAD): {e}; grant the user `+@scripting` (ACL SETUSER ... +@scripting) \
-                 or use a server or plan that allows EVAL"
-            ))),
+            Ok(Err(e)) => refusal(&e).map_or(Ok(()), Err),
             _ => Ok(()),
         }
     }
@@ -403,15 +394,16 @@ impl RedisStore {
         &self,
         command: redis::Cmd,
     ) -> Result<Result<T, RedisError>, StoreError> {
-        let connection = self.inner.connection.clone();
-        let timeout = self.timeout();
+        let store = self.clone();
         self.inner
             .runtime
             .run(async move {
-                deadline::within(timeout, connection.query::<T>(&command), &connection).await
+                store
+                    .within(store.inner.connection.query::<T>(&command))
+                    .await
             })
             .await?
-            .map_err(|_| StoreError::msg(format!("Redis did not answer within {timeout:?}")))
+            .map_err(StoreError::from)
     }
 
     /// The first part of every key name (default `limiter`).
@@ -604,17 +596,27 @@ impl RedisStore {
         script: fn(&Inner) -> &Script,
         command: redis::Cmd,
     ) -> Result<T, StoreError> {
-        let inner = Arc::clone(&self.inner);
-        let timeout = self.timeout();
+        let store = self.clone();
         self.inner
             .runtime
             .run(async move {
-                let call = inner.connection.eval(script(&inner), &command);
-                deadline::within(timeout, call, &inner.connection).await
+                let inner = &store.inner;
+                store
+                    .within(inner.connection.eval(script(inner), &command))
+                    .await
             })
-            .await?
-            .map_err(|_| StoreError::msg(format!("Redis did not answer within {timeout:?}")))?
-            .map_err(|e| error("Redis check failed", e))
+            .await??
+            .map_err(|e| failure("Redis check failed", e))
+    }
+
+    /// `call`'s output, unless Redis is shown down: no answer within the store's timeout,
+    /// nor to a probe of the server the call goes to (see `deadline.rs`).
+    async fn within<T>(
+        &self,
+        call: impl std::future::Future<Output = T>,
+    ) -> Result<T, deadline::Elapsed> {
+        let probe = self.inner.connection.probe();
+        deadline::within(self.timeout(), call, probe, &self.inner.prefix).await
     }
 
     /// How long Redis may take to answer a call.
@@ -717,8 +719,31 @@ fn login_wanted(e: &RedisError) -> StoreError {
 fn unreachable(what: &str, e: RedisError) -> StoreError {
     match refuses_login(&e) || e.kind() == redis::ErrorKind::AuthenticationFailed {
         true => login_wanted(&e),
-        false => error(what, e),
+        false => failure(what, e),
     }
+}
+
+/// Why Redis will never run the store's calls as configured, with the fix: it refused the
+/// store's login, or its scripts. `None` for anything else (an outage, a slow server).
+fn refusal(e: &RedisError) -> Option<StoreError> {
+    if refuses_login(e) || e.kind() == redis::ErrorKind::AuthenticationFailed {
+        return Some(login_wanted(e));
+    }
+    refuses_scripts(e).then(|| {
+        StoreError::msg(format!(
+            "this Redis does not run Lua scripts, which the limiter needs (EVALSHA, \
+             SCRIPT LOAD): {e}; grant the user `+@scripting` (ACL SETUSER ... +@scripting) \
+             or use a server or plan that allows EVAL"
+        ))
+    })
+}
+
+/// A call that failed, `what` it was for. A store that connects lazily meets a refused
+/// login or refused scripts at its checks, not when it is made: those are said as at
+/// [`RedisStore::connect`], with the fix, in the failure every check then gets (and in the
+/// limiter's event when it finds the store lost), not as Redis's bare words.
+pub(super) fn failure(what: &str, e: RedisError) -> StoreError {
+    refusal(&e).unwrap_or_else(|| error(what, e))
 }
 
 /// Whether `e` says the server will not run scripts for this client: no permission, or no
@@ -806,7 +831,7 @@ impl Store for RedisStore {
             self.command::<i64>(command)
                 .await?
                 .map(drop)
-                .map_err(|e| error("Redis reset failed", e))
+                .map_err(|e| failure("Redis reset failed", e))
         })
     }
 }

@@ -178,12 +178,9 @@ impl RedisStore {
     async fn take_node_map(&self) {
         let mut command = redis::cmd("CLUSTER");
         command.arg("SLOTS");
-        let reply = super::deadline::within(
-            self.timeout(),
-            self.inner.connection.query::<Value>(&command),
-            &self.inner.connection,
-        )
-        .await;
+        let reply = self
+            .within(self.inner.connection.query::<Value>(&command))
+            .await;
         self.inner.node_map.read(reply.ok().and_then(Result::ok));
     }
 

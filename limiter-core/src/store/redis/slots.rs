@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
 use super::keys::{hash_slot, key_name_of};
-use super::{deadline, error, RedisStore, StoreError};
+use super::{RedisStore, StoreError};
 use crate::concurrency::Acquired;
 use crate::{Concurrency, Slot};
 
@@ -65,19 +65,17 @@ impl RedisStore {
         self.inner.runtime.spawn(async move {
             let inner = &store.inner;
             let call = inner.connection.eval::<i64>(&inner.slots, &command);
-            let held = match deadline::within(store.timeout(), call, &inner.connection).await {
+            let held = match store.within(call).await {
                 Ok(Ok(held)) => held,
                 Ok(Err(e)) => {
-                    let _ = answer.send(Err(error("Redis could not take a slot", e)));
+                    let _ = answer.send(Err(super::failure("Redis could not take a slot", e)));
                     return;
                 }
-                Err(_) => {
+                Err(elapsed) => {
+                    // The request gets its answer first: the removal has a timeout of its own.
+                    let _ = answer.send(Err(elapsed.into()));
                     // It may have been taken all the same: given back, unheard of.
                     store.remove_lease(&name, lease).await;
-                    let timeout = store.timeout();
-                    let _ = answer.send(Err(StoreError::msg(format!(
-                        "Redis did not answer within {timeout:?}"
-                    ))));
                     return;
                 }
             };
@@ -130,12 +128,9 @@ impl RedisStore {
             // A renewal that fails is tried again a third of a lease later: the lease
             // outlives two failures. One the lease no longer has (it expired while Redis
             // was away) stops: its slot may be someone else's by now.
-            let renewed = deadline::within(
-                store.timeout(),
-                inner.connection.eval::<i64>(&inner.slots, &command),
-                &inner.connection,
-            )
-            .await;
+            let renewed = store
+                .within(inner.connection.eval::<i64>(&inner.slots, &command))
+                .await;
             if let Ok(Ok(0)) = renewed {
                 return;
             }
@@ -146,7 +141,7 @@ impl RedisStore {
         let mut command = redis::cmd("ZREM");
         command.arg(name).arg(lease);
         let call = self.inner.connection.query::<i64>(&command);
-        let _ = deadline::within(self.timeout(), call, &self.inner.connection).await;
+        let _ = self.within(call).await;
     }
 
     pub(super) fn give_slot(&self, slot: &Slot) {

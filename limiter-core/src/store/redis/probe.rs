@@ -1,0 +1,58 @@
+//! A second connection to a server, for asking whether it is alive when a call's answer is
+//! late (see `deadline.rs`).
+//!
+//! What it asks is an `EXISTS` of a key in the store's namespace (which need not exist): a
+//! command a proxy in front of Redis must forward, where it may answer a `PING` itself, and
+//! one an ACL that limits the store to its keys allows. So an answer means a Redis answers.
+//!
+//! It is connected when the server's connection is made, not by the first late call (whose
+//! half a timeout may not cover a connection's handshakes), and used every [`KEEPALIVE`]
+//! while nothing else uses it: a balancer or a NAT that drops idle flows, or a server whose
+//! `timeout` closes idle clients, would otherwise leave it dead when a call needs it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::aio::ConnectionManager;
+
+use super::connection::single_config;
+
+/// How often the probe's connection is used while no call is late.
+const KEEPALIVE: Duration = Duration::from_secs(30);
+
+/// One server's probe connection; its upkeep stops when the last copy is dropped.
+#[derive(Clone)]
+pub(super) struct Probe(Arc<ConnectionManager>);
+
+impl Probe {
+    /// A probe connection made with `client`, connected now by a task of the runtime this
+    /// is called in, which then keeps it in use. `None` where the client's configuration
+    /// makes no connection manager.
+    pub(super) fn start(client: redis::Client) -> Option<Probe> {
+        let manager = ConnectionManager::new_lazy_with_config(client, single_config()).ok()?;
+        let probe = Probe(Arc::new(manager));
+        let kept = Arc::downgrade(&probe.0);
+        tokio::spawn(async move {
+            while let Some(manager) = kept.upgrade() {
+                let mut connection = (*manager).clone();
+                drop(manager);
+                // Its answer does not matter: a connection that failed is made again by
+                // this use or the next.
+                let _ = redis::cmd("PING").query_async::<()>(&mut connection).await;
+                drop(connection);
+                tokio::time::sleep(KEEPALIVE).await;
+            }
+        });
+        Some(probe)
+    }
+
+    /// Whether the server answers an `EXISTS` of a key under `prefix` (any number: alive).
+    pub(super) async fn answers(&self, prefix: &str) -> bool {
+        let mut connection = (*self.0).clone();
+        redis::cmd("EXISTS")
+            .arg(format!("{prefix}:probe"))
+            .query_async::<i64>(&mut connection)
+            .await
+            .is_ok()
+    }
+}
