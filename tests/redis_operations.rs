@@ -239,21 +239,7 @@ async fn a_deleted_registry_of_limits_is_written_again_by_the_running_instances(
 /// outage of every check answered by the fault policy.
 #[actix_web::test]
 async fn a_server_without_scripting_is_an_error_at_connect() {
-    let redis = RedisServer::start_on(
-        common::redis_server::free_port(),
-        [
-            "--user",
-            "default",
-            "on",
-            "nopass",
-            "~*",
-            "&*",
-            "+@all",
-            "-@scripting",
-        ]
-        .map(String::from)
-        .to_vec(),
-    );
+    let redis = server_without_scripting();
     let error = refusal_at_connect(&redis.url()).await;
     println!("{error}");
     assert!(
@@ -273,21 +259,7 @@ async fn a_server_without_scripting_is_an_error_at_connect() {
 /// than the store's timeout, so those checks time out, as for a Redis that is away.)
 #[actix_web::test]
 async fn a_lazy_store_names_a_refused_login_or_refused_scripts_at_its_checks() {
-    let without_scripts = RedisServer::start_on(
-        common::redis_server::free_port(),
-        [
-            "--user",
-            "default",
-            "on",
-            "nopass",
-            "~*",
-            "&*",
-            "+@all",
-            "-@scripting",
-        ]
-        .map(String::from)
-        .to_vec(),
-    );
+    let without_scripts = server_without_scripting();
     let with_password = RedisServer::start();
     with_password.command(&["CONFIG", "SET", "requirepass", "s3cret"]);
     let port = with_password.port();
@@ -341,6 +313,22 @@ async fn a_server_that_wants_a_password_says_so_at_connect() {
         .await
         .unwrap();
     assert_eq!(decision.remaining(), 1);
+}
+
+/// A server that refuses Lua scripts: an ACL without `@scripting`, as some managed plans
+/// have.
+fn server_without_scripting() -> RedisServer {
+    let acl = [
+        "default",
+        "on",
+        "nopass",
+        "~*",
+        "&*",
+        "+@all",
+        "-@scripting",
+    ];
+    let options = std::iter::once("--user").chain(acl).map(String::from);
+    RedisServer::start_on(common::redis_server::free_port(), options.collect())
 }
 
 /// Why `RedisStore::connect` refuses `url` (it must).

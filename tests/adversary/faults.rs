@@ -44,6 +44,17 @@ async fn sequence(server: &Server, path: &str, n: usize) -> (Vec<u16>, Duration)
     (statuses, slowest)
 }
 
+/// One instance failing closed (a fault shows as a 503), its store reaching Redis through
+/// `proxy`.
+fn failing_closed_through(proxy: &Proxy, rt: &tokio::runtime::Runtime) -> Server {
+    let store = rt.block_on(RedisStore::connect(&proxy.url())).unwrap();
+    let limiter = Limiter::builder()
+        .store(store)
+        .on_store_error(OnStoreError::FailClosed)
+        .build();
+    Server::start(limiter, 2, routes)
+}
+
 /// Requests until one is answered 200 (counted in Redis again): how long that took.
 async fn recovery(server: &Server) -> Duration {
     let started = Instant::now();
@@ -69,12 +80,7 @@ fn redis_faults_cost_at_most_a_timeout_and_recover_without_a_restart() {
     let mut redis = RedisServer::start();
     let proxy = Proxy::start(redis.port());
     let rt = client();
-    let store = rt.block_on(RedisStore::connect(&proxy.url())).unwrap();
-    let limiter = Limiter::builder()
-        .store(store)
-        .on_store_error(OnStoreError::FailClosed)
-        .build();
-    let server = Server::start(limiter, 2, routes);
+    let server = failing_closed_through(&proxy, &rt);
     // Generous against a shared machine's noise: the timeout is 50 ms.
     let bounded = Duration::from_millis(400);
     rt.block_on(async {
@@ -204,21 +210,15 @@ fn falling_back_through_a_stall_stays_within_the_documented_bound() {
 /// One slow call fails every check it carries, and those waiting behind it: each such
 /// failure counts once (a unit test of the breaker pins that). Redis slow for one burst of
 /// 200 concurrent requests (answered by the fault policy within about one and a half
-/// timeouts), then
-/// fast again: once the answers held on the connection have drained, requests are answered
-/// by Redis, without a restart.
+/// timeouts), then fast again: once the answers held on the connection have drained,
+/// requests are answered by Redis, without a restart.
 #[test]
 fn one_slow_call_is_one_failure_not_an_outage() {
     let _alone = crate::harness::alone();
     let redis = RedisServer::start();
     let proxy = Proxy::start(redis.port());
     let rt = client();
-    let store = rt.block_on(RedisStore::connect(&proxy.url())).unwrap();
-    let limiter = Limiter::builder()
-        .store(store)
-        .on_store_error(OnStoreError::FailClosed)
-        .build();
-    let server = Server::start(limiter, 2, routes);
+    let server = failing_closed_through(&proxy, &rt);
     rt.block_on(async {
         let (warm, _) = sequence(&server, "/open", 5).await;
         assert_eq!(count(&warm, 200), 5);
@@ -252,12 +252,7 @@ fn a_call_held_up_while_redis_answers_is_not_an_outage() {
     let proxy = Proxy::start(redis.port());
     let rt = client();
     // The store's calls are the proxy's first connection, its probes the second.
-    let store = rt.block_on(RedisStore::connect(&proxy.url())).unwrap();
-    let limiter = Limiter::builder()
-        .store(store)
-        .on_store_error(OnStoreError::FailClosed)
-        .build();
-    let server = Server::start(limiter, 2, routes);
+    let server = failing_closed_through(&proxy, &rt);
     rt.block_on(async {
         let (warm, _) = sequence(&server, "/open", 5).await;
         assert_eq!(count(&warm, 200), 5);
