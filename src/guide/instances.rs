@@ -187,7 +187,10 @@
 //!   half a timeout either; alive,
 //!   the call gets another timeout, up to the same five (a segment lost and sent again, a
 //!   virtual machine paused by its host: calls held up 120 ms while Redis answered were
-//!   all answered by Redis, and all failed before). The store's connections send each call
+//!   all answered by Redis, and all failed before). A call that goes five timeouts without
+//!   an answer while Redis answers probes fails, and its connection is taken for dead (a
+//!   balancer or a NAT that dropped the flow without a word, which redis's connection
+//!   manager never notices): the next calls go over a new one. The store's connections send each call
 //!   at once (`TCP_NODELAY`): with Nagle's algorithm, redis's default, a burst's batch
 //!   written in two segments waited 40 ms for Redis's delayed acknowledgement, and failed
 //!   calls to a healthy Redis on a busy CI host (22 of them let through under `FailOpen`);

@@ -276,3 +276,33 @@ fn a_call_held_up_while_redis_answers_is_not_an_outage() {
         assert_eq!(count(&statuses, 200), 200, "{statuses:?}");
     });
 }
+
+/// A calls' connection that dies without a word (a balancer or a NAT that drops the flow:
+/// nothing arrives, nothing fails) while Redis answers on the probe's: the call that meets
+/// it fails after five timeouts, and the next calls go over a new connection. (Without the
+/// renewal every call waited five timeouts on it and got the fault policy, until TCP gave
+/// up: minutes; before the probe, one timeout each, for as long.)
+#[test]
+fn a_connection_dead_without_a_word_is_replaced() {
+    let _alone = crate::harness::alone();
+    let redis = RedisServer::start();
+    let proxy = Proxy::start(redis.port());
+    let rt = client();
+    let server = failing_closed_through(&proxy, &rt);
+    rt.block_on(async {
+        let (warm, _) = sequence(&server, "/open", 5).await;
+        assert_eq!(count(&warm, 200), 5);
+        // Held past the test: as good as dead.
+        proxy.hold_first(Duration::from_secs(60));
+        let (statuses, slowest) = sequence(&server, "/open", 10).await;
+        println!(
+            "the calls' connection dead, Redis alive: {} of 10 answered from Redis, {} by the \
+             policy ({statuses:?}), slowest {slowest:?}",
+            count(&statuses, 200),
+            count(&statuses, 503)
+        );
+        assert_eq!(statuses[0], 503, "{statuses:?}");
+        assert_eq!(count(&statuses, 200), 9, "{statuses:?}");
+        assert!(slowest < Duration::from_millis(400), "{slowest:?}");
+    });
+}

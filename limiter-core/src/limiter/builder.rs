@@ -90,14 +90,15 @@ impl LimiterBuilder {
     }
 
     /// The longest a networked store may take to answer (default 50 ms) before a request gets
-    /// the fault policy (the Redis store: about one and a half of it, below). It judges the store, not the load: a
-    /// store that queues checks of its own (the Redis store batches them) applies it to its
-    /// backend's answer, and the time a check waits for its turn in the queue is not a
-    /// failure (see [`Store::accept_timeout`]). The Redis store asks a server whose answer
-    /// is late whether it is alive, on a connection of its own, before it fails the call: a
-    /// stalled Redis costs a request about one and a half timeouts, and a call held up while
-    /// Redis answers (a segment lost on its way, a host that paused) is given more time, up
-    /// to five timeouts in all (as is a call on a host that starves the store's thread).
+    /// the fault policy. It judges the store, not the load: a store that queues checks of
+    /// its own (the Redis store batches them) applies it to its backend's answer, and the
+    /// time a check waits for its turn in the queue is not a failure (see
+    /// [`Store::accept_timeout`]). The Redis store on one server (or behind Sentinel) asks a
+    /// server whose answer is late whether it is alive, on a connection of its own, before
+    /// it fails the call: a stalled Redis costs a request about one and a half timeouts, and
+    /// a call held up while Redis answers (a segment lost on its way, a host that paused) is
+    /// given more time, up to five timeouts in all (as is a call on a host that starves the
+    /// store's thread). A cluster, or a store made `from_manager`, fails a call after one.
     pub fn store_timeout(mut self, timeout: Duration) -> LimiterBuilder {
         self.store_timeout = timeout;
         self

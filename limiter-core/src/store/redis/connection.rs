@@ -29,10 +29,12 @@ pub(super) enum Connection {
 /// holds up a call on the first: a segment lost on its way, a host that paused.
 #[derive(Clone)]
 pub(super) struct Server {
-    calls: ConnectionManager,
+    /// Shared by the copies: replaced by [`renew_calls`](Server::renew_calls).
+    calls: Arc<arc_swap::ArcSwap<ConnectionManager>>,
     /// None over a connection made elsewhere (`RedisStore::from_manager`): no client to make
-    /// it with.
+    /// it, or another calls connection, with.
     probe: Option<Probe>,
+    client: Option<Arc<redis::Client>>,
 }
 
 impl Server {
@@ -40,8 +42,34 @@ impl Server {
     /// the runtime its I/O is to run on.
     pub(super) fn new(calls: ConnectionManager, client: Option<redis::Client>) -> Server {
         Server {
-            calls,
-            probe: client.and_then(Probe::start),
+            calls: Arc::new(arc_swap::ArcSwap::from_pointee(calls)),
+            probe: client.clone().and_then(Probe::start),
+            client: client.map(Arc::new),
+        }
+    }
+
+    /// This server's probe (see `probe.rs`); none over a connection made elsewhere.
+    pub(super) fn probe(&self) -> Option<Probe> {
+        self.probe.clone()
+    }
+
+    /// The connection the calls go over now.
+    fn calls(&self) -> ConnectionManager {
+        (**self.calls.load()).clone()
+    }
+
+    /// Replaces the calls' connection with a new one, made on its next use: it went without
+    /// answering for five timeouts while the server answered probes (see `deadline.rs`). redis's manager makes a connection again only when one fails, and one that a
+    /// balancer or a NAT dropped without a word never does: every call would wait on it
+    /// until TCP gives up (minutes). Calls still out on the old one keep it until they end.
+    /// Made within the runtime its I/O is to run on.
+    pub(super) fn renew_calls(&self) {
+        let Some(client) = &self.client else {
+            return;
+        };
+        let client = redis::Client::clone(client);
+        if let Ok(calls) = ConnectionManager::new_lazy_with_config(client, single_config()) {
+            self.calls.store(Arc::new(calls));
         }
     }
 }
@@ -139,15 +167,13 @@ impl Connection {
 
     pub(super) async fn query<T: FromRedisValue>(&self, command: &Cmd) -> RedisResult<T> {
         match self {
-            Connection::Single(server) => command.query_async(&mut server.calls.clone()).await,
+            Connection::Single(server) => command.query_async(&mut server.calls()).await,
             Connection::Cluster(connection) => command.query_async(&mut connection.clone()).await,
             Connection::Sentinel(followed) => {
                 let used = followed.manager();
-                match command.query_async(&mut used.calls.clone()).await {
+                match command.query_async(&mut used.calls()).await {
                     Err(e) if followed.follow(&e, &used) => {
-                        command
-                            .query_async(&mut followed.manager().calls.clone())
-                            .await
+                        command.query_async(&mut followed.manager().calls()).await
                     }
                     other => other,
                 }
@@ -159,20 +185,20 @@ impl Connection {
     /// pipeline; none on a cluster.
     pub(super) fn one_server(&self) -> Option<ConnectionManager> {
         match self {
-            Connection::Single(server) => Some(server.calls.clone()),
-            Connection::Sentinel(followed) => Some(followed.manager().calls.clone()),
+            Connection::Single(server) => Some(server.calls()),
+            Connection::Sentinel(followed) => Some(followed.manager().calls()),
             Connection::Cluster(_) => None,
         }
     }
 
-    /// The probe of the server a call sent now goes to (see `probe.rs`): behind Sentinel,
+    /// The server a call sent now goes to, with its probe (see `probe.rs`): behind Sentinel,
     /// the master of this moment, not one a failover promotes while the call waits. None on
     /// a cluster, whose client keeps one connection a node (a call's timeout alone judges
-    /// its node there), and over a connection made elsewhere.
-    pub(super) fn probe(&self) -> Option<Probe> {
+    /// its node there).
+    pub(super) fn server(&self) -> Option<Server> {
         match self {
-            Connection::Single(server) => server.probe.clone(),
-            Connection::Sentinel(followed) => followed.manager().probe.clone(),
+            Connection::Single(server) => Some(server.clone()),
+            Connection::Sentinel(followed) => Some((*followed.manager()).clone()),
             Connection::Cluster(_) => None,
         }
     }

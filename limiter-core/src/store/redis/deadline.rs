@@ -15,7 +15,7 @@
 //! that Redis is down: a whole machine paused (a virtual CPU the hypervisor lent elsewhere,
 //! which no count in the guest shows), a segment of the call lost and sent again. So Redis
 //! is asked, on a connection of its own, whether it is alive (a probe: see
-//! `connection.rs`), and given half a timeout to say so; the call's own answer is taken if
+//! `probe.rs`), and given half a timeout to say so; the call's own answer is taken if
 //! it comes meanwhile. Alive, the call gets another timeout; no answer, or an error, fails
 //! it. A stalled Redis fails a call after one and a half timeouts (one, where there is no
 //! connection to probe with). Whatever the host and however Redis answers probes, a call
@@ -42,10 +42,12 @@ use super::probe::Probe;
 const MOST_WAITED: u32 = 5;
 
 /// The call took longer than the timeout, by the store's own running time, and Redis did
-/// not show it was alive: after `waited` of wall time.
+/// not show it was alive: after `waited` of wall time. Or it did (`alive`: a probe was
+/// answered) and the call still had no answer after [`MOST_WAITED`] timeouts.
 #[derive(Debug)]
 pub(super) struct Elapsed {
     pub(super) waited: Duration,
+    pub(super) alive: bool,
 }
 
 impl From<Elapsed> for crate::StoreError {
@@ -93,15 +95,17 @@ async fn within_counting<T, P: Future<Output = bool>>(
     let mut call = pin!(call);
     let started = Instant::now();
     let until = started + MOST_WAITED * timeout;
-    let elapsed = || Elapsed {
+    let mut alive = false;
+    let elapsed = |alive| Elapsed {
         waited: started.elapsed(),
+        alive,
     };
     loop {
         if let Some(output) = running(timeout, call.as_mut(), &waited, until).await {
             return Ok(output);
         }
         if Instant::now() >= until {
-            return Err(elapsed());
+            return Err(elapsed(alive));
         }
         let mut probe = pin!(probe());
         let raced = std::future::poll_fn(|cx| {
@@ -115,8 +119,8 @@ async fn within_counting<T, P: Future<Output = bool>>(
         });
         match running(timeout / 2, raced, &waited, until).await {
             Some(Raced::Answered(output)) => return Ok(output),
-            Some(Raced::Alive) => continue,
-            Some(Raced::Down) | None => return Err(elapsed()),
+            Some(Raced::Alive) => alive = true,
+            Some(Raced::Down) | None => return Err(elapsed(alive)),
         }
     }
 }
@@ -234,9 +238,8 @@ mod tests {
         run(async {
             let started = Instant::now();
             let call = std::future::pending::<()>();
-            assert!(within_counting(TIMEOUT, call, stalled, uncounted)
-                .await
-                .is_err());
+            let elapsed = within_counting(TIMEOUT, call, stalled, uncounted).await;
+            assert!(elapsed.is_err_and(|e| !e.alive));
             assert_eq!(started.elapsed(), TIMEOUT + TIMEOUT / 2);
         });
     }
@@ -278,9 +281,8 @@ mod tests {
         run(async {
             let started = Instant::now();
             let call = std::future::pending::<()>();
-            assert!(within_counting(TIMEOUT, call, alive, uncounted)
-                .await
-                .is_err());
+            let elapsed = within_counting(TIMEOUT, call, alive, uncounted).await;
+            assert!(elapsed.is_err_and(|e| e.alive));
             assert_eq!(started.elapsed(), MOST_WAITED * TIMEOUT);
         });
     }

@@ -610,13 +610,22 @@ impl RedisStore {
     }
 
     /// `call`'s output, unless Redis is shown down: no answer within the store's timeout,
-    /// nor to a probe of the server the call goes to (see `deadline.rs`).
+    /// nor to a probe of the server the call goes to (see `deadline.rs`). A call that went
+    /// unanswered while that server answered probes leaves a connection that is dead
+    /// without knowing it: the next calls go over a new one.
     async fn within<T>(
         &self,
         call: impl std::future::Future<Output = T>,
     ) -> Result<T, deadline::Elapsed> {
-        let probe = self.inner.connection.probe();
-        deadline::within(self.timeout(), call, probe, &self.inner.prefix).await
+        let server = self.inner.connection.server();
+        let probe = server.as_ref().and_then(Server::probe);
+        let result = deadline::within(self.timeout(), call, probe, &self.inner.prefix).await;
+        if let (Err(elapsed), Some(server)) = (&result, server) {
+            if elapsed.alive {
+                server.renew_calls();
+            }
+        }
+        result
     }
 
     /// How long Redis may take to answer a call.
@@ -724,9 +733,11 @@ fn unreachable(what: &str, e: RedisError) -> StoreError {
 }
 
 /// Why Redis will never run the store's calls as configured, with the fix: it refused the
-/// store's login, or its scripts. `None` for anything else (an outage, a slow server).
+/// store's login, or its scripts, in its own words. `None` for anything else (an outage, a
+/// slow server; an error answering `AUTH` that is not a refusal, such as a full server,
+/// which redis also reports as `AuthenticationFailed`).
 fn refusal(e: &RedisError) -> Option<StoreError> {
-    if refuses_login(e) || e.kind() == redis::ErrorKind::AuthenticationFailed {
+    if refuses_login(e) {
         return Some(login_wanted(e));
     }
     refuses_scripts(e).then(|| {
@@ -746,14 +757,18 @@ pub(super) fn failure(what: &str, e: RedisError) -> StoreError {
     refusal(&e).unwrap_or_else(|| error(what, e))
 }
 
-/// Whether `e` says the server will not run scripts for this client: no permission, or no
-/// such command.
+/// Whether `e` says the server will not run scripts for this client: no permission for the
+/// scripts' commands, or no such command. A refusal that names no script command (a key the
+/// user may not touch, another command) has another fix, and is left in Redis's words.
 fn refuses_scripts(e: &RedisError) -> bool {
-    let text = e.to_string();
-    e.code().is_some_and(|code| code.starts_with("NOPERM"))
-        || text.contains("NOPERM")
-        || text.contains("unknown command")
-        || text.to_ascii_lowercase().contains("scripting")
+    let text = e.to_string().to_ascii_lowercase();
+    let of_scripts = ["'eval", "'script", "'fcall", "scripting"]
+        .iter()
+        .any(|word| text.contains(word));
+    of_scripts
+        && ["noperm", "no permissions", "unknown command", "scripting"]
+            .iter()
+            .any(|word| text.contains(word))
 }
 
 fn error(what: &str, source: RedisError) -> StoreError {
@@ -842,5 +857,48 @@ impl std::fmt::Debug for RedisStore {
             .field("prefix", &self.inner.prefix)
             .field("caller_clock", &self.inner.caller_clock)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn redis_error(code: &'static str, text: &str) -> RedisError {
+        RedisError::from((redis::ErrorKind::Extension, code, text.to_string()))
+    }
+
+    /// Only a refusal of the scripts' own commands is said as one, with its fix: a key or
+    /// another command the user may not touch keeps Redis's words.
+    #[test]
+    fn a_refusal_of_scripts_names_their_commands() {
+        let refused = [
+            redis_error(
+                "NOPERM",
+                "this user has no permissions to run the 'evalsha' command",
+            ),
+            redis_error(
+                "NOPERM",
+                "this user has no permissions to run the 'script|load' command",
+            ),
+            redis_error(
+                "ERR",
+                "unknown command 'EVALSHA', with args beginning with: ",
+            ),
+        ];
+        for e in &refused {
+            assert!(refuses_scripts(e), "{e}");
+        }
+        let other = [
+            redis_error("NOPERM", "No permissions to access a key"),
+            redis_error(
+                "NOPERM",
+                "this user has no permissions to run the 'del' command",
+            ),
+            redis_error("ERR", "max number of clients reached"),
+        ];
+        for e in &other {
+            assert!(!refuses_scripts(e) && refusal(e).is_none(), "{e}");
+        }
     }
 }

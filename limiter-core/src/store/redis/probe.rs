@@ -6,9 +6,9 @@
 //! one an ACL that limits the store to its keys allows. So an answer means a Redis answers.
 //!
 //! It is connected when the server's connection is made, not by the first late call (whose
-//! half a timeout may not cover a connection's handshakes), and used every [`KEEPALIVE`]
-//! while nothing else uses it: a balancer or a NAT that drops idle flows, or a server whose
-//! `timeout` closes idle clients, would otherwise leave it dead when a call needs it.
+//! half a timeout may not cover a connection's handshakes), and used every [`KEEPALIVE`]: a
+//! balancer or a NAT that drops idle flows, or a server whose `timeout` closes idle
+//! clients, would otherwise leave it dead when a call needs it.
 
 use std::sync::Arc;
 use std::time::Duration;
