@@ -55,6 +55,18 @@ fn failing_closed_through(proxy: &Proxy, rt: &tokio::runtime::Runtime) -> Server
     Server::start(limiter, 2, routes)
 }
 
+/// A Redis, a proxy in front of it, and an instance failing closed through the proxy, five
+/// of whose requests Redis has answered.
+fn failing_closed_and_warm() -> (RedisServer, Proxy, tokio::runtime::Runtime, Server) {
+    let redis = RedisServer::start();
+    let proxy = Proxy::start(redis.port());
+    let rt = client();
+    let server = failing_closed_through(&proxy, &rt);
+    let (warm, _) = rt.block_on(sequence(&server, "/open", 5));
+    assert_eq!(count(&warm, 200), 5);
+    (redis, proxy, rt, server)
+}
+
 /// Requests until one is answered 200 (counted in Redis again): how long that took.
 async fn recovery(server: &Server) -> Duration {
     let started = Instant::now();
@@ -215,13 +227,8 @@ fn falling_back_through_a_stall_stays_within_the_documented_bound() {
 #[test]
 fn one_slow_call_is_one_failure_not_an_outage() {
     let _alone = crate::harness::alone();
-    let redis = RedisServer::start();
-    let proxy = Proxy::start(redis.port());
-    let rt = client();
-    let server = failing_closed_through(&proxy, &rt);
+    let (_redis, proxy, rt, server) = failing_closed_and_warm();
     rt.block_on(async {
-        let (warm, _) = sequence(&server, "/open", 5).await;
-        assert_eq!(count(&warm, 200), 5);
         proxy.delay(Duration::from_millis(200));
         let (statuses, slowest) = crate::load::burst(&[&server], "/open", 200).await;
         proxy.delay(Duration::ZERO);
@@ -248,14 +255,9 @@ fn one_slow_call_is_one_failure_not_an_outage() {
 #[test]
 fn a_call_held_up_while_redis_answers_is_not_an_outage() {
     let _alone = crate::harness::alone();
-    let redis = RedisServer::start();
-    let proxy = Proxy::start(redis.port());
-    let rt = client();
     // The store's calls are the proxy's first connection, its probes the second.
-    let server = failing_closed_through(&proxy, &rt);
+    let (_redis, proxy, rt, server) = failing_closed_and_warm();
     rt.block_on(async {
-        let (warm, _) = sequence(&server, "/open", 5).await;
-        assert_eq!(count(&warm, 200), 5);
         // Past two timeouts of 50 ms, within five.
         proxy.hold_first(Duration::from_millis(120));
         let (statuses, slowest) = sequence(&server, "/open", 10).await;
@@ -285,13 +287,8 @@ fn a_call_held_up_while_redis_answers_is_not_an_outage() {
 #[test]
 fn a_connection_dead_without_a_word_is_replaced() {
     let _alone = crate::harness::alone();
-    let redis = RedisServer::start();
-    let proxy = Proxy::start(redis.port());
-    let rt = client();
-    let server = failing_closed_through(&proxy, &rt);
+    let (_redis, proxy, rt, server) = failing_closed_and_warm();
     rt.block_on(async {
-        let (warm, _) = sequence(&server, "/open", 5).await;
-        assert_eq!(count(&warm, 200), 5);
         // Held past the test: as good as dead.
         proxy.hold_first(Duration::from_secs(60));
         let (statuses, slowest) = sequence(&server, "/open", 10).await;
