@@ -59,10 +59,11 @@ impl Server {
     }
 
     /// Replaces the calls' connection with a new one, made on its next use: it went without
-    /// answering for five timeouts while the server answered probes (see `deadline.rs`). redis's manager makes a connection again only when one fails, and one that a
-    /// balancer or a NAT dropped without a word never does: every call would wait on it
-    /// until TCP gives up (minutes). Calls still out on the old one keep it until they end.
-    /// Made within the runtime its I/O is to run on.
+    /// answering for five timeouts while the server answered probes (see `deadline.rs`).
+    /// redis's manager makes a connection again only when one fails, and one that a balancer
+    /// or a NAT dropped without a word never does: every call would wait on it until TCP
+    /// gives up (minutes). Calls still out on the old one keep it until they end. Made within
+    /// the runtime its I/O is to run on.
     pub(super) fn renew_calls(&self) {
         let Some(client) = &self.client else {
             return;

@@ -121,15 +121,8 @@ impl RedisStore {
         &self,
         command: redis::Cmd,
     ) -> Result<T, StoreError> {
-        let store = self.clone();
-        self.inner
-            .runtime
-            .run(async move {
-                store
-                    .within(store.inner.connection.query::<T>(&command))
-                    .await
-            })
-            .await??
+        self.command(command)
+            .await?
             .map_err(|e| super::failure("Redis did not answer", e))
     }
 }
