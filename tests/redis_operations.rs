@@ -255,8 +255,7 @@ async fn a_server_without_scripting_is_an_error_at_connect() {
 /// not when it is made: each check's failure says so as `connect` does, with the fix (and so
 /// does the limiter's event when it finds the store lost), not only Redis's bare words —
 /// for an operator the difference between "Redis is down" and "Redis refuses us". (A wrong
-/// password is not here: redis's connection manager retries the refused login for longer
-/// than the store's timeout, so those checks time out, as for a Redis that is away.)
+/// password: `a_store_refused_its_login_counts_again_once_let_in`.)
 #[actix_web::test]
 async fn a_lazy_store_names_a_refused_login_or_refused_scripts_at_its_checks() {
     let without_scripts = server_without_scripting();
@@ -313,6 +312,137 @@ async fn a_server_that_wants_a_password_says_so_at_connect() {
         .await
         .unwrap();
     assert_eq!(decision.remaining(), 1);
+}
+
+/// A store refused its login when it connects again (a password changed and changed back, a
+/// server that restarted with another, a full one that answers the login with an error)
+/// counts again once the server lets it in: redis's connection manager keeps a failed
+/// connection that was not an I/O error for good, which would fail every check until the
+/// process restarts. Meanwhile each check's failure names the refused login. A store made
+/// lazily with the wrong password recovers the same way.
+#[actix_web::test]
+async fn a_store_refused_its_login_counts_again_once_let_in() {
+    let redis = RedisServer::start();
+    let user = |password: &str| {
+        redis.command(&[
+            "ACL",
+            "SETUSER",
+            "limiter",
+            "on",
+            "resetpass",
+            password,
+            "~*",
+            "&*",
+            "+@all",
+        ]);
+    };
+    let url = format!("redis://limiter:s3cret@127.0.0.1:{}", redis.port());
+    let limit = Limit::new(
+        "relogin",
+        Policy::new(1000, Duration::from_secs(60)).unwrap(),
+    );
+    for lazily in [false, true] {
+        user(">s3cret");
+        let store = match lazily {
+            false => RedisStore::connect(&url).await.unwrap(),
+            true => {
+                user(">changed");
+                RedisStore::connect_lazily(&url).unwrap()
+            }
+        };
+        if !lazily {
+            store.check(&limit, b"c", Duration::ZERO).await.unwrap();
+            user(">changed");
+            redis.command(&["CLIENT", "KILL", "USER", "limiter"]);
+        }
+        // Refused: every check fails (the limiter's fault policy answers it), and once the
+        // refusal is known (redis's manager first retries the login for 300 ms), says why.
+        let (mut said, mut checks, mut named) = (String::new(), 0, 0);
+        let refused = Instant::now();
+        while refused.elapsed() < Duration::from_millis(800) {
+            let error = store
+                .check(&limit, b"c", Duration::ZERO)
+                .await
+                .expect_err("a refused store decides nothing");
+            said = error.to_string();
+            checks += 1;
+            named += usize::from(said.contains("refused the store's login"));
+            actix_web::rt::time::sleep(Duration::from_millis(20)).await;
+        }
+        println!("lazily {lazily}: {named} of {checks} refused checks named it; the last: {said}");
+        assert!(said.contains("refused the store's login"), "{said}");
+        assert!(said.contains("redis://user:password@"), "{said}");
+        user(">s3cret");
+        let let_in = Instant::now();
+        let mut recovered = None;
+        while let_in.elapsed() < Duration::from_secs(5) {
+            if store.check(&limit, b"c", Duration::ZERO).await.is_ok() {
+                recovered = Some(let_in.elapsed());
+                break;
+            }
+            actix_web::rt::time::sleep(Duration::from_millis(20)).await;
+        }
+        println!("lazily {lazily}: counting again after {recovered:?}");
+        assert!(
+            recovered.is_some(),
+            "still refused 5 s after the login was let in"
+        );
+    }
+}
+
+/// A server at its `maxclients` (every client connecting again after a restart) turns away
+/// the connections of a store that logs in: each check fails meanwhile (the fault policy
+/// answers it), and the store counts again once there is room.
+#[actix_web::test]
+async fn a_store_turned_away_by_a_full_server_counts_again_once_there_is_room() {
+    let redis = RedisServer::start();
+    redis.command(&[
+        "ACL", "SETUSER", "limiter", "on", ">s3cret", "~*", "&*", "+@all",
+    ]);
+    let url = format!("redis://limiter:s3cret@127.0.0.1:{}", redis.port());
+    let store = RedisStore::connect(&url).await.unwrap();
+    let limit = Limit::new("full", Policy::new(1000, Duration::from_secs(60)).unwrap());
+    store.check(&limit, b"c", Duration::ZERO).await.unwrap();
+    // Room for four clients, taken by connections that say nothing, once the store's are
+    // gone.
+    redis.command(&["CONFIG", "SET", "maxclients", "4"]);
+    redis.command(&["CLIENT", "KILL", "USER", "limiter"]);
+    let fillers: Vec<std::net::TcpStream> = (0..4)
+        .map(|_| std::net::TcpStream::connect(("127.0.0.1", redis.port())).unwrap())
+        .collect();
+    let full = Instant::now();
+    while redis.try_command(&["PING"]).is_some() {
+        assert!(
+            full.elapsed() < Duration::from_secs(2),
+            "the server never filled"
+        );
+    }
+    let mut said = String::new();
+    let turned_away = Instant::now();
+    while turned_away.elapsed() < Duration::from_millis(600) {
+        said = store
+            .check(&limit, b"c", Duration::ZERO)
+            .await
+            .expect_err("a store turned away decides nothing")
+            .to_string();
+        actix_web::rt::time::sleep(Duration::from_millis(20)).await;
+    }
+    println!("turned away: {said}");
+    drop(fillers);
+    let room = Instant::now();
+    let mut recovered = None;
+    while room.elapsed() < Duration::from_secs(5) {
+        if store.check(&limit, b"c", Duration::ZERO).await.is_ok() {
+            recovered = Some(room.elapsed());
+            break;
+        }
+        actix_web::rt::time::sleep(Duration::from_millis(20)).await;
+    }
+    println!("counting again after {recovered:?}");
+    assert!(
+        recovered.is_some(),
+        "still turned away 5 s after there was room"
+    );
 }
 
 /// A server that refuses Lua scripts: an ACL without `@scripting`, as some managed plans

@@ -9,6 +9,7 @@ use redis::sentinel::SentinelClient;
 use redis::{Arg, Cmd, FromRedisValue, RedisError, RedisResult};
 
 use super::probe::Probe;
+use super::renewable::Renewable;
 use super::scripts::Script;
 
 /// Where the store's commands go.
@@ -29,12 +30,12 @@ pub(super) enum Connection {
 /// holds up a call on the first: a segment lost on its way, a host that paused.
 #[derive(Clone)]
 pub(super) struct Server {
-    /// Shared by the copies: replaced by [`renew_calls`](Server::renew_calls).
-    calls: Arc<arc_swap::ArcSwap<ConnectionManager>>,
+    /// Shared by the copies: replaced by [`renew_calls`](Server::renew_calls) and where
+    /// redis's manager would never connect again (`renewable.rs`).
+    calls: Arc<Renewable>,
     /// None over a connection made elsewhere (`RedisStore::from_manager`): no client to make
     /// it, or another calls connection, with.
     probe: Option<Probe>,
-    client: Option<Arc<redis::Client>>,
 }
 
 impl Server {
@@ -42,9 +43,11 @@ impl Server {
     /// the runtime its I/O is to run on.
     pub(super) fn new(calls: ConnectionManager, client: Option<redis::Client>) -> Server {
         Server {
-            calls: Arc::new(arc_swap::ArcSwap::from_pointee(calls)),
             probe: client.clone().and_then(Probe::start),
-            client: client.map(Arc::new),
+            calls: Arc::new(Renewable::new(
+                calls,
+                client.map(|client| (client, single_config())),
+            )),
         }
     }
 
@@ -55,7 +58,7 @@ impl Server {
 
     /// The connection the calls go over now.
     fn calls(&self) -> ConnectionManager {
-        (**self.calls.load()).clone()
+        self.calls.get()
     }
 
     /// Replaces the calls' connection with a new one, made on its next use: it went without
@@ -65,13 +68,13 @@ impl Server {
     /// gives up (minutes). Calls still out on the old one keep it until they end. Made within
     /// the runtime its I/O is to run on.
     pub(super) fn renew_calls(&self) {
-        let Some(client) = &self.client else {
-            return;
-        };
-        let client = redis::Client::clone(client);
-        if let Ok(calls) = ConnectionManager::new_lazy_with_config(client, single_config()) {
-            self.calls.store(Arc::new(calls));
-        }
+        self.calls.renew();
+    }
+
+    /// After a call failed with `error`: a failure to connect that redis's manager would
+    /// keep for good has the calls' connection made again (see `renewable.rs`).
+    fn failed(&self, error: &RedisError) {
+        self.calls.after_error(error);
     }
 }
 
@@ -168,13 +171,23 @@ impl Connection {
 
     pub(super) async fn query<T: FromRedisValue>(&self, command: &Cmd) -> RedisResult<T> {
         match self {
-            Connection::Single(server) => command.query_async(&mut server.calls()).await,
+            Connection::Single(server) => {
+                let answer = command.query_async(&mut server.calls()).await;
+                if let Err(e) = &answer {
+                    server.failed(e);
+                }
+                answer
+            }
             Connection::Cluster(connection) => command.query_async(&mut connection.clone()).await,
             Connection::Sentinel(followed) => {
                 let used = followed.manager();
                 match command.query_async(&mut used.calls()).await {
                     Err(e) if followed.follow(&e, &used) => {
                         command.query_async(&mut followed.manager().calls()).await
+                    }
+                    Err(e) => {
+                        used.failed(&e);
+                        Err(e)
                     }
                     other => other,
                 }
@@ -206,10 +219,19 @@ impl Connection {
 
     /// After a pipeline on [`one_server`](Connection::one_server) failed with `error`: has
     /// the sentinels asked for the master again, if it may have changed (see
-    /// [`Followed::follow`]). The pipeline is not sent again here.
-    pub(super) fn follow(&self, error: &RedisError) {
-        if let Connection::Sentinel(followed) = self {
-            followed.follow(error, &followed.manager());
+    /// [`Followed::follow`]), and the server's connection made again if redis's manager
+    /// would keep the failure for good (see `renewable.rs`). The pipeline is not sent again
+    /// here.
+    pub(super) fn after_failure(&self, error: &RedisError) {
+        match self {
+            Connection::Single(server) => server.failed(error),
+            Connection::Sentinel(followed) => {
+                let used = followed.manager();
+                if !followed.follow(error, &used) {
+                    used.failed(error);
+                }
+            }
+            Connection::Cluster(_) => {}
         }
     }
 

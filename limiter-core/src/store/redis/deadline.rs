@@ -44,18 +44,22 @@ const MOST_WAITED: u32 = 5;
 /// The call took longer than the timeout, by the store's own running time, and Redis did
 /// not show it was alive: after `waited` of wall time. Or it did (`alive`: a probe was
 /// answered) and the call still had no answer after [`MOST_WAITED`] timeouts.
+/// A probe that the server refused (`refusal`: its login, say) names why instead.
 #[derive(Debug)]
 pub(super) struct Elapsed {
     pub(super) waited: Duration,
     pub(super) alive: bool,
+    refusal: Option<crate::StoreError>,
 }
 
 impl From<Elapsed> for crate::StoreError {
     fn from(elapsed: Elapsed) -> crate::StoreError {
-        crate::StoreError::msg(format!(
-            "Redis did not answer within the store's timeout (gave up after {:?})",
-            elapsed.waited
-        ))
+        elapsed.refusal.unwrap_or_else(|| {
+            crate::StoreError::msg(format!(
+                "Redis did not answer within the store's timeout (gave up after {:?})",
+                elapsed.waited
+            ))
+        })
     }
 }
 
@@ -69,13 +73,23 @@ pub(super) async fn within<T>(
     prefix: &str,
 ) -> Result<T, Elapsed> {
     let probe = probe.as_ref();
-    let alive = || async move {
-        match probe {
-            Some(probe) => probe.answers(prefix).await,
-            None => false,
-        }
+    // The last probe's error, if any: a refusal (of the store's login) is the reason the
+    // call had no answer, where the call's own connection is still trying to log in.
+    let refused = parking_lot::Mutex::new(None);
+    let alive = || async {
+        let Some(probe) = probe else {
+            return false;
+        };
+        let answer = probe.answers(prefix).await;
+        let alive = answer.is_ok();
+        *refused.lock() = answer.err();
+        alive
     };
-    within_counting(timeout, call, alive, cpu_wait::total).await
+    let result = within_counting(timeout, call, alive, cpu_wait::total).await;
+    result.map_err(|elapsed| Elapsed {
+        refusal: refused.lock().as_ref().and_then(super::refusal),
+        ..elapsed
+    })
 }
 
 /// What came first once a call had its timeout: its answer, or the probe's.
@@ -99,6 +113,7 @@ async fn within_counting<T, P: Future<Output = bool>>(
     let elapsed = |alive| Elapsed {
         waited: started.elapsed(),
         alive,
+        refusal: None,
     };
     loop {
         if let Some(output) = running(timeout, call.as_mut(), &waited, until).await {

@@ -407,10 +407,11 @@ impl RedisStore {
     }
 
     /// A failed call's error, once the store has forgotten the server's clock (the next
-    /// answer may come from another server) and, behind Sentinel, asked where the master is.
+    /// answer may come from another server), behind Sentinel asked where the master is, and
+    /// had a connection that would never connect again made again.
     fn failed(&self, e: redis::RedisError) -> CallError {
         self.inner.server_clock.forget();
-        self.inner.connection.follow(&e);
+        self.inner.connection.after_failure(&e);
         CallError::Redis(e)
     }
 }

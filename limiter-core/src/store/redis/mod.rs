@@ -13,6 +13,7 @@ mod nodes;
 mod overrides;
 mod probe;
 mod refund;
+mod renewable;
 mod reply;
 mod runtime;
 mod scripts;
@@ -265,7 +266,7 @@ impl RedisStore {
         let followed = runtime
             .run(connection::Followed::start(sentinels))
             .await?
-            .map_err(|e| unreachable("cannot reach the master through the sentinels", e))?;
+            .map_err(|e| failure("cannot reach the master through the sentinels", e))?;
         let store = RedisStore::over(Connection::Sentinel(Arc::new(followed)), runtime);
         store.load_check_script().await?;
         Ok(store)
@@ -306,7 +307,7 @@ impl RedisStore {
         let connection = runtime
             .run(async move { client.get_async_connection().await })
             .await?
-            .map_err(|e| unreachable("cannot reach the Redis Cluster", e))?;
+            .map_err(|e| failure("cannot reach the Redis Cluster", e))?;
         let store = RedisStore::over(Connection::Cluster(connection), runtime);
         store.read_node_map_now().await;
         Ok(store)
@@ -360,7 +361,7 @@ impl RedisStore {
                 Ok(Server::new(calls, Some(client)))
             })
             .await?
-            .map_err(|e| unreachable("cannot reach Redis", e))?;
+            .map_err(|e| failure("cannot reach Redis", e))?;
         let store = RedisStore::over(Connection::Single(server), runtime);
         store.load_check_script().await?;
         Ok(store)
@@ -715,30 +716,36 @@ fn refuses_login(e: &RedisError) -> bool {
 /// What the store says when Redis wants a login it did not give.
 fn login_wanted(e: &RedisError) -> StoreError {
     StoreError::msg(format!(
-        "Redis refused the store's login ({e}): give the password (and user) it expects in \
-         the URL (redis://user:password@host:6379); behind Sentinel, the sentinels' own in \
-         their URLs, the masters' in the client's SentinelNodeConnectionInfo \
-         (RedisStore::from_sentinel)"
+        "Redis refused the store's login ({e}): {WHERE_THE_LOGIN_GOES}"
     ))
 }
 
-/// A connection that could not be made, `what` it was for. A login refused is said as
-/// such: Redis's words, or redis's `AuthenticationFailed` (which it gives for any error
-/// answering `AUTH`, so the message names it rather than blaming the password alone).
-fn unreachable(what: &str, e: RedisError) -> StoreError {
-    match refuses_login(&e) || e.kind() == redis::ErrorKind::AuthenticationFailed {
-        true => login_wanted(&e),
-        false => failure(what, e),
-    }
+/// Where the password and user the store logs in with are given.
+const WHERE_THE_LOGIN_GOES: &str = "give the password (and user) it expects in the URL \
+     (redis://user:password@host:6379); behind Sentinel, the sentinels' own in their URLs, the \
+     masters' in the client's SentinelNodeConnectionInfo (RedisStore::from_sentinel)";
+
+/// What the store says when Redis answered its login with an error that redis does not pass
+/// on (its `AuthenticationFailed`): a wrong password or user, most often, or a password
+/// given to a server that wants none.
+fn login_failed(e: &RedisError) -> StoreError {
+    StoreError::msg(format!(
+        "Redis refused the store's login or answered it with an error ({e}): a wrong \
+         password or user, or a password given to a server that wants none; \
+         {WHERE_THE_LOGIN_GOES}. The store logs in again by itself once let in"
+    ))
 }
 
-/// Why Redis will never run the store's calls as configured, with the fix: it refused the
-/// store's login, or its scripts, in its own words. `None` for anything else (an outage, a
-/// slow server; an error answering `AUTH` that is not a refusal, such as a full server,
-/// which redis also reports as `AuthenticationFailed`).
-fn refusal(e: &RedisError) -> Option<StoreError> {
+/// Why Redis will not run the store's calls as configured, with the fix: it refused the
+/// store's login, in its own words or as redis's `AuthenticationFailed` (an error answering
+/// the login, which says which it may be), or its scripts. `None` for anything else (an
+/// outage, a slow server).
+pub(super) fn refusal(e: &RedisError) -> Option<StoreError> {
     if refuses_login(e) {
         return Some(login_wanted(e));
+    }
+    if e.kind() == redis::ErrorKind::AuthenticationFailed {
+        return Some(login_failed(e));
     }
     refuses_scripts(e).then(|| {
         StoreError::msg(format!(
