@@ -134,7 +134,10 @@
 //!   give it to `RedisStore::from_sentinel` (tested with a password; TLS masters are not
 //!   tested here). A password missing or wrong, on any server, is an error when the store
 //!   connects, saying so: a server that wants one refuses the script (`unauthenticated
-//!   bulk length`) and every check.
+//!   bulk length`) and every check. A store refused its login later (a password changed
+//!   under it, a server restarted with another one) fails each check naming that, tries
+//!   again at most every 250 ms, and counts again once let in
+//!   (`tests/redis_operations.rs`).
 //! - **No long scripts**: Redis runs one script at a time, so none scans: a log of more than
 //!   128 instants is a list, whose first instant still in the window is found by galloping
 //!   from the oldest and bisecting, one `LINDEX` at a time (a log of 128 or fewer is a packed
