@@ -229,19 +229,49 @@ impl Default for Recent {
 }
 
 impl Recent {
-    fn place(&self, name: &str) -> (usize, u64) {
-        let hash = self.hasher.hash_one(name) | 1;
-        ((hash >> 32) as usize % RECENT, hash)
+    /// `name`'s keyed hash (never 0, which marks an empty place): what the store knows a
+    /// name by in a batch (see [`Names`]) and here.
+    fn hash(&self, name: &str) -> u64 {
+        self.hasher.hash_one(name) | 1
     }
 
-    fn seen(&self, name: &str) -> bool {
-        let (at, hash) = self.place(name);
-        self.seen[at].load(Ordering::Relaxed) == hash
+    fn place(hash: u64) -> usize {
+        (hash >> 32) as usize % RECENT
     }
 
-    fn note(&self, name: &str) {
-        let (at, hash) = self.place(name);
-        self.seen[at].store(hash, Ordering::Relaxed);
+    fn seen(&self, hash: u64) -> bool {
+        self.seen[Recent::place(hash)].load(Ordering::Relaxed) == hash
+    }
+
+    fn note(&self, hash: u64) {
+        self.seen[Recent::place(hash)].store(hash, Ordering::Relaxed);
+    }
+}
+
+/// The names of a batch's checks, by their keyed hashes ([`Recent::hash`]): each name is
+/// hashed once (SipHash over a name of 37 bytes or more costs more than the rest of its
+/// bookkeeping). Two names of one hash (one chance in 2^63) only cost a round trip: the
+/// later check goes to the script.
+type Names = HashSet<u64, std::hash::BuildHasherDefault<KeyedHash>>;
+
+/// A hasher for values that are already keyed hashes: it keeps them.
+#[derive(Default)]
+struct KeyedHash(u64);
+
+impl std::hash::Hasher for KeyedHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u64`s are hashed with it; anything else is folded in, never lost.
+        for &byte in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(byte);
+        }
+    }
+
+    fn write_u64(&mut self, hash: u64) {
+        self.0 = hash;
     }
 }
 
@@ -309,7 +339,7 @@ impl RedisStore {
         let recent = &self.inner.recent;
         let min_ttl = self.min_ttl();
         let server_now = self.inner.server_clock.now_ms();
-        let mut named: HashSet<&str> = HashSet::new();
+        let mut named = Names::default();
         let mut tried = Vec::new();
         let mut writes = redis::pipe();
         // An error answers its own command, not the pipeline: the writes before a refused
@@ -318,10 +348,11 @@ impl RedisStore {
         for &at in open {
             let check = &checks[at];
             if let Some((name, policy)) = candidate(check) {
+                let hash = recent.hash(name);
                 let reading = check.now.or(server_now);
                 let first = reading.and_then(|r| Some((r, first_state(policy, r, min_ttl)?)));
                 if let (Some((reading, (state, ttl))), false, false) =
-                    (first, named.contains(name), recent.seen(name))
+                    (first, named.contains(&hash), recent.seen(hash))
                 {
                     writes
                         .cmd("SET")
@@ -337,16 +368,23 @@ impl RedisStore {
                         reading,
                     });
                 }
+                named.insert(hash);
+            } else {
+                named.extend(check.names.iter().map(|name| recent.hash(name)));
             }
-            named.extend(check.names.iter().map(String::as_str));
         }
-        for name in named {
-            recent.note(name);
+        for &hash in &named {
+            recent.note(hash);
         }
         if tried.is_empty() {
             return Ok(());
         }
-        let along = along_with(checks, open, &tried);
+        // A batch of new clients only (the usual batch of a new client per request) has no
+        // other check to send along.
+        let along = match tried.len() == open.len() {
+            true => Vec::new(),
+            false => along_with(checks, open, &tried),
+        };
         let along_checks: Vec<&CheckArgs> = along.iter().map(|&at| &checks[at]).collect();
         if !along.is_empty() {
             writes.add_command(self.script_call(&along_checks));
