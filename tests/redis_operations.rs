@@ -297,7 +297,7 @@ async fn a_server_that_wants_a_password_says_so_at_connect() {
         let error = refusal_at_connect(&url).await;
         println!("{url}: {error}");
         assert!(
-            error.contains("refused the store's login") && error.contains("redis://user:password@"),
+            error.contains("the store's login") && error.contains("redis://user:password@"),
             "{error}"
         );
     }
@@ -356,21 +356,25 @@ async fn a_store_refused_its_login_counts_again_once_let_in() {
             redis.command(&["CLIENT", "KILL", "USER", "limiter"]);
         }
         // Refused: every check fails (the limiter's fault policy answers it), and once the
-        // refusal is known (redis's manager first retries the login for 300 ms), says why.
+        // refusal is known (redis's manager first retries the login, 300 to 600 ms), says
+        // why.
         let (mut said, mut checks, mut named) = (String::new(), 0, 0);
         let refused = Instant::now();
-        while refused.elapsed() < Duration::from_millis(800) {
+        while named < 3 && refused.elapsed() < Duration::from_secs(5) {
             let error = store
                 .check(&limit, b"c", Duration::ZERO)
                 .await
                 .expect_err("a refused store decides nothing");
             said = error.to_string();
             checks += 1;
-            named += usize::from(said.contains("refused the store's login"));
+            named += usize::from(said.contains("the store's login"));
             actix_web::rt::time::sleep(Duration::from_millis(20)).await;
         }
-        println!("lazily {lazily}: {named} of {checks} refused checks named it; the last: {said}");
-        assert!(said.contains("refused the store's login"), "{said}");
+        println!(
+            "lazily {lazily}: {named} of {checks} refused checks named it by {:?}: {said}",
+            refused.elapsed()
+        );
+        assert!(said.contains("the store's login"), "{said}");
         assert!(said.contains("redis://user:password@"), "{said}");
         user(">s3cret");
         let let_in = Instant::now();

@@ -137,7 +137,8 @@
 //!   bulk length`) and every check. A store refused its login later (a password changed
 //!   under it, a server restarted with another one) fails each check naming that, tries
 //!   again at most every 250 ms, and counts again once let in
-//!   (`tests/redis_operations.rs`).
+//!   (`tests/redis_operations.rs`; not a store made `from_manager`, which has no client to
+//!   connect again with: redis's manager keeps such a failure for good).
 //! - **No long scripts**: Redis runs one script at a time, so none scans: a log of more than
 //!   128 instants is a list, whose first instant still in the window is found by galloping
 //!   from the oldest and bisecting, one `LINDEX` at a time (a log of 128 or fewer is a packed

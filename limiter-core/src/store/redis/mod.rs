@@ -726,13 +726,13 @@ const WHERE_THE_LOGIN_GOES: &str = "give the password (and user) it expects in t
      masters' in the client's SentinelNodeConnectionInfo (RedisStore::from_sentinel)";
 
 /// What the store says when Redis answered its login with an error that redis does not pass
-/// on (its `AuthenticationFailed`): a wrong password or user, most often, or a password
-/// given to a server that wants none.
+/// on (its `AuthenticationFailed`): a wrong password or user, most often, but a full server
+/// or a proxy's error answers a login so too.
 fn login_failed(e: &RedisError) -> StoreError {
     StoreError::msg(format!(
-        "Redis refused the store's login or answered it with an error ({e}): a wrong \
-         password or user, or a password given to a server that wants none; \
-         {WHERE_THE_LOGIN_GOES}. The store logs in again by itself once let in"
+        "Redis answered the store's login with an error ({e}; redis does not say which): a \
+         wrong password or user, a password given to a server that wants none, or a server \
+         with no room for another client (maxclients); for a login, {WHERE_THE_LOGIN_GOES}"
     ))
 }
 

@@ -11,6 +11,7 @@
 //! time out, naming no cause): at most every [`RENEW_EVERY`]. Meanwhile calls get the
 //! failure at once, which names the refusal.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
@@ -27,6 +28,10 @@ pub(super) struct Renewable {
     /// another with.
     client: Option<(redis::Client, ConnectionManagerConfig)>,
     renewed: parking_lot::Mutex<Option<Instant>>,
+    /// A failure the manager keeps came within [`RENEW_EVERY`] of its making: the next
+    /// call after that time gets a new one, rather than the failure once more (after the
+    /// server let the store in again, a quiet minute later, say).
+    due: AtomicBool,
 }
 
 impl Renewable {
@@ -39,11 +44,16 @@ impl Renewable {
             manager: ArcSwap::from_pointee(manager),
             client,
             renewed: parking_lot::Mutex::new(None),
+            due: AtomicBool::new(false),
         }
     }
 
-    /// The manager calls go over now.
+    /// The manager calls go over now: a new one if the last kept a failure and was made
+    /// [`RENEW_EVERY`] ago or more.
     pub(super) fn get(&self) -> ConnectionManager {
+        if self.due.load(Ordering::Relaxed) && !self.renewed_lately() {
+            self.renew_without_retries();
+        }
         (**self.manager.load()).clone()
     }
 
@@ -61,32 +71,54 @@ impl Renewable {
         if let Ok(manager) = ConnectionManager::new_lazy_with_config(client.clone(), config) {
             self.manager.store(std::sync::Arc::new(manager));
             *self.renewed.lock() = Some(Instant::now());
+            self.due.store(false, Ordering::Relaxed);
         }
     }
 
+    fn renew_without_retries(&self) {
+        self.renew_with(|config| config.set_number_of_retries(0));
+    }
+
+    fn renewed_lately(&self) -> bool {
+        self.renewed
+            .lock()
+            .is_some_and(|at| at.elapsed() < RENEW_EVERY)
+    }
+
     /// After a call over this manager failed with `error`: renews it if the failure is one
-    /// the manager keeps for good (see the module's comment), and it was not renewed within
-    /// [`RENEW_EVERY`].
+    /// the manager keeps for good (see the module's comment), now or, within
+    /// [`RENEW_EVERY`] of the last renewal, at the first call after.
     pub(super) fn after_error(&self, error: &RedisError) {
         if !kept_for_good(error) {
             return;
         }
-        let recently = self
-            .renewed
-            .lock()
-            .is_some_and(|at| at.elapsed() < RENEW_EVERY);
-        if !recently {
-            self.renew_with(|config| config.set_number_of_retries(0));
+        match self.renewed_lately() {
+            true => self.due.store(true, Ordering::Relaxed),
+            false => self.renew_without_retries(),
         }
     }
 }
 
-/// Whether `error` is a failure to connect that redis's manager keeps (not an I/O error):
-/// a login refused or answered with an error, a database not switched to. Each arises only
-/// while a connection is being made.
+/// Whether `error` may be a failure to connect that redis's manager keeps (any but an I/O
+/// error): a login refused or answered with an error — `AUTH`'s (which redis reports as
+/// `AuthenticationFailed`) or, over RESP3, `HELLO`'s in the server's words (`WRONGPASS`, a
+/// full server's `max number of clients`) — or a database not switched to. A command's
+/// error of those words only costs a connection made again, at most every
+/// [`RENEW_EVERY`].
 fn kept_for_good(error: &RedisError) -> bool {
+    if error.is_io_error() {
+        return false;
+    }
+    let text = error.to_string();
     error.kind() == redis::ErrorKind::AuthenticationFailed
-        || error.to_string().contains("refused to switch database")
+        || [
+            "WRONGPASS",
+            "max number of clients",
+            "refused to switch database",
+            "refused to authenticate",
+        ]
+        .iter()
+        .any(|words| text.contains(words))
 }
 
 #[cfg(test)]
@@ -105,6 +137,16 @@ mod tests {
             "ERR DB index is out of range".to_string(),
         ));
         let dropped = RedisError::from(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
+        let resp3_refused = RedisError::from((
+            redis::ServerErrorKind::ResponseError.into(),
+            "An error was signalled by the server",
+            "WRONGPASS invalid username-password pair or user is disabled.".to_string(),
+        ));
+        let full = RedisError::from((
+            redis::ServerErrorKind::ResponseError.into(),
+            "An error was signalled by the server",
+            "max number of clients reached".to_string(),
+        ));
         let no_script = RedisError::from((
             redis::ServerErrorKind::NoScript.into(),
             "NOSCRIPT",
@@ -112,6 +154,8 @@ mod tests {
         ));
         assert!(kept_for_good(&refused));
         assert!(kept_for_good(&no_database));
+        assert!(kept_for_good(&resp3_refused));
+        assert!(kept_for_good(&full));
         assert!(!kept_for_good(&dropped));
         assert!(!kept_for_good(&no_script));
     }
