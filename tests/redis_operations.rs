@@ -377,21 +377,26 @@ async fn a_store_refused_its_login_counts_again_once_let_in() {
         assert!(said.contains("the store's login"), "{said}");
         assert!(said.contains("redis://user:password@"), "{said}");
         user(">s3cret");
-        let let_in = Instant::now();
-        let mut recovered = None;
-        while let_in.elapsed() < Duration::from_secs(5) {
-            if store.check(&limit, b"c", Duration::ZERO).await.is_ok() {
-                recovered = Some(let_in.elapsed());
-                break;
-            }
-            actix_web::rt::time::sleep(Duration::from_millis(20)).await;
-        }
+        let recovered = counting_again(&store, &limit).await;
         println!("lazily {lazily}: counting again after {recovered:?}");
         assert!(
             recovered.is_some(),
             "still refused 5 s after the login was let in"
         );
     }
+}
+
+/// How long `store` takes to decide a check of `limit` again, checking every 20 ms; none
+/// within 5 s.
+async fn counting_again(store: &RedisStore, limit: &Limit) -> Option<Duration> {
+    let since = Instant::now();
+    while since.elapsed() < Duration::from_secs(5) {
+        if store.check(limit, b"c", Duration::ZERO).await.is_ok() {
+            return Some(since.elapsed());
+        }
+        actix_web::rt::time::sleep(Duration::from_millis(20)).await;
+    }
+    None
 }
 
 /// A server at its `maxclients` (every client connecting again after a restart) turns away
@@ -433,15 +438,7 @@ async fn a_store_turned_away_by_a_full_server_counts_again_once_there_is_room() 
     }
     println!("turned away: {said}");
     drop(fillers);
-    let room = Instant::now();
-    let mut recovered = None;
-    while room.elapsed() < Duration::from_secs(5) {
-        if store.check(&limit, b"c", Duration::ZERO).await.is_ok() {
-            recovered = Some(room.elapsed());
-            break;
-        }
-        actix_web::rt::time::sleep(Duration::from_millis(20)).await;
-    }
+    let recovered = counting_again(&store, &limit).await;
     println!("counting again after {recovered:?}");
     assert!(
         recovered.is_some(),
