@@ -285,11 +285,14 @@
 //! client — which batching shares but does not remove), throughput ≥ 1.2× (0.85–1.38×: the
 //! instance's own work per check is the peer's, so the margin can only come from batching —
 //! `MANY=1 benches/callgrind.sh redis_many aerl_many`, one request at a time and so one
-//! check a call, counts 76,500 instructions a request against the peer's 73,300, bare actix
-//! 18,900), and ≤ 100 bytes per key. Memory: a key with an expiry costs Redis 7.0 at least
-//! 117 bytes with a 16-byte name and an integer value (74.5 without the expiry), measured
-//! with `redis-cli --pipe`; limiter's names are 37 bytes for an IPv4 client and its states 6–14 bytes, hence
-//! about 163. Below 100 needs clients sharing keys (a hash of many clients per key, whose
+//! check a call, counts 76,800 instructions a request against the peer's 74,900 in one run,
+//! bare actix 18,900; writing a key's name by a table and hashing it once a batch took
+//! 1,700 off, from 78,500 in the same run), and ≤ 100 bytes per key. Memory: a key with an
+//! expiry costs Redis 7.0 at least 112 bytes, with a name of up to 28 bytes and a value
+//! Redis shares (an integer under 10,000), and Valkey 8.0, which keeps the name in its
+//! entry, 96 bytes with a name of up to 16 (1,000,000 `SET name 1 PX …` through
+//! `redis-cli --pipe`, `used_memory`); limiter's names are 37 bytes for an IPv4 client and
+//! its states 6–14 bytes, hence about 163. Below 100 needs clients sharing keys (a hash of many clients per key, whose
 //! fields Redis 7.0 cannot expire one by one). Weighed with `benches/script_callgrind.sh set
 //! hset peer` (a new client per check, 23-byte names, 16 a call): a field per client in one
 //! hash per limit and window (`hset`, its lifetime set once) costs Redis 5,700 instructions
