@@ -15,7 +15,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
 use redis::RedisError;
 
 use super::connection::single_config;
@@ -33,12 +32,7 @@ impl Probe {
     /// is called in, which then keeps it in use. `None` where the client's configuration
     /// makes no connection manager.
     pub(super) fn start(client: redis::Client) -> Option<Probe> {
-        let manager =
-            ConnectionManager::new_lazy_with_config(client.clone(), single_config()).ok()?;
-        let probe = Probe(Arc::new(Renewable::new(
-            manager,
-            Some((client, single_config())),
-        )));
+        let probe = Probe(Arc::new(Renewable::lazy(client, single_config())?));
         let kept = Arc::downgrade(&probe.0);
         tokio::spawn(async move {
             while let Some(renewable) = kept.upgrade() {

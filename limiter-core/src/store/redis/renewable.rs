@@ -48,6 +48,17 @@ impl Renewable {
         }
     }
 
+    /// A manager made with `client` and `config`, which connects on its first use; `None`
+    /// where the configuration makes none.
+    pub(super) fn lazy(
+        client: redis::Client,
+        config: ConnectionManagerConfig,
+    ) -> Option<Renewable> {
+        let manager =
+            ConnectionManager::new_lazy_with_config(client.clone(), config.clone()).ok()?;
+        Some(Renewable::new(manager, Some((client, config))))
+    }
+
     /// The manager calls go over now: a new one if the last kept a failure and was made
     /// [`RENEW_EVERY`] ago or more.
     pub(super) fn get(&self) -> ConnectionManager {
