@@ -909,7 +909,7 @@ fn key_names_are_stable_bounded_and_tagged() {
     );
     assert_eq!(
         store.key_name(&login, &[b'4', 203, 0, 113, 7]),
-        "limiter:{34cb007107}:91e1686b5b5aeed5"
+        "limiter:{NMsAcQc}keFoa1ta7tU"
     );
     let api = Limit::new(
         "api",
@@ -920,7 +920,7 @@ fn key_names_are_stable_bounded_and_tagged() {
     );
     assert_eq!(
         store.key_name(&api, &[b'x'; 10_000]),
-        "limiter:{f8c5cde791c5056cf515881e701c8a9ecb439a75}:38d52b71ced22a64"
+        "limiter:{-MXN55HFBWz1FYgecByKnstDmnU}ONUrcc7SKmQ"
     );
     // A scope's name is not in the key, however long or odd: its id tells budgets apart.
     let long = Limit::new(
@@ -928,12 +928,16 @@ fn key_names_are_stable_bounded_and_tagged() {
         Policy::new(5, Duration::from_secs(60)).unwrap(),
     );
     let name = store.key_name(&long, b"k");
-    assert_eq!(name, format!("limiter:{{6b}}:{:016x}", long.id()));
+    assert_eq!(
+        name,
+        format!("limiter:{{aw}}{}", common::base64url(&long.id().to_be_bytes()))
+    );
     assert_eq!(name.matches('{').count(), 1, "one hash tag: {name}");
 }
 
-/// What the store writes is the documented layout, `PREFIX:{CLIENT}:LIMIT`, computed
-/// here from its definition: the key's bytes in hex below 20 bytes, their SHA-1 from 20.
+/// What the store writes is the documented layout, `PREFIX:{CLIENT}LIMIT`, computed here
+/// from its definition: the key's bytes in base64url below 20 bytes, their SHA-1's from 20,
+/// then the limit's id's.
 #[::std::prelude::v1::test]
 fn the_keys_written_follow_the_documented_layout() {
     let server = RedisServer::start();
@@ -946,15 +950,14 @@ fn the_keys_written_follow_the_documented_layout() {
         rt.block_on(store.check(&limit, key, Duration::ZERO))
             .unwrap();
     }
-    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let id = common::base64url(&limit.id().to_be_bytes());
     // The states, and the registry of the limits in use (for operators' tools).
     let mut expected = vec![
         "limiter:limits".to_string(),
-        format!("limiter:{{{}}}:{:016x}", hex(&short), limit.id()),
+        format!("limiter:{{{}}}{id}", common::base64url(&short)),
         format!(
-            "limiter:{{{}}}:{:016x}",
-            sha1_smol::Sha1::from(&long[..]).digest(),
-            limit.id()
+            "limiter:{{{}}}{id}",
+            common::base64url(&sha1_smol::Sha1::from(&long[..]).digest().bytes())
         ),
     ];
     expected.sort();

@@ -156,15 +156,18 @@
 //!   expires when its state stops mattering: a fixed window's end, the end of the counter's
 //!   next window, the moment a bucket is full again. A log's expiry is read once per call
 //!   and extended only when it falls short (to two windows), so most pushes set none.
-//! - **One key layout**: `PREFIX:{CLIENT}:LIMIT`, bounded whatever a client sends. `PREFIX`
+//! - **One key layout**: `PREFIX:{CLIENT}LIMIT`, bounded whatever a client sends. `PREFIX`
 //!   is `limiter` (`RedisStore::with_prefix` changes it); `CLIENT` the store key's bytes in
-//!   hex, or their SHA-1 (40 hex digits) when the key is 20 bytes or longer; `LIMIT` 16 hex
-//!   digits of a stable id of (scope, policy) — the first 8 bytes of the SHA-1 of
-//!   `SCOPE\nALGORITHM\nMAX\nWINDOW_MS\nBURST`, the same on every platform and compiler.
-//!   The braces are a Redis Cluster hash tag: a client's states share a slot.
-//!   `tests/redis.rs` checks the names the store writes against this layout. The scope's
-//!   name is not in the key (at a million clients its characters would be most of the
-//!   memory), and the layout is the state format's version: 0.1 wrote hashes under
+//!   unpadded base64url (RFC 4648 §5: `A`–`Z`, `a`–`z`, `0`–`9`, `-`, `_`), or their SHA-1's
+//!   (27 characters) when the key is 20 bytes or longer; `LIMIT` 11 characters of the same
+//!   alphabet for 8 bytes of a stable id of (scope, policy) — the first 8 bytes of the
+//!   SHA-1 of `SCOPE\nALGORITHM\nMAX\nWINDOW_MS\nBURST`, big-endian, the same on every
+//!   platform and compiler. The braces are a Redis Cluster hash tag: a client's states
+//!   share a slot. An IPv4 client's name is 28 bytes (`limiter:{NMsAcQc}v0qnzJRcWdg`), the
+//!   most that fits Redis's 32-byte allocation with its header: at a million clients the
+//!   names are a third of Redis's memory, and the scope's name is not in them for that
+//!   reason. `tests/redis.rs` checks the names the store writes against this layout. The
+//!   layout is the state format's version: 0.1 wrote hashes under
 //!   `PREFIX:SCOPE:LIMIT:{CLIENT}`, so during a rolling deploy from 0.1 old and new
 //!   instances never read each other's states — each counts its own budget until the old
 //!   ones are gone (a client may get up to two budgets for one window of the deploy).

@@ -409,6 +409,10 @@ fn a_sliding_log_refund_reads_a_few_instants_of_a_long_log() {
 
 fn redis_key(limiter: &Limiter, limit: &Limit) -> String {
     let _ = limiter;
-    // The store's documented layout: PREFIX:{CLIENT}:LIMIT with the key in hex.
-    format!("limiter:{{{}}}:{:016x}", "636c69656e74", limit.id())
+    // The store's documented layout: PREFIX:{CLIENT}LIMIT, both in base64url.
+    format!(
+        "limiter:{{{}}}{}",
+        crate::common::base64url(b"client"),
+        crate::common::base64url(&limit.id().to_be_bytes())
+    )
 }

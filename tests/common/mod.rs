@@ -200,3 +200,19 @@ pub(crate) fn sockets_to(port: u16) -> Vec<bool> {
     }
     found
 }
+
+/// Bytes in unpadded base64url (RFC 4648 §5), as the Redis store writes a key's name: a
+/// definition apart from the store's, so that a test of the layout checks it.
+pub(crate) fn base64url(bytes: &[u8]) -> String {
+    const DIGITS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let bits: Vec<u8> = bytes
+        .iter()
+        .flat_map(|b| (0..8).rev().map(move |i| b >> i & 1))
+        .collect();
+    bits.chunks(6)
+        .map(|six| {
+            let n = (0..6).fold(0, |n, i| n << 1 | usize::from(six.get(i) == Some(&1)));
+            char::from(DIGITS[n])
+        })
+        .collect()
+}

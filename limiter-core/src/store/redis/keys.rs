@@ -2,43 +2,52 @@
 
 use crate::Limit;
 
-/// The Redis key holding `key`'s state under `limit`: `PREFIX:{CLIENT}:LIMIT`, bounded in
-/// length whatever a client sends. `CLIENT` is the key's bytes in hex, or their SHA-1 when
-/// 20 bytes or longer; `LIMIT` is the limit's stable id (of its scope and policy) in 16 hex
-/// digits. The braces are a Redis Cluster hash tag: a client's states live on one node.
+/// The Redis key holding `key`'s state under `limit`: `PREFIX:{CLIENT}LIMIT`, bounded in
+/// length whatever a client sends. `CLIENT` is the key's bytes in unpadded base64url (RFC
+/// 4648 §5), or their SHA-1's when 20 bytes or longer; `LIMIT` is the limit's stable id (of
+/// its scope and policy), 8 bytes big-endian in the same alphabet. The braces are a Redis
+/// Cluster hash tag: a client's states live on one node.
 ///
-/// The scope's name is not in it: at a million clients its characters would be most of
-/// Redis's memory. The layout is also the state format's version: 0.1's names were
-/// `PREFIX:SCOPE:LIMIT:{CLIENT}`, ending in the brace, so that instances of both during a
-/// rolling deploy never read each other's states (each counts its own budget until the old
-/// ones are gone).
+/// Short, because at a million clients the names are a third of Redis's memory: an IPv4
+/// client's is 28 bytes with the default prefix, the most that fits Redis's 32-byte
+/// allocation with its header (37 in hex). The scope's name is not in it either. The layout
+/// is also the state format's version: 0.1's names were `PREFIX:SCOPE:LIMIT:{CLIENT}`,
+/// ending in the brace, so that instances of both during a rolling deploy never read each
+/// other's states (each counts its own budget until the old ones are gone).
 pub(super) fn key_name(prefix: &str, limit: &Limit, key: &[u8]) -> String {
     key_name_of(prefix, limit.id(), key)
 }
 
 /// [`key_name`] of a limit known by its id.
 pub(super) fn key_name_of(prefix: &str, limit_id: u64, key: &[u8]) -> String {
-    let mut name = String::with_capacity(prefix.len() + 60);
+    let mut name = String::with_capacity(prefix.len() + 44);
     name.push_str(prefix);
     name.push_str(":{");
     if key.len() < 20 {
-        push_hex(&mut name, key);
+        push_base64(&mut name, key);
     } else {
-        push_hex(&mut name, &sha1_smol::Sha1::from(key).digest().bytes());
+        push_base64(&mut name, &sha1_smol::Sha1::from(key).digest().bytes());
     }
-    name.push_str("}:");
-    push_hex(&mut name, &limit_id.to_be_bytes());
+    name.push('}');
+    push_base64(&mut name, &limit_id.to_be_bytes());
     name
 }
 
-/// Appends `bytes` in lowercase hex, two digits a byte: by a table, as every check names
-/// its key (`write!`'s formatting machinery cost 1,700 instructions a name, a tenth of a
-/// new client's check on the instance).
-fn push_hex(name: &mut String, bytes: &[u8]) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for &byte in bytes {
-        name.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        name.push(char::from(DIGITS[usize::from(byte & 0xf)]));
+/// Appends `bytes` in unpadded base64url (never a brace, which would end the hash tag), by
+/// a table: every check names its key, and `write!`'s formatting machinery cost 1,700
+/// instructions a name, a tenth of a new client's check on the instance.
+fn push_base64(name: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut digit = |six: u32| name.push(char::from(DIGITS[(six & 63) as usize]));
+    for chunk in bytes.chunks(3) {
+        let bits = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |bits, (i, &b)| bits | u32::from(b) << (16 - 8 * i));
+        // A chunk of n bytes is n + 1 digits, the last one's low bits zero.
+        for i in 0..=chunk.len() {
+            digit(bits >> (18 - 6 * i));
+        }
     }
 }
 
@@ -57,27 +66,57 @@ pub(super) fn hash_slot(name: &str) -> u16 {
 mod tests {
     use super::*;
 
-    /// The names as `write!` formatted them before the table: a name is a state's address,
-    /// and a changed one would lose every budget on the next deploy.
-    fn formatted(prefix: &str, limit_id: u64, key: &[u8]) -> String {
-        let client = match key.len() < 20 {
-            true => key.iter().map(|byte| format!("{byte:02x}")).collect(),
-            false => sha1_smol::Sha1::from(key).digest().to_string(),
-        };
-        format!("{prefix}:{{{client}}}:{limit_id:016x}")
+    /// Base64url by its definition: every 6 bits of the bytes, most significant first,
+    /// padded with zero bits to a whole digit.
+    fn by_bits(bytes: &[u8]) -> String {
+        const DIGITS: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        let bits: Vec<bool> = bytes
+            .iter()
+            .flat_map(|b| (0..8).rev().map(move |i| b >> i & 1 == 1))
+            .collect();
+        bits.chunks(6)
+            .map(|six| {
+                let n = (0..6).fold(0, |n, i| n << 1 | usize::from(six.get(i) == Some(&true)));
+                DIGITS.as_bytes()[n] as char
+            })
+            .collect()
     }
 
     #[test]
-    fn names_are_the_formatted_ones_for_every_length() {
-        for len in [0, 1, 5, 18, 19, 20, 21, 64, 300] {
+    fn names_are_base64url_for_every_length() {
+        for len in [0, 1, 2, 3, 4, 5, 18, 19, 20, 21, 64, 300] {
             let key: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
+            let client = match len < 20 {
+                true => by_bits(&key),
+                false => by_bits(&sha1_smol::Sha1::from(&key).digest().bytes()),
+            };
             for limit_id in [0, 1, 0xbf4a_a7cc_945c_59d8, u64::MAX] {
                 assert_eq!(
                     key_name_of("limiter", limit_id, &key),
-                    formatted("limiter", limit_id, &key),
+                    format!("limiter:{{{client}}}{}", by_bits(&limit_id.to_be_bytes())),
                     "a key of {len} bytes"
                 );
             }
         }
+    }
+
+    /// The RFC's test vectors (unpadded), and an IPv4 client's name within 28 bytes.
+    #[test]
+    fn base64url_is_the_rfcs() {
+        for (bytes, text) in [
+            (&b""[..], ""),
+            (b"f", "Zg"),
+            (b"fo", "Zm8"),
+            (b"foo", "Zm9v"),
+            (b"foob", "Zm9vYg"),
+            (b"fooba", "Zm9vYmE"),
+            (b"foobar", "Zm9vYmFy"),
+            (b"\xfb\xff", "-_8"),
+        ] {
+            let mut name = String::new();
+            push_base64(&mut name, bytes);
+            assert_eq!(name, text);
+        }
+        assert_eq!(key_name_of("limiter", u64::MAX, b"4\xcb\x00\x71\x07").len(), 28);
     }
 }

@@ -63,9 +63,10 @@ use scripts::Script;
 /// - **Tidy**: every key written expires, when its state stops mattering (a fixed window's
 ///   end, the counter's next window, a full bucket; a log keeps two windows from when its
 ///   expiry was last short, so that most pushes set none). Key names are
-///   `PREFIX:{CLIENT}:LIMIT`, bounded in length whatever a client sends: `CLIENT` is the key's
-///   bytes in hex, or their SHA-1 when 20 bytes or longer, `LIMIT` the limit's stable id in
-///   16 hex digits ([`Limit`]'s documentation gives its encoding). The braces are a Redis
+///   `PREFIX:{CLIENT}LIMIT`, bounded in length whatever a client sends: `CLIENT` is the key's
+///   bytes in unpadded base64url, or their SHA-1's when 20 bytes or longer, `LIMIT` the
+///   limit's stable id in 11 characters of the same ([`Limit`]'s documentation gives its
+///   encoding). The braces are a Redis
 ///   Cluster hash tag: a client's states live on one node
 ///   ([`connect_cluster`](RedisStore::connect_cluster)).
 /// - **Load is not an outage**: the limiter's timeout judges Redis's answer to each call,
@@ -443,7 +444,8 @@ impl RedisStore {
         (&self.inner.script.sha, self.inner.script.source)
     }
 
-    /// The Redis key holding `key`'s state under `limit`: `PREFIX:{CLIENT}:LIMIT`.
+    /// The Redis key holding `key`'s state under `limit`: `PREFIX:{CLIENT}LIMIT`, the key's
+    /// bytes (their SHA-1's from 20 bytes) and the limit's id in unpadded base64url.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -454,7 +456,7 @@ impl RedisStore {
     /// let login = Limit::new("login", Policy::new(5, Duration::from_secs(60)).unwrap());
     /// assert_eq!(
     ///     store.key_name(&login, b"4\xcb\x00\x71\x07"),
-    ///     "limiter:{34cb007107}:bf4aa7cc945c59d8"
+    ///     "limiter:{NMsAcQc}v0qnzJRcWdg"
     /// );
     /// # }
     /// ```

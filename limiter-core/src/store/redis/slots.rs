@@ -29,7 +29,7 @@ pub(super) struct Leases(Mutex<HashMap<u64, oneshot::Sender<()>>>);
 
 impl RedisStore {
     /// The Redis key of `key`'s leases under the concurrency limit `limit_id`:
-    /// `PREFIX:{CLIENT}:LIMIT:s`, in the client's hash slot.
+    /// `PREFIX:{CLIENT}LIMIT:s`, in the client's hash slot.
     fn slots_key(&self, limit_id: u64, key: &[u8]) -> String {
         let mut name = key_name_of(&self.inner.prefix, limit_id, key);
         name.push_str(":s");
