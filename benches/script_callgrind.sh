@@ -22,7 +22,6 @@
 # another server (`hsetex` needs Redis 8 or Valkey 9).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
-script="${SCRIPT:-$here/limiter-core/src/store/redis/check.lua}"
 server_binary="${REDIS_SERVER:-redis-server}"
 keys="${KEYS:-16}"
 hot="${HOT:-}"
@@ -32,6 +31,13 @@ states=("$@")
 [ ${#states[@]} -gt 0 ] || states=(peer set 2 3 4 5 1)
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
+# The store's check script is first_state.lua and check.lua joined (scripts.rs).
+if [ -n "${SCRIPT:-}" ]; then
+    script="$SCRIPT"
+else
+    script="$work/check.lua"
+    cat "$here"/limiter-core/src/store/redis/{first_state,check}.lua > "$script"
+fi
 
 # Sends $3 calls of $2 checks of state $1 to the server on port $4.
 replay() {

@@ -930,7 +930,10 @@ fn key_names_are_stable_bounded_and_tagged() {
     let name = store.key_name(&long, b"k");
     assert_eq!(
         name,
-        format!("limiter:{{aw}}{}", common::base64url(&long.id().to_be_bytes()))
+        format!(
+            "limiter:{{aw}}{}",
+            common::base64url(&long.id().to_be_bytes())
+        )
     );
     assert_eq!(name.matches('{').count(), 1, "one hash tag: {name}");
 }
@@ -1394,11 +1397,12 @@ fn server_ms(server: &RedisServer) -> u64 {
     server_time(server).as_millis() as u64
 }
 
-/// A new client's usual check (one limit, one unit) is a plain `SET ... NX PX`, no script: its
-/// key holds the state the script would have written, counted at the store's estimate of the
-/// server's clock (within a few ms of the server's readings before and after), with the
-/// script's expiry. Its next checks go to the script, which reads it as its own: remaining and
-/// status as the memory store's.
+/// A new client's usual check (one limit, one unit) is a plain `SET ... NX PXAT`, no script:
+/// its key holds a mark, its reading modulo 8,192 (the counter's: its window's index), and
+/// expires at that reading plus the state's lifetime, the reading being the store's estimate
+/// of the server's clock (within a few ms of the server's readings before and after). Its
+/// next checks go to the script, which reads it back exactly: the state it then writes
+/// starts at that very reading, and remaining and status are the memory store's.
 #[::std::prelude::v1::test]
 fn a_new_clients_first_check_goes_without_the_script() {
     let server = RedisServer::start();
@@ -1426,27 +1430,31 @@ fn a_new_clients_first_check_goes_without_the_script() {
             "{algorithm}"
         );
         assert_eq!(server.calls("set"), 1, "{algorithm}");
-        let raw = raw_value(&server, &name);
-        let be = |bytes: &[u8]| bytes.iter().fold(0u64, |n, &b| (n << 8) | u64::from(b));
-        let ttl = server.integer(&["PTTL", &name]) as u64;
-        match algorithm {
-            Algorithm::FixedWindow | Algorithm::SlidingWindow => {
-                let at = be(&raw[..6]);
-                // Never ahead of the server's clock; behind by a round trip at most.
-                assert!(
-                    before.saturating_sub(15) <= at && at <= after,
-                    "{algorithm}: counted at {at}, the server read {before} and {after}"
-                );
-                assert!(ttl <= 60_012 && ttl > 59_000, "{algorithm}: {ttl}");
-            }
+        let mark: u64 = String::from_utf8(raw_value(&server, &name))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(mark < 8_192, "{algorithm}: {mark}");
+        let expires = server.integer(&["PEXPIRETIME", &name]) as u64;
+        // The reading the first check counted at, from its expiry: never ahead of the
+        // server's clock, behind it by a round trip at most.
+        let at = match algorithm {
+            Algorithm::FixedWindow | Algorithm::SlidingWindow => expires - 60_012,
+            Algorithm::TokenBucket => expires - 20_013,
             Algorithm::SlidingWindowCounter => {
-                assert_eq!(raw.len(), 14, "{algorithm}");
-                assert!(ttl <= 120_012 && ttl > 60_000, "{algorithm}: {ttl}");
+                let index = (expires - 12) / 60_000 - 2;
+                assert_eq!((expires - 12) % 60_000, 0, "{algorithm}: {expires}");
+                assert_eq!(mark, index % 8_192, "{algorithm}");
+                assert!(index * 60_000 <= after && before < (index + 1) * 60_000 + 15);
+                index * 60_000
             }
-            Algorithm::TokenBucket => {
-                assert_eq!(raw.len(), 10, "{algorithm}");
-                assert!(ttl <= 20_013, "{algorithm}: {ttl}");
-            }
+        };
+        if algorithm != Algorithm::SlidingWindowCounter {
+            assert!(
+                before.saturating_sub(15) <= at && at <= after,
+                "{algorithm}: counted at {at}, the server read {before} and {after}"
+            );
+            assert_eq!(mark, at % 8_192, "{algorithm}");
         }
         // Where the client stands, read by an operator's tool, and its next checks: one
         // unit counted.
@@ -1458,6 +1466,18 @@ fn a_new_clients_first_check_goes_without_the_script() {
                 .unwrap();
             assert!(next.allowed(), "{algorithm}");
             assert_eq!(next.remaining(), expected_remaining, "{algorithm}");
+            if expected_remaining == 1 {
+                // The script read the mark as the first check's own state: what it wrote
+                // still starts at that reading.
+                let raw = raw_value(&server, &name);
+                let be = |bytes: &[u8]| bytes.iter().fold(0u64, |n, &b| (n << 8) | u64::from(b));
+                let kept = match algorithm {
+                    Algorithm::SlidingWindowCounter => be(&raw[..6]) * 60_000,
+                    Algorithm::TokenBucket => be(&raw[..6]) - 40_000,
+                    _ => be(&raw[..6]),
+                };
+                assert_eq!(kept, at, "{algorithm}: {raw:?}");
+            }
         }
         let refused = rt
             .block_on(store.check(&limit, b"new", Duration::ZERO))

@@ -24,12 +24,6 @@ end
 local function keep(key, need, give, fresh)
   if fresh or min_ttl > 0 or redis.call('PTTL', key) < need then expire(key, give) end
 end
-local function idiv(a, b)
-  local q = math.floor(a / b)
-  while q * b > a do q = q - 1 end
-  while (q + 1) * b <= a do q = q + 1 end
-  return q
-end
 
 -- State read once per call and written once at its end: a batch's checks of one key (a
 -- busy client) share one read and one write. The fixed window, the counter and the bucket
@@ -544,13 +538,26 @@ local function start_block(policy, bkey, wait_ns)
   return (until_ms - clock) * 1000000
 end
 
+local function server_now()
+  if not server_clock then
+    local t = redis.call('TIME')
+    server_clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return server_clock
+end
+
 local function decide(p, key, cost, commit)
   local policy = policies[p]
   if policy[1] == 1 then
     return sliding_window(key, policy[2], policy[3], cost, commit)
   end
+  local raw = values[key]
+  if raw and #raw < 6 and policy[1] <= 5 then
+    raw = first_state(key, raw, policy[1], policy[2], policy[4], server_now())
+    values[key] = raw
+  end
   local admits, remaining, wait, status_remaining, status_wait, used, counted, ttl =
-    packed(policy, values[key], cost)
+    packed(policy, raw, cost)
   if commit and admits then record(key, counted, lifetime(ttl, used)) end
   return admits, remaining, wait, status_remaining, status_wait, used
 end
@@ -561,14 +568,6 @@ end
 local function counted(admits, used)
   if not admits then return 0 end
   return 1 + used - clock
-end
-
-local function server_now()
-  if not server_clock then
-    local t = redis.call('TIME')
-    server_clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  end
-  return server_clock
 end
 
 -- Every key's packed state, read in one MGET per slot group: a command costs a script far

@@ -5,15 +5,21 @@
 //! several times the command it runs).
 //!
 //! So a usual check (one limit without a penalty, one unit) of a key this store has not sent
-//! lately goes out as `SET key STATE NX PX LIFETIME`, the batch's such writes in one
-//! pipeline: the packed state of check.lua after that one check, counted at the check's
-//! reading, with the expiry the script would give it. Where the key was absent (`OK`) the
-//! check is decided; where it exists (`NX` wrote nothing) the check goes to the script after
-//! all, in a second call. The checks that were never candidates go in the same pipeline as
-//! the writes, one script call after them, unless they touch a key a write was tried for (or
-//! a key of a check so held back): those go in the second call, in their order, so that
-//! every check still sees those before it of its keys. Every reader (the
-//! script, refunds, `status`) sees the state the script alone would have written.
+//! lately goes out as one `SET ... NX`, the batch's such writes in one pipeline. On the
+//! server's clock it is `SET key MARK NX PXAT EXPIRES`: the state is the key's expiry, the
+//! check's reading plus the lifetime its policy gives a first state, and MARK that reading
+//! modulo 8,192 ([`first_mark`]; `first_state.lua` has why, and reads it back). An integer
+//! below 10,000 is one Redis shares between keys, so such a key costs Redis its name and
+//! expiry only, 32 to 48 bytes less than a packed state. With the caller's clock, whose
+//! readings are not the server's, it is `SET key STATE NX PX LIFETIME`: the packed state of
+//! check.lua after that one check, with the expiry the script would give it. Where the key
+//! was absent (`OK`) the check is decided; where it exists (`NX` wrote nothing) the check
+//! goes to the script after all, in a second call. The checks that were never candidates go
+//! in the same pipeline as the writes, one script call after them, unless they touch a key
+//! a write was tried for (or a key of a check so held back): those go in the second call,
+//! in their order, so that every check still sees those before it of its keys. Every
+//! reader (the script, refunds, `status`) sees the state the script alone would have
+//! written.
 //!
 //! The reading: the caller's, with the caller's clock; on the server's clock, the store's
 //! reading of it ([`ServerClock`]): the latest `TIME` a call brought, at most a quarter of a
@@ -95,6 +101,45 @@ pub(super) fn first_state(policy: &Policy, at_ms: u64, min_ttl: u64) -> Option<(
         }
     };
     Some((state, ttl.max(min_ttl).max(1) + KEY_MARGIN_MS))
+}
+
+/// Marks are readings (the counter's: window indexes) modulo this: an integer Redis shares
+/// (below 10,000), and an expiry read back within half of it (4 s) tells them apart.
+/// `first_state.lua` has it as a literal (a test here holds the two equal).
+const MARK_MODULUS: u64 = 8_192;
+
+/// A first state on the server's clock as its key's expiry: the mark the key holds and when
+/// it expires (the server's unix ms, for `PXAT`), the check's reading plus the lifetime
+/// [`first_state`] gives it; `None` where that has none.
+pub(super) fn first_mark(policy: &Policy, at_ms: u64) -> Option<(u64, u64)> {
+    let (_, lifetime) = first_state(policy, at_ms, 0)?;
+    let marked = match scripts::code(policy) {
+        3 => at_ms / policy.window_ms(),
+        _ => at_ms,
+    };
+    Some((marked % MARK_MODULUS, at_ms + lifetime))
+}
+
+/// The reading a first state written by [`first_mark`] was counted at, from its mark and
+/// its key's expiry read back within 4 s (the counter's: its window's start, which is all
+/// its first state keeps); as `first_state.lua` reads it.
+pub(super) fn first_reading(policy: &Policy, mark: u64, expires_ms: u64) -> Option<u64> {
+    let expires = expires_ms.checked_sub(KEY_MARGIN_MS)?;
+    let window = policy.window_ms();
+    let code = scripts::code(policy);
+    let near = match code {
+        3 => (expires / window).checked_sub(2)?,
+        4 => expires.checked_sub(policy.emission_interval_ns() / 1_000_000 + 1)?,
+        2 | 5 => expires.checked_sub(window)?,
+        _ => return None,
+    };
+    let half = MARK_MODULUS / 2;
+    let ahead = (mark % MARK_MODULUS + MARK_MODULUS + half - near % MARK_MODULUS) % MARK_MODULUS;
+    let marked = (near + ahead).checked_sub(half)?;
+    Some(match code {
+        3 => marked * window,
+        _ => marked,
+    })
 }
 
 /// Whether `policy`'s first check has a state of its own to write: the packed states of
@@ -291,6 +336,8 @@ struct Tried<'a> {
     name: &'a str,
     policy: &'a Policy,
     reading: u64,
+    /// Written as a mark ([`first_mark`]), not as a packed state.
+    marked: bool,
 }
 
 impl RedisStore {
@@ -350,23 +397,18 @@ impl RedisStore {
             if let Some((name, policy)) = candidate(check) {
                 let hash = recent.hash(name);
                 let reading = check.now.or(server_now);
-                let first = reading.and_then(|r| Some((r, first_state(policy, r, min_ttl)?)));
-                if let (Some((reading, (state, ttl))), false, false) =
-                    (first, named.contains(&hash), recent.seen(hash))
-                {
-                    writes
-                        .cmd("SET")
-                        .arg(name)
-                        .arg(state)
-                        .arg("NX")
-                        .arg("PX")
-                        .arg(ttl);
-                    tried.push(Tried {
-                        at,
-                        name,
-                        policy,
-                        reading,
-                    });
+                let free = !named.contains(&hash) && !recent.seen(hash);
+                if let (Some(reading), true) = (reading, free) {
+                    let marked = check.now.is_none() && self.inner.marks.load(Ordering::Relaxed);
+                    if write_first(&mut writes, name, policy, reading, marked, min_ttl) {
+                        tried.push(Tried {
+                            at,
+                            name,
+                            policy,
+                            reading,
+                            marked,
+                        });
+                    }
                 }
                 named.insert(hash);
             } else {
@@ -418,6 +460,11 @@ impl RedisStore {
                     let decision = first_decision(first.policy, first.reading);
                     decided[first.at] = Some(answer_of(decision, first.reading));
                 }
+                // A server older than Redis 6.2 knows no `PXAT`: its first checks are written
+                // as packed states from now on, and this one's goes to the script.
+                Value::ServerError(e) if first.marked && is_syntax_error(&e) => {
+                    self.inner.marks.store(false, Ordering::Relaxed);
+                }
                 Value::ServerError(e) => refused = refused.or(Some(CallError::Redis(e.into()))),
                 // `NX`: the key exists, the script decides.
                 _ => {}
@@ -454,6 +501,42 @@ impl RedisStore {
     }
 }
 
+/// Adds `name`'s first check at `reading` to `writes`, as a mark on the server's clock
+/// (`marked`), else as a packed state; whether `policy` has a first state to write.
+fn write_first(
+    writes: &mut redis::Pipeline,
+    name: &str,
+    policy: &Policy,
+    reading: u64,
+    marked: bool,
+    min_ttl: u64,
+) -> bool {
+    let (value, expiry, when) = match marked {
+        true => match first_mark(policy, reading) {
+            Some((mark, expires)) => (mark.to_string().into_bytes(), "PXAT", expires),
+            None => return false,
+        },
+        false => match first_state(policy, reading, min_ttl) {
+            Some((state, lifetime)) => (state, "PX", lifetime),
+            None => return false,
+        },
+    };
+    writes
+        .cmd("SET")
+        .arg(name)
+        .arg(value)
+        .arg("NX")
+        .arg(expiry)
+        .arg(when);
+    true
+}
+
+/// Whether Redis refused a command's syntax (`SET ... PXAT` before Redis 6.2).
+fn is_syntax_error(error: &redis::ServerError) -> bool {
+    error.details().is_some_and(|d| d.contains("syntax error"))
+        || error.to_string().contains("syntax error")
+}
+
 /// Of the `open` checks other than the first checks `tried`, those the script may decide
 /// in the same round trip as their writes: those that touch no key of a first check nor of
 /// a check held back before them (a check must see those before it of the same keys,
@@ -487,14 +570,80 @@ fn answer_of(decision: Decision, at_ms: u64) -> Vec<i64> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::Algorithm;
+
     /// check.lua writes the margin as a literal (a script has no constants of ours): the two
     /// must agree, or a first check's key could be found gone while its state still matters.
     #[test]
     fn the_script_gives_every_key_the_first_checks_margin() {
-        let line = format!("  return ttl + {}\n", super::KEY_MARGIN_MS);
+        let line = format!("  return ttl + {}\n", KEY_MARGIN_MS);
         assert!(
-            super::scripts::SCRIPT.contains(&line),
+            scripts::SCRIPT.contains(&line),
             "check.lua's lifetime() must end with {line:?}"
         );
+    }
+
+    /// first_state.lua reads marks with the same numbers as literals.
+    #[test]
+    fn the_script_reads_marks_with_the_same_numbers() {
+        let margin = format!("  local expires = now + ttl - {KEY_MARGIN_MS}\n");
+        let modulus = format!(
+            "(tonumber(mark) - near + {}) % {MARK_MODULUS} - {}\n",
+            MARK_MODULUS / 2,
+            MARK_MODULUS / 2
+        );
+        for line in [margin, modulus] {
+            assert!(scripts::SCRIPT.contains(&line), "first_state.lua: {line:?}");
+        }
+    }
+
+    /// Every policy with a first state, windows from 1 ms to days, buckets of every rate.
+    fn policies() -> Vec<Policy> {
+        let mut policies = Vec::new();
+        for window in [1, 7, 999, 1_000, 4_096, 8_192, 60_000, 86_400_000] {
+            let per = std::time::Duration::from_millis(window);
+            for algorithm in [
+                Algorithm::SlidingWindow,
+                Algorithm::FixedWindow,
+                Algorithm::SlidingWindowCounter,
+                Algorithm::TokenBucket,
+            ] {
+                for max in [1, 5, 100] {
+                    if let Ok(policy) = Policy::for_algorithm(algorithm, max, per) {
+                        policies.push(policy);
+                    }
+                }
+            }
+        }
+        policies
+    }
+
+    /// A mark and an expiry read back up to 4 s off give the state written, exactly, for
+    /// readings anywhere and any remainder of the modulus.
+    #[test]
+    fn a_mark_and_its_expiry_give_back_the_first_state() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for policy in policies() {
+            for _ in 0..200 {
+                let at = 1_700_000_000_000 + next() % (1 << 40);
+                let (mark, expires) = first_mark(&policy, at).unwrap();
+                assert!(mark < 10_000, "a shared integer");
+                let off = (next() % 8_190) as i64 - 4_095;
+                let read = expires.checked_add_signed(off).unwrap();
+                let reading = first_reading(&policy, mark, read).unwrap();
+                assert_eq!(
+                    first_state(&policy, reading, 0).unwrap().0,
+                    first_state(&policy, at, 0).unwrap().0,
+                    "{policy} at {at}, read {off} ms off"
+                );
+            }
+        }
     }
 }

@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::RedisStore;
+use super::{fresh, RedisStore};
 use crate::algorithm::fixed_window::FixedWindow;
 use crate::algorithm::sliding_window;
 use crate::algorithm::sliding_window_counter::SlidingWindowCounter;
@@ -110,7 +110,19 @@ impl RedisStore {
         let mut get = redis::cmd("GET");
         get.arg(&name);
         let raw: Option<Vec<u8>> = self.query(get).await?;
-        let raw = raw.unwrap_or_default();
+        let mut raw = raw.unwrap_or_default();
+        // A new client's first state on the server's clock: a mark and the key's expiry.
+        if let Some(mark) = mark_of(&raw) {
+            let mut ttl = redis::cmd("PTTL");
+            ttl.arg(&name);
+            let ttl: i64 = self.query(ttl).await?;
+            let expires = now_ms + u64::try_from(ttl).unwrap_or(0);
+            let reading = fresh::first_reading(policy, mark, expires);
+            raw = reading
+                .and_then(|at| fresh::first_state(policy, at, 0))
+                .map(|(state, _)| state)
+                .unwrap_or_default();
+        }
         decode(&raw, now_ms, policy)
             .ok_or_else(|| StoreError::msg(format!("the state at {name} is not of its limit")))
     }
@@ -124,6 +136,15 @@ impl RedisStore {
         self.command(command)
             .await?
             .map_err(|e| super::failure("Redis did not answer", e))
+    }
+}
+
+/// The mark a first state written as its key's expiry holds (see `fresh.rs`): an integer of
+/// 4 digits at most, where every packed state is 6 bytes or longer.
+fn mark_of(raw: &[u8]) -> Option<u64> {
+    match raw.len() {
+        1..=4 => std::str::from_utf8(raw).ok()?.parse().ok(),
+        _ => None,
     }
 }
 

@@ -117,6 +117,9 @@ mod tests {
             push_base64(&mut name, bytes);
             assert_eq!(name, text);
         }
-        assert_eq!(key_name_of("limiter", u64::MAX, b"4\xcb\x00\x71\x07").len(), 28);
+        assert_eq!(
+            key_name_of("limiter", u64::MAX, b"4\xcb\x00\x71\x07").len(),
+            28
+        );
     }
 }

@@ -120,6 +120,9 @@ struct Inner {
     /// checks without the script (see `fresh.rs`).
     recent: fresh::Recent,
     server_clock: fresh::ServerClock,
+    /// Whether the server takes `SET ... PXAT` (Redis 6.2 and later), which new clients'
+    /// first checks on its clock are written with (see `fresh.rs`).
+    marks: std::sync::atomic::AtomicBool,
     /// Held by the batch being decided on one server (see `batch.rs`).
     turn: tokio::sync::Mutex<()>,
     /// On a cluster, which node serves which slot (see `node_batches.rs`).
@@ -145,6 +148,7 @@ impl Inner {
             lease: slots::DEFAULT_LEASE,
             recent: Default::default(),
             server_clock: Default::default(),
+            marks: std::sync::atomic::AtomicBool::new(true),
             turn: Default::default(),
             node_map: Default::default(),
         }

@@ -44,6 +44,9 @@ for i = 1, #KEYS do
     -- The packed states of check.lua, changed in place: the expiry stays what the last
     -- check set (a refund never makes a state matter longer).
     local raw = redis.call('GET', key)
+    if raw and #raw < 6 and algorithm <= 5 then
+      raw = first_state(key, raw, algorithm, window, interval, clock)
+    end
     if raw then
       local changed = nil
       if algorithm == 5 then

@@ -39,14 +39,15 @@
 
 use crate::{Algorithm, Policy};
 
-pub(super) const SCRIPT: &str = include_str!("check.lua");
+/// The check: `first_state.lua` (what both scripts share) and `check.lua`.
+pub(super) const SCRIPT: &str = concat!(include_str!("first_state.lua"), include_str!("check.lua"));
 
 /// Gives back what a check counted (`count = "failures"`), by its receipt, with the rules of
 /// the algorithms' `refund`. `KEYS[i]` as for the check; `ARGV` is `now_ms` (empty for the
 /// server's clock) followed by six values per key: `state` ([`code`]), `window_ms, interval_ns, cost,
 /// mark_ms, mark_ns` (the mark of the check's receipt, in milliseconds and the nanoseconds
 /// beyond them). Only what is still counted of the check's own units comes back.
-const REFUND: &str = include_str!("refund.lua");
+const REFUND: &str = concat!(include_str!("first_state.lua"), include_str!("refund.lua"));
 
 /// The script: its source and the SHA-1 that `EVALSHA` names it by.
 pub(crate) struct Script {
