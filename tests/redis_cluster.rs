@@ -26,9 +26,12 @@ async fn connect(cluster: &RedisCluster) -> RedisStore {
     RedisStore::connect_cluster(&urls).await.unwrap()
 }
 
-/// Keys 0 to 5: their slots fall on every node of a three-node cluster.
+/// Keys 0 to 8: their slots fall on every node of a three-node cluster (`{AA}` to `{CA}`
+/// in the key names; 8's alone is on the first).
+const KEYS: u8 = 9;
+
 fn steps() -> impl Strategy<Value = Vec<(u8, u64)>> + Clone {
-    replays::steps(6, 50)
+    replays::steps(KEYS, 50)
 }
 
 /// The keys these tests use live on all three nodes (else they would prove little).
@@ -38,14 +41,14 @@ fn the_keys_cover_every_node() {
     let rt = runtime();
     let store = rt.block_on(connect(&cluster));
     let limit = Limit::new("cover", Policy::new(5, Duration::from_secs(60)).unwrap());
-    let nodes: BTreeSet<usize> = (0..6u8)
+    let nodes: BTreeSet<usize> = (0..KEYS)
         .map(|key| cluster.node_of(&store.key_name(&limit, &[key])))
         .collect();
     assert_eq!(nodes.len(), 3);
     // And the store's connection to each node sends a call at once (TCP_NODELAY; with
     // Nagle's algorithm a batch in two segments waits for a delayed acknowledgement).
     let limiter = Limiter::builder().store(store).build();
-    for key in 0..6u8 {
+    for key in 0..KEYS {
         assert!(rt
             .block_on(limiter.check(&limit, &[key]))
             .unwrap()
@@ -77,7 +80,7 @@ fn stacks_across_nodes_answer_as_the_memory_store_does() {
     let rt = runtime();
     let redis = rt.block_on(connect(&cluster)).use_caller_clock();
     replays::stacks_answer_as_in_memory(&rt, &redis, steps(), 40, "cluster-stack", |key| {
-        [[key], [(key + 1) % 6], [(key + 2) % 6]]
+        [[key], [(key + 1) % KEYS], [(key + 2) % KEYS]]
     });
 }
 
@@ -253,9 +256,9 @@ fn client(i: u8) -> std::net::SocketAddr {
     format!("203.0.113.{}:4000", 10 + i).parse().unwrap()
 }
 
-/// The node holding client `i`'s state, found by its address's bytes in the key names.
+/// The node holding client `i`'s state, found by its key's hash tag in the key names.
 fn node_of_client(cluster: &RedisCluster, i: u8) -> usize {
-    let tag = format!("cb0071{:02x}}}:", 10 + i);
+    let tag = format!("{{{}}}", common::base64url(&[b'4', 203, 0, 113, 10 + i]));
     (0..3)
         .find(|&n| match cluster.node(n).command(&["KEYS", "*"]) {
             redis::Value::Array(keys) => keys.iter().any(|k| match k {
@@ -338,7 +341,7 @@ fn scripts_reload_on_the_node_that_serves_the_slot() {
     let rt = runtime();
     let store = rt.block_on(connect(&cluster));
     let limit = Limit::new("reload", Policy::new(100, Duration::from_secs(60)).unwrap());
-    for key in 0..6u8 {
+    for key in 0..KEYS {
         assert!(rt
             .block_on(store.check(&limit, &[key], Duration::ZERO))
             .unwrap()
@@ -347,7 +350,7 @@ fn scripts_reload_on_the_node_that_serves_the_slot() {
     cluster.on_every_node(&["SCRIPT", "FLUSH"]);
     cluster.on_every_node(&["CONFIG", "RESETSTAT"]);
     for _ in 0..3 {
-        for key in 0..6u8 {
+        for key in 0..KEYS {
             assert!(rt
                 .block_on(store.check(&limit, &[key], Duration::ZERO))
                 .unwrap()
@@ -357,7 +360,7 @@ fn scripts_reload_on_the_node_that_serves_the_slot() {
     assert_eq!(cluster.calls("eval"), 3, "once per node");
     assert_eq!(
         cluster.calls("evalsha"),
-        18,
+        3 * u64::from(KEYS),
         "one per check (three answered NOSCRIPT)"
     );
 }
