@@ -11,418 +11,6 @@ local min_ttl, npolicies, at = struct.unpack('>I8I4', header)
 -- The reading the check being decided counts at: its caller's, or the server's TIME, read
 -- once for a whole batch.
 local clock, server_clock = 0, nil
-local function expire(key, ms)
-  if ms < min_ttl then ms = min_ttl end
-  if ms < 1 then ms = 1 end
-  redis.call('PEXPIRE', key, ms)
-end
--- Every key written must live as long as its state can change a decision (`need` ms). Its
--- expiry is read and, when short of that (a new key, or one another writer gave less),
--- set to `give` ms, a little more than needed, so that the next writes find it long
--- enough. A caller with a clock of its own always sets it (to at least `min_ttl`).
--- A key this call found absent (`fresh`) has no expiry to read.
-local function keep(key, need, give, fresh)
-  if fresh or min_ttl > 0 or redis.call('PTTL', key) < need then expire(key, give) end
-end
-
--- State read once per call and written once at its end: a batch's checks of one key (a
--- busy client) share one read and one write. The fixed window, the counter and the bucket
--- keep their state in a string of a few packed integers (`values[key]`: as read, `false`
--- for none, then as changed), written with its expiry in one `SET PX` (`dirty[key]`: the
--- ms it must live); `logs[key]` is a view of a sliding log with the changes still to write.
-local values, dirty, order, logs, log_order = {}, {}, {}, {}, {}
-local encode, decode = struct.pack, struct.unpack
--- The packed states, big-endian unsigned: the fixed window's start (ms) and count; the
--- counter's window index and the previous and current windows' counts; the bucket's
--- theoretical arrival time in ms and the nanoseconds beyond them.
-local FIXED, COUNTER, BUCKET = '>I6I4', '>I6I4I4', '>I6I4'
-
--- A sliding log as read (`loaded` instants, those asked for kept in `seen` by index), less
--- the `off` oldest instants dropped since, plus the instants pushed since (`tail`). Single
--- instants are read with LINDEX, which costs Redis far less than a range.
-local function log_of(key)
-  local log = logs[key]
-  if not log then
-    local len = redis.call('LLEN', key)
-    local newest = nil
-    local seen = {}
-    if len > 0 then
-      newest = tonumber(redis.call('LINDEX', key, -1))
-      seen[len - 1] = newest
-    end
-    log = {loaded = len, off = 0, seen = seen, tail = {}, newest = newest, fresh = len == 0}
-    logs[key] = log
-    log_order[#log_order + 1] = key
-  end
-  return log
-end
--- The log's i-th instant (from 0).
-local function instant(key, log, i)
-  local p = log.off + i
-  if p >= log.loaded then return log.tail[p - log.loaded + 1] end
-  local at = log.seen[p]
-  if not at then
-    at = tonumber(redis.call('LINDEX', key, p))
-    log.seen[p] = at
-  end
-  return at
-end
-
--- Each algorithm returns six values: whether it admits `cost`; if it does, {remaining,
--- wait_ns} with it counted, else its rejection; where it stands with nothing counted
--- {remaining, wait_ns}; and the instant it counted at. The log reads its key and, with
--- `commit`, records what it admits; the others decide on their packed state (`raw`, false
--- for none) and, when they admit, also return the state counted and the ms it must live.
--- (No closures or tables per check: Redis runs this for every request.)
-
--- A sliding log's answer, either representation, from its `count` instants in the window
--- and the oldest of them: where it stands, and `cost` admitted, or refused until `last`
--- (the instant whose leaving admits it) leaves the window.
-local function log_answer(count, oldest, last, now, window, max, cost)
-  local status_wait = 0
-  if oldest then status_wait = (oldest + window - now) * 1000000 end
-  if last then
-    return false, max - count, (last + window - now) * 1000000, max - count, status_wait, now
-  end
-  return true, max - count - cost, ((oldest or now) + window - now) * 1000000, max - count,
-    status_wait, now
-end
-
-local function sliding_window(key, window, max, cost, commit)
-  local now = clock
-  local log = log_of(key)
-  local len = log.loaded - log.off + #log.tail
-  local newest = nil
-  if len > 0 then
-    newest = log.newest
-    if newest > now then now = newest end
-  end
-  -- The instants are in order. The first one still in the window is found by galloping
-  -- from the oldest (1, 2, 4, ... on) and then bisecting: a few reads when a few instants
-  -- left the window, a few dozen for a log of 65,535 (a scan would block Redis).
-  local expired, oldest = 0, nil
-  if len > 0 then
-    local first = instant(key, log, 0)
-    if now - first < window then
-      oldest = first
-    else
-      local lo, hi, step = 0, len, 1
-      while lo + step < len do
-        if now - instant(key, log, lo + step) < window then hi = lo + step break end
-        lo, step = lo + step, step * 2
-      end
-      while hi - lo > 1 do
-        local mid = math.floor((lo + hi) / 2)
-        if now - instant(key, log, mid) < window then hi = mid else lo = mid end
-      end
-      expired = hi
-      if expired < len then oldest = instant(key, log, expired) end
-    end
-  end
-  local count = len - expired
-  if count + cost > max then
-    -- Admitted once the oldest count + cost - max instants have left the window; more than
-    -- max at once never is (the wait is until the log is empty).
-    local leaving = count + cost - max
-    local last = now
-    if leaving <= count then
-      last = instant(key, log, expired + leaving - 1)
-    elseif count > 0 then
-      last = newest
-    end
-    return log_answer(count, oldest, last, now, window, max, cost)
-  end
-  if commit then
-    log.off = log.off + expired
-    for _ = 1, cost do log.tail[#log.tail + 1] = now end
-    log.newest = now
-    -- The log matters until its newest instant leaves the window (counted from the call's
-    -- reading, as Redis counts expiries: later by as much as the state was caught up past
-    -- it); when its expiry falls short of that, it is set to two windows, so that it stands
-    -- for a window of pushes.
-    local ahead = now - clock
-    log.need, log.give = window + ahead, 2 * window + ahead
-  end
-  return log_answer(count, oldest, nil, now, window, max, cost)
-end
-
--- A short log (a limit of at most 128, the usual ones): its instants packed in a string,
--- oldest first — the oldest in 6 bytes, each later one in 4 as its distance from it (the
--- instants kept all lie within a window, at most 7 days) — read and rewritten whole: a
--- `GET` and a `SET PX` like the other states, 4 bytes an instant and no list to keep.
--- A log read or written in this call is decoded once (`decoded[raw]`): a busy client's
--- checks in one call, most of them rejected, do not decode it each.
-local formats, decoded = {}, {}
--- The struct format of a short log of `n` instants.
-local function format_of(n)
-  local format = formats[n]
-  if not format then
-    format = '>I6' .. string.rep('I4', n - 1)
-    formats[n] = format
-  end
-  return format
-end
-local function short_log(raw, window, max, cost)
-  local now = clock
-  local v, n = nil, 0
-  if raw then
-    n = (#raw - 2) / 4
-    v = decoded[raw]
-    if not v then
-      v = {decode(format_of(n), raw)}
-      decoded[raw] = v
-    end
-    local newest = v[1]
-    if n > 1 then newest = newest + v[n] end
-    if newest > now then now = newest end
-  end
-  -- The i-th instant (from 1) is v[1] for the oldest, v[1] + v[i] after it.
-  local base = v and v[1]
-  local expired = 0
-  while expired < n do
-    local at = base
-    if expired > 0 then at = base + v[expired + 1] end
-    if now - at < window then break end
-    expired = expired + 1
-  end
-  local count = n - expired
-  local oldest = nil
-  if count > 0 then
-    oldest = base
-    if expired > 0 then oldest = base + v[expired + 1] end
-  end
-  if count + cost > max then
-    -- The instant whose leaving admits it: the (count + cost - max)-th in the window, or
-    -- the newest (or now) when it needs more than the log holds.
-    local last = now
-    if count > 0 then
-      local i = expired + count + cost - max
-      if i > n then i = n end
-      last = base
-      if i > 1 then last = base + v[i] end
-    end
-    return log_answer(count, oldest, last, now, window, max, cost)
-  end
-  -- The instants still in the window, then `cost` of now, from the first of them.
-  local from = oldest or now
-  local out, k = {from}, 1
-  for i = expired + 2, n do
-    k = k + 1
-    out[k] = base + v[i] - from
-  end
-  local first = 1
-  if count == 0 then first = 2 end
-  for _ = first, cost do
-    k = k + 1
-    out[k] = now - from
-  end
-  -- The log matters until its newest instant (now) leaves the window.
-  local admits, remaining, wait, status_remaining, status_wait, used =
-    log_answer(count, oldest, nil, now, window, max, cost)
-  return admits, remaining, wait, status_remaining, status_wait, used,
-    encode(format_of(k), unpack(out, 1, k)), window
-end
-
-local function fixed_window(raw, window, max, cost)
-  local now = clock
-  local start, count = nil, 0
-  if raw then start, count = decode(FIXED, raw) end
-  if start and count > 0 and now < start then now = start end
-  if not start or count == 0 or now - start >= window then
-    start = now
-    count = 0
-  end
-  local ends = (start + window - now) * 1000000
-  local status_wait = 0
-  if count > 0 then status_wait = ends end
-  if cost > max - count then
-    return false, max - count, ends, max - count, status_wait, now
-  end
-  -- The state matters until the window ends.
-  return true, max - count - cost, ends, max - count, status_wait, now,
-    encode(FIXED, start, count + cost), start + window - now
-end
-
--- Calendar quotas (calendar.rs has the rules): periods of days, Monday weeks or months,
--- from an offset east of UTC; the state packs the period's number and its count as the
--- fixed window packs its start and count.
-local DAY = 86400000
--- The (year, month) of a day counted from 1970-01-01 (H. Hinnant's algorithm; days after
--- 1970 only, so every division is of positive numbers).
-local function civil_from_days(day)
-  local z = day + 719468
-  local era = math.floor(z / 146097)
-  local doe = z - era * 146097
-  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524)
-    - math.floor(doe / 146096)) / 365)
-  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
-  local mp = math.floor((5 * doy + 2) / 153)
-  local month = mp + 3
-  if mp >= 10 then month = mp - 9 end
-  local year = yoe + era * 400
-  if month <= 2 then year = year + 1 end
-  return year, month
-end
--- The day, counted from 1970-01-01, of the first of `month` in `year`.
-local function days_from_civil(year, month)
-  if month <= 2 then year = year - 1 end
-  local era = math.floor(year / 400)
-  local yoe = year - era * 400
-  local mp = month - 3
-  if month <= 2 then mp = month + 9 end
-  local doy = math.floor((153 * mp + 2) / 5)
-  return era * 146097 + yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy - 719468
-end
-local function period_of(policy, now)
-  local loc = now + (policy[11] - 840) * 60000
-  if loc < 0 then loc = 0 end
-  local day = math.floor(loc / DAY)
-  if policy[10] == 1 then return day end
-  if policy[10] == 2 then return math.floor((day + 3) / 7) end
-  local year, month = civil_from_days(day)
-  return (year - 1970) * 12 + month - 1
-end
-local function period_start(policy, index)
-  local day = index
-  if policy[10] == 2 then
-    day = index * 7 - 3
-  elseif policy[10] == 3 then
-    day = days_from_civil(1970 + math.floor(index / 12), index % 12 + 1)
-  end
-  local start = day * DAY - (policy[11] - 840) * 60000
-  if start < 0 then start = 0 end
-  return start
-end
-local function calendar_quota(policy, raw, cost)
-  local now, max = clock, policy[3]
-  local index, count = nil, 0
-  if raw then index, count = decode(FIXED, raw) end
-  local current = period_of(policy, now)
-  if not index or count == 0 or current > index then index, count = current, 0 end
-  -- A reading of an earlier period is counted at the state's period's start.
-  local start = period_start(policy, index)
-  if start > now then now = start end
-  local left = period_start(policy, index + 1) - now
-  local ends = left * 1000000
-  local status_wait = 0
-  if count > 0 then status_wait = ends end
-  if cost > max - count then
-    return false, max - count, ends, max - count, status_wait, now
-  end
-  -- The state matters until its period ends.
-  return true, max - count - cost, ends, max - count, status_wait, now,
-    encode(FIXED, index, count + cost), left
-end
-
-local function until_below(prev, cur, elapsed, t, target)
-  local to_edge = t - elapsed
-  if cur < target and prev > 0 then
-    local x_max = idiv((target - cur) * t + prev - 1, prev) - 1
-    if x_max >= to_edge then return 0 end
-    if x_max >= 1 then return to_edge - x_max end
-  end
-  if cur == 0 then return to_edge end
-  local y_max = idiv(target * t + cur - 1, cur) - 1
-  if y_max >= t then return to_edge end
-  return to_edge + t - y_max
-end
-
-local function sliding_window_counter(raw, window, max, cost)
-  local now = clock
-  local stored, stored_prev, stored_cur = nil, 0, 0
-  if raw then stored, stored_prev, stored_cur = decode(COUNTER, raw) end
-  if stored and (stored_prev > 0 or stored_cur > 0) and idiv(now, window) < stored then
-    now = stored * window
-  end
-  local index = idiv(now, window)
-  local elapsed = now - index * window
-  local prev, cur = 0, 0
-  if stored == index then
-    prev, cur = stored_prev, stored_cur
-  elseif stored == index - 1 then
-    prev = stored_cur
-  end
-  local weighted = prev * (window - elapsed) + cur * window
-  if cost > max or weighted + (cost - 1) * window >= max * window then
-    local target = max + 1 - cost
-    if target < 1 then target = 1 end
-    local wait = until_below(prev, cur, elapsed, window, target) * 1000000
-    local left = 0
-    if weighted < max * window then left = idiv(max * window - weighted + window - 1, window) end
-    return false, left, wait, left, wait, now
-  end
-  local left = idiv(max * window - weighted + window - 1, window)
-  local status_wait = 0
-  if left < max then status_wait = until_below(prev, cur, elapsed, window, max - left) * 1000000 end
-  local room = max * window - (weighted + cost * window)
-  if room < 0 then room = 0 end
-  local remaining = idiv(room + window - 1, window)
-  local wait = until_below(prev, cur + cost, elapsed, window, max - remaining) * 1000000
-  -- The state matters until the next window ends.
-  return true, remaining, wait, left, status_wait, now,
-    encode(COUNTER, index, prev, cur + cost), 2 * window - elapsed
-end
-
-local function token_bucket(raw, interval, capacity, cost, delay)
-  local now = clock
-  local used = 0
-  if raw then
-    local tat, tat_ns = decode(BUCKET, raw)
-    used = (tat - now) * 1000000 + tat_ns
-    if used < 0 then used = 0 end
-  end
-  local taken = cost * interval
-  if used + taken > capacity then
-    local wait = used + taken - capacity
-    if wait > 576460752303423488 then wait = 576460752303423488 end
-    if wait <= delay and taken <= capacity then
-      -- Its tokens come within the delay: taken now, ahead; it runs once they are back.
-      -- (The answer's wait is negative: an admission that waits.) Where the bucket stands
-      -- with nothing taken: admitting one more after a wait (0 left), or refusing (a status
-      -- of -1 remaining says so) until a wait is within the delay.
-      local over = used + interval - capacity
-      local status_remaining, status_wait = 0, over
-      if over > delay then status_remaining, status_wait = -1, over - delay end
-      if over <= 0 then
-        local left = capacity - used
-        status_remaining = idiv(left, interval)
-        status_wait = 0
-        if used ~= 0 then
-          status_wait = interval
-          local partial = left - status_remaining * interval
-          if partial ~= 0 then status_wait = interval - partial end
-        end
-      end
-      local after = used + taken
-      local whole = idiv(after, 1000000)
-      return true, 0, -wait, status_remaining, status_wait, now,
-        encode(BUCKET, now + whole, after - whole * 1000000), whole + 1
-    end
-    local left = 0
-    if used < capacity then left = idiv(capacity - used, interval) end
-    -- A request that fits comes back once its wait is within the delay.
-    if taken <= capacity then wait = wait - delay end
-    return false, left, wait, left, wait, now
-  end
-  local left = capacity - used
-  local status_remaining = idiv(left, interval)
-  local status_wait = 0
-  if used ~= 0 then
-    status_wait = interval
-    local partial = left - status_remaining * interval
-    if partial ~= 0 then status_wait = interval - partial end
-  end
-  local after = used + taken
-  left = capacity - after
-  local remaining = idiv(left, interval)
-  local next_back = interval
-  local partial = left - remaining * interval
-  if partial ~= 0 then next_back = interval - partial end
-  -- The bucket matters until it is full again.
-  local whole = idiv(after, 1000000)
-  return true, remaining, next_back, status_remaining, status_wait, now,
-    encode(BUCKET, now + whole, after - whole * 1000000), whole + 1
-end
 
 -- The policies this call's checks use, each once, from the header: state, window_ms, max,
 -- interval_ns, capacity_ns, then the penalty's block_ms (0: none), after, within_ms and
@@ -440,6 +28,449 @@ for p = 1, npolicies do
     offset, delay}
   if state ~= 1 or block > 0 then strings = true end
 end
+-- The states and penalties this call's policies have: only their functions are made (a
+-- script makes every function it defines on every call, which cost Redis more than a new
+-- client's whole check).
+local has, penalties = {}, false
+for p = 1, npolicies do
+  has[policies[p][1]] = true
+  if policies[p][6] > 0 then penalties = true end
+end
+local expire, keep, log_of, instant, log_answer, sliding_window, formats, decoded, format_of
+local short_log, fixed_window, DAY, civil_from_days, days_from_civil, period_of, period_start
+local calendar_quota, until_below, sliding_window_counter, token_bucket, record_of, block_left
+local start_block
+if has[1] then
+  expire = function(key, ms)
+    if ms < min_ttl then ms = min_ttl end
+    if ms < 1 then ms = 1 end
+    redis.call('PEXPIRE', key, ms)
+  end
+  -- Every key written must live as long as its state can change a decision (`need` ms). Its
+  -- expiry is read and, when short of that (a new key, or one another writer gave less),
+  -- set to `give` ms, a little more than needed, so that the next writes find it long
+  -- enough. A caller with a clock of its own always sets it (to at least `min_ttl`).
+  -- A key this call found absent (`fresh`) has no expiry to read.
+  keep = function(key, need, give, fresh)
+    if fresh or min_ttl > 0 or redis.call('PTTL', key) < need then expire(key, give) end
+  end
+end
+
+-- State read once per call and written once at its end: a batch's checks of one key (a
+-- busy client) share one read and one write. The fixed window, the counter and the bucket
+-- keep their state in a string of a few packed integers (`values[key]`: as read, `false`
+-- for none, then as changed), written with its expiry in one `SET PX` (`dirty[key]`: the
+-- ms it must live); `logs[key]` is a view of a sliding log with the changes still to write.
+local values, dirty, order, logs, log_order = {}, {}, {}, {}, {}
+local encode, decode = struct.pack, struct.unpack
+-- The packed states, big-endian unsigned: the fixed window's start (ms) and count; the
+-- counter's window index and the previous and current windows' counts; the bucket's
+-- theoretical arrival time in ms and the nanoseconds beyond them.
+local FIXED, COUNTER, BUCKET = '>I6I4', '>I6I4I4', '>I6I4'
+
+if has[1] then
+  -- A sliding log as read (`loaded` instants, those asked for kept in `seen` by index), less
+  -- the `off` oldest instants dropped since, plus the instants pushed since (`tail`). Single
+  -- instants are read with LINDEX, which costs Redis far less than a range.
+  log_of = function(key)
+    local log = logs[key]
+    if not log then
+      local len = redis.call('LLEN', key)
+      local newest = nil
+      local seen = {}
+      if len > 0 then
+        newest = tonumber(redis.call('LINDEX', key, -1))
+        seen[len - 1] = newest
+      end
+      log = {loaded = len, off = 0, seen = seen, tail = {}, newest = newest, fresh = len == 0}
+      logs[key] = log
+      log_order[#log_order + 1] = key
+    end
+    return log
+  end
+  -- The log's i-th instant (from 0).
+  instant = function(key, log, i)
+    local p = log.off + i
+    if p >= log.loaded then return log.tail[p - log.loaded + 1] end
+    local at = log.seen[p]
+    if not at then
+      at = tonumber(redis.call('LINDEX', key, p))
+      log.seen[p] = at
+    end
+    return at
+  end
+end
+
+-- Each algorithm returns six values: whether it admits `cost`; if it does, {remaining,
+-- wait_ns} with it counted, else its rejection; where it stands with nothing counted
+-- {remaining, wait_ns}; and the instant it counted at. The log reads its key and, with
+-- `commit`, records what it admits; the others decide on their packed state (`raw`, false
+-- for none) and, when they admit, also return the state counted and the ms it must live.
+-- (No closures or tables per check: Redis runs this for every request.)
+
+if has[1] or has[5] then
+  -- A sliding log's answer, either representation, from its `count` instants in the window
+  -- and the oldest of them: where it stands, and `cost` admitted, or refused until `last`
+  -- (the instant whose leaving admits it) leaves the window.
+  log_answer = function(count, oldest, last, now, window, max, cost)
+    local status_wait = 0
+    if oldest then status_wait = (oldest + window - now) * 1000000 end
+    if last then
+      return false, max - count, (last + window - now) * 1000000, max - count, status_wait, now
+    end
+    return true, max - count - cost, ((oldest or now) + window - now) * 1000000, max - count,
+      status_wait, now
+  end
+end
+
+if has[1] then
+  sliding_window = function(key, window, max, cost, commit)
+    local now = clock
+    local log = log_of(key)
+    local len = log.loaded - log.off + #log.tail
+    local newest = nil
+    if len > 0 then
+      newest = log.newest
+      if newest > now then now = newest end
+    end
+    -- The instants are in order. The first one still in the window is found by galloping
+    -- from the oldest (1, 2, 4, ... on) and then bisecting: a few reads when a few instants
+    -- left the window, a few dozen for a log of 65,535 (a scan would block Redis).
+    local expired, oldest = 0, nil
+    if len > 0 then
+      local first = instant(key, log, 0)
+      if now - first < window then
+        oldest = first
+      else
+        local lo, hi, step = 0, len, 1
+        while lo + step < len do
+          if now - instant(key, log, lo + step) < window then hi = lo + step break end
+          lo, step = lo + step, step * 2
+        end
+        while hi - lo > 1 do
+          local mid = math.floor((lo + hi) / 2)
+          if now - instant(key, log, mid) < window then hi = mid else lo = mid end
+        end
+        expired = hi
+        if expired < len then oldest = instant(key, log, expired) end
+      end
+    end
+    local count = len - expired
+    if count + cost > max then
+      -- Admitted once the oldest count + cost - max instants have left the window; more than
+      -- max at once never is (the wait is until the log is empty).
+      local leaving = count + cost - max
+      local last = now
+      if leaving <= count then
+        last = instant(key, log, expired + leaving - 1)
+      elseif count > 0 then
+        last = newest
+      end
+      return log_answer(count, oldest, last, now, window, max, cost)
+    end
+    if commit then
+      log.off = log.off + expired
+      for _ = 1, cost do log.tail[#log.tail + 1] = now end
+      log.newest = now
+      -- The log matters until its newest instant leaves the window (counted from the call's
+      -- reading, as Redis counts expiries: later by as much as the state was caught up past
+      -- it); when its expiry falls short of that, it is set to two windows, so that it stands
+      -- for a window of pushes.
+      local ahead = now - clock
+      log.need, log.give = window + ahead, 2 * window + ahead
+    end
+    return log_answer(count, oldest, nil, now, window, max, cost)
+  end
+end
+
+if has[5] then
+  -- A short log (a limit of at most 128, the usual ones): its instants packed in a string,
+  -- oldest first — the oldest in 6 bytes, each later one in 4 as its distance from it (the
+  -- instants kept all lie within a window, at most 7 days) — read and rewritten whole: a
+  -- `GET` and a `SET PX` like the other states, 4 bytes an instant and no list to keep.
+  -- A log read or written in this call is decoded once (`decoded[raw]`): a busy client's
+  -- checks in one call, most of them rejected, do not decode it each.
+  formats, decoded = {}, {}
+  -- The struct format of a short log of `n` instants.
+  format_of = function(n)
+    local format = formats[n]
+    if not format then
+      format = '>I6' .. string.rep('I4', n - 1)
+      formats[n] = format
+    end
+    return format
+  end
+  short_log = function(raw, window, max, cost)
+    local now = clock
+    local v, n = nil, 0
+    if raw then
+      n = (#raw - 2) / 4
+      v = decoded[raw]
+      if not v then
+        v = {decode(format_of(n), raw)}
+        decoded[raw] = v
+      end
+      local newest = v[1]
+      if n > 1 then newest = newest + v[n] end
+      if newest > now then now = newest end
+    end
+    -- The i-th instant (from 1) is v[1] for the oldest, v[1] + v[i] after it.
+    local base = v and v[1]
+    local expired = 0
+    while expired < n do
+      local at = base
+      if expired > 0 then at = base + v[expired + 1] end
+      if now - at < window then break end
+      expired = expired + 1
+    end
+    local count = n - expired
+    local oldest = nil
+    if count > 0 then
+      oldest = base
+      if expired > 0 then oldest = base + v[expired + 1] end
+    end
+    if count + cost > max then
+      -- The instant whose leaving admits it: the (count + cost - max)-th in the window, or
+      -- the newest (or now) when it needs more than the log holds.
+      local last = now
+      if count > 0 then
+        local i = expired + count + cost - max
+        if i > n then i = n end
+        last = base
+        if i > 1 then last = base + v[i] end
+      end
+      return log_answer(count, oldest, last, now, window, max, cost)
+    end
+    -- The instants still in the window, then `cost` of now, from the first of them.
+    local from = oldest or now
+    local out, k = {from}, 1
+    for i = expired + 2, n do
+      k = k + 1
+      out[k] = base + v[i] - from
+    end
+    local first = 1
+    if count == 0 then first = 2 end
+    for _ = first, cost do
+      k = k + 1
+      out[k] = now - from
+    end
+    -- The log matters until its newest instant (now) leaves the window.
+    local admits, remaining, wait, status_remaining, status_wait, used =
+      log_answer(count, oldest, nil, now, window, max, cost)
+    return admits, remaining, wait, status_remaining, status_wait, used,
+      encode(format_of(k), unpack(out, 1, k)), window
+  end
+end
+
+if has[2] then
+  fixed_window = function(raw, window, max, cost)
+    local now = clock
+    local start, count = nil, 0
+    if raw then start, count = decode(FIXED, raw) end
+    if start and count > 0 and now < start then now = start end
+    if not start or count == 0 or now - start >= window then
+      start = now
+      count = 0
+    end
+    local ends = (start + window - now) * 1000000
+    local status_wait = 0
+    if count > 0 then status_wait = ends end
+    if cost > max - count then
+      return false, max - count, ends, max - count, status_wait, now
+    end
+    -- The state matters until the window ends.
+    return true, max - count - cost, ends, max - count, status_wait, now,
+      encode(FIXED, start, count + cost), start + window - now
+  end
+end
+
+if has[6] then
+  -- Calendar quotas (calendar.rs has the rules): periods of days, Monday weeks or months,
+  -- from an offset east of UTC; the state packs the period's number and its count as the
+  -- fixed window packs its start and count.
+  DAY = 86400000
+  -- The (year, month) of a day counted from 1970-01-01 (H. Hinnant's algorithm; days after
+  -- 1970 only, so every division is of positive numbers).
+  civil_from_days = function(day)
+    local z = day + 719468
+    local era = math.floor(z / 146097)
+    local doe = z - era * 146097
+    local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524)
+      - math.floor(doe / 146096)) / 365)
+    local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+    local mp = math.floor((5 * doy + 2) / 153)
+    local month = mp + 3
+    if mp >= 10 then month = mp - 9 end
+    local year = yoe + era * 400
+    if month <= 2 then year = year + 1 end
+    return year, month
+  end
+  -- The day, counted from 1970-01-01, of the first of `month` in `year`.
+  days_from_civil = function(year, month)
+    if month <= 2 then year = year - 1 end
+    local era = math.floor(year / 400)
+    local yoe = year - era * 400
+    local mp = month - 3
+    if month <= 2 then mp = month + 9 end
+    local doy = math.floor((153 * mp + 2) / 5)
+    return era * 146097 + yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy - 719468
+  end
+  period_of = function(policy, now)
+    local loc = now + (policy[11] - 840) * 60000
+    if loc < 0 then loc = 0 end
+    local day = math.floor(loc / DAY)
+    if policy[10] == 1 then return day end
+    if policy[10] == 2 then return math.floor((day + 3) / 7) end
+    local year, month = civil_from_days(day)
+    return (year - 1970) * 12 + month - 1
+  end
+  period_start = function(policy, index)
+    local day = index
+    if policy[10] == 2 then
+      day = index * 7 - 3
+    elseif policy[10] == 3 then
+      day = days_from_civil(1970 + math.floor(index / 12), index % 12 + 1)
+    end
+    local start = day * DAY - (policy[11] - 840) * 60000
+    if start < 0 then start = 0 end
+    return start
+  end
+  calendar_quota = function(policy, raw, cost)
+    local now, max = clock, policy[3]
+    local index, count = nil, 0
+    if raw then index, count = decode(FIXED, raw) end
+    local current = period_of(policy, now)
+    if not index or count == 0 or current > index then index, count = current, 0 end
+    -- A reading of an earlier period is counted at the state's period's start.
+    local start = period_start(policy, index)
+    if start > now then now = start end
+    local left = period_start(policy, index + 1) - now
+    local ends = left * 1000000
+    local status_wait = 0
+    if count > 0 then status_wait = ends end
+    if cost > max - count then
+      return false, max - count, ends, max - count, status_wait, now
+    end
+    -- The state matters until its period ends.
+    return true, max - count - cost, ends, max - count, status_wait, now,
+      encode(FIXED, index, count + cost), left
+  end
+end
+
+if has[3] then
+  until_below = function(prev, cur, elapsed, t, target)
+    local to_edge = t - elapsed
+    if cur < target and prev > 0 then
+      local x_max = idiv((target - cur) * t + prev - 1, prev) - 1
+      if x_max >= to_edge then return 0 end
+      if x_max >= 1 then return to_edge - x_max end
+    end
+    if cur == 0 then return to_edge end
+    local y_max = idiv(target * t + cur - 1, cur) - 1
+    if y_max >= t then return to_edge end
+    return to_edge + t - y_max
+  end
+
+  sliding_window_counter = function(raw, window, max, cost)
+    local now = clock
+    local stored, stored_prev, stored_cur = nil, 0, 0
+    if raw then stored, stored_prev, stored_cur = decode(COUNTER, raw) end
+    if stored and (stored_prev > 0 or stored_cur > 0) and idiv(now, window) < stored then
+      now = stored * window
+    end
+    local index = idiv(now, window)
+    local elapsed = now - index * window
+    local prev, cur = 0, 0
+    if stored == index then
+      prev, cur = stored_prev, stored_cur
+    elseif stored == index - 1 then
+      prev = stored_cur
+    end
+    local weighted = prev * (window - elapsed) + cur * window
+    if cost > max or weighted + (cost - 1) * window >= max * window then
+      local target = max + 1 - cost
+      if target < 1 then target = 1 end
+      local wait = until_below(prev, cur, elapsed, window, target) * 1000000
+      local left = 0
+      if weighted < max * window then left = idiv(max * window - weighted + window - 1, window) end
+      return false, left, wait, left, wait, now
+    end
+    local left = idiv(max * window - weighted + window - 1, window)
+    local status_wait = 0
+    if left < max then status_wait = until_below(prev, cur, elapsed, window, max - left) * 1000000 end
+    local room = max * window - (weighted + cost * window)
+    if room < 0 then room = 0 end
+    local remaining = idiv(room + window - 1, window)
+    local wait = until_below(prev, cur + cost, elapsed, window, max - remaining) * 1000000
+    -- The state matters until the next window ends.
+    return true, remaining, wait, left, status_wait, now,
+      encode(COUNTER, index, prev, cur + cost), 2 * window - elapsed
+  end
+end
+
+if has[4] then
+  token_bucket = function(raw, interval, capacity, cost, delay)
+    local now = clock
+    local used = 0
+    if raw then
+      local tat, tat_ns = decode(BUCKET, raw)
+      used = (tat - now) * 1000000 + tat_ns
+      if used < 0 then used = 0 end
+    end
+    local taken = cost * interval
+    if used + taken > capacity then
+      local wait = used + taken - capacity
+      if wait > 576460752303423488 then wait = 576460752303423488 end
+      if wait <= delay and taken <= capacity then
+        -- Its tokens come within the delay: taken now, ahead; it runs once they are back.
+        -- (The answer's wait is negative: an admission that waits.) Where the bucket stands
+        -- with nothing taken: admitting one more after a wait (0 left), or refusing (a status
+        -- of -1 remaining says so) until a wait is within the delay.
+        local over = used + interval - capacity
+        local status_remaining, status_wait = 0, over
+        if over > delay then status_remaining, status_wait = -1, over - delay end
+        if over <= 0 then
+          local left = capacity - used
+          status_remaining = idiv(left, interval)
+          status_wait = 0
+          if used ~= 0 then
+            status_wait = interval
+            local partial = left - status_remaining * interval
+            if partial ~= 0 then status_wait = interval - partial end
+          end
+        end
+        local after = used + taken
+        local whole = idiv(after, 1000000)
+        return true, 0, -wait, status_remaining, status_wait, now,
+          encode(BUCKET, now + whole, after - whole * 1000000), whole + 1
+      end
+      local left = 0
+      if used < capacity then left = idiv(capacity - used, interval) end
+      -- A request that fits comes back once its wait is within the delay.
+      if taken <= capacity then wait = wait - delay end
+      return false, left, wait, left, wait, now
+    end
+    local left = capacity - used
+    local status_remaining = idiv(left, interval)
+    local status_wait = 0
+    if used ~= 0 then
+      status_wait = interval
+      local partial = left - status_remaining * interval
+      if partial ~= 0 then status_wait = interval - partial end
+    end
+    local after = used + taken
+    left = capacity - after
+    local remaining = idiv(left, interval)
+    local next_back = interval
+    local partial = left - remaining * interval
+    if partial ~= 0 then next_back = interval - partial end
+    -- The bucket matters until it is full again.
+    local whole = idiv(after, 1000000)
+    return true, remaining, next_back, status_remaining, status_wait, now,
+      encode(BUCKET, now + whole, after - whole * 1000000), whole + 1
+  end
+end
+
 
 -- The checks' key names: `KEYS`, in one hash slot. On a cluster node a call may carry the
 -- checks of several slots the node serves (a node takes declared keys of one slot only):
@@ -491,51 +522,53 @@ local function record(key, counted, ttl)
   dirty[key] = ttl
 end
 
--- Penalties (penalty.rs has the rules): a limit with a block has a second key after its
--- state's, the client's record under it, packed: when its block ends (ms), then the starts
--- of its latest blocks, as many as the escalation counts, 6 bytes each.
-local function record_of(raw)
-  local n = #raw / 6
-  return {decode('>' .. string.rep('I6', n), raw)}, n
-end
--- The ns the client's block still lasts, if one is in force.
-local function block_left(bkey)
-  local raw = values[bkey]
-  if not raw then return nil end
-  local until_ms = decode('>I6', raw)
-  if clock < until_ms then return (until_ms - clock) * 1000000 end
-  return nil
-end
--- Starts the client's block after its limit rejected it with `wait_ns`: the ns it lasts.
-local function start_block(policy, bkey, wait_ns)
-  local block, after, within, long = policy[6], policy[7], policy[8], policy[9]
-  local raw = values[bkey]
-  local until_ms, strikes = 0, {}
-  if raw then
-    local v, n = record_of(raw)
-    until_ms = v[1]
-    for i = 2, n do
-      if clock - v[i] < within then strikes[#strikes + 1] = v[i] end
+if penalties then
+  -- Penalties (penalty.rs has the rules): a limit with a block has a second key after its
+  -- state's, the client's record under it, packed: when its block ends (ms), then the starts
+  -- of its latest blocks, as many as the escalation counts, 6 bytes each.
+  record_of = function(raw)
+    local n = #raw / 6
+    return {decode('>' .. string.rep('I6', n), raw)}, n
+  end
+  -- The ns the client's block still lasts, if one is in force.
+  block_left = function(bkey)
+    local raw = values[bkey]
+    if not raw then return nil end
+    local until_ms = decode('>I6', raw)
+    if clock < until_ms then return (until_ms - clock) * 1000000 end
+    return nil
+  end
+  -- Starts the client's block after its limit rejected it with `wait_ns`: the ns it lasts.
+  start_block = function(policy, bkey, wait_ns)
+    local block, after, within, long = policy[6], policy[7], policy[8], policy[9]
+    local raw = values[bkey]
+    local until_ms, strikes = 0, {}
+    if raw then
+      local v, n = record_of(raw)
+      until_ms = v[1]
+      for i = 2, n do
+        if clock - v[i] < within then strikes[#strikes + 1] = v[i] end
+      end
     end
+    local length = block
+    if after > 0 and #strikes >= after then length = long end
+    -- Never shorter than the limit's own wait: a client that waits its block out is admitted.
+    local wait_ms = idiv(wait_ns + 999999, 1000000)
+    if wait_ms > length then length = wait_ms end
+    if clock + length > until_ms then until_ms = clock + length end
+    local out = {until_ms}
+    if after > 0 then
+      local from = 1
+      if #strikes >= after then from = #strikes - after + 2 end
+      for i = from, #strikes do out[#out + 1] = strikes[i] end
+      out[#out + 1] = clock
+    end
+    -- The record matters while the block lasts, and while its latest start counts.
+    local ttl = until_ms - clock
+    if after > 0 and within > ttl then ttl = within end
+    record(bkey, encode('>' .. string.rep('I6', #out), unpack(out)), lifetime(ttl, clock))
+    return (until_ms - clock) * 1000000
   end
-  local length = block
-  if after > 0 and #strikes >= after then length = long end
-  -- Never shorter than the limit's own wait: a client that waits its block out is admitted.
-  local wait_ms = idiv(wait_ns + 999999, 1000000)
-  if wait_ms > length then length = wait_ms end
-  if clock + length > until_ms then until_ms = clock + length end
-  local out = {until_ms}
-  if after > 0 then
-    local from = 1
-    if #strikes >= after then from = #strikes - after + 2 end
-    for i = from, #strikes do out[#out + 1] = strikes[i] end
-    out[#out + 1] = clock
-  end
-  -- The record matters while the block lasts, and while its latest start counts.
-  local ttl = until_ms - clock
-  if after > 0 and within > ttl then ttl = within end
-  record(bkey, encode('>' .. string.rep('I6', #out), unpack(out)), lifetime(ttl, clock))
-  return (until_ms - clock) * 1000000
 end
 
 local function server_now()
