@@ -5,13 +5,14 @@
 # makes them under load: KEYS checks per call, the usual check (one unit, the server's
 # clock), 100 per minute. It runs twice, for N1 and N2 calls; the difference over the
 # (N2 - N1) * KEYS checks is what one check costs, start-up excluded.
-#   benches/script_callgrind.sh [STATE...]   (default: peer set 2 3 4 5 1)
+#   benches/script_callgrind.sh [STATE...]   (default: peer mark set 2 3 4 5 1)
 # STATE is the script's code for a policy's state (scripts.rs): 1 a long sliding log (a
 # list), 5 a short one (a packed string), 2 fixed window, 3 counter, 4 bucket; or `peer`:
 # actix-extensible-rate-limit's check instead, a transaction per check (MULTI, BITFIELD
 # OVERFLOW SAT INCRBY, EXPIRE NX, TTL, EXEC), pipelined as its users' requests are; or
-# `set`: a new client's first check as limiter sends it on one server, a plain
-# `SET key STATE NX PX`, a batch's pipelined; or `hset`: the layout not taken (yet), each
+# `mark`: a new client's first check as limiter sends it on one server on the server's
+# clock, `SET key MARK NX PXAT`, a batch's pipelined; `set`: the same with the caller's
+# clock, `SET key STATE NX PX`; or `hset`: the layout not taken (yet), each
 # client a field of a hash its limit and window share, `HSET window-key CLIENT STATE`, to
 # weigh a key per client against a field per client; or `hgen`: that layout with the
 # generations and shards its expiry needs (see the replayer); or `hsetex`: a field per
@@ -28,7 +29,7 @@ hot="${HOT:-}"
 n1="${N1:-200}"
 n2="${N2:-1200}"
 states=("$@")
-[ ${#states[@]} -gt 0 ] || states=(peer set 2 3 4 5 1)
+[ ${#states[@]} -gt 0 ] || states=(peer mark set 2 3 4 5 1)
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 # The store's check script is first_state.lua and check.lua joined (scripts.rs).
@@ -92,6 +93,10 @@ layouts = {
     # A new client's first check as the store sends it on one server (fresh.rs): the state
     # with its lifetime, only if the key is absent.
     "set": lambda name, c: [cmd("SET", name, first_state(c), "NX", "PX", 60_012)],
+    # As the store sends it on the server's clock: a mark (the reading modulo 8,192, an
+    # integer Redis shares), the state being the key's expiry (far ahead: not to expire here).
+    "mark": lambda name, c: [cmd("SET", name, (1_700_000_000_000 + c) % 8192, "NX", "PXAT",
+        4_000_000_000_000 + c)],
     # Every client of the limit in one hash per window (its lifetime set once, not per
     # check).
     "hset": lambda name, c: [cmd("HSET", "limiter:bench:29000", client_of(name), first_state(c))],
