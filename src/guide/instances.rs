@@ -154,14 +154,18 @@
 //!   less: a small integer, the key's expiry saying when it was counted (`SET key MARK NX
 //!   PXAT EXPIRES`, on the server's clock), which Redis 7.0 keeps in 112 bytes a client and
 //!   Valkey 8.0 in 96, name and expiry included (a packed state: 32 to 48 bytes more; the
-//!   guide's [performance](super::performance) page has the figures). Every key written
+//!   guide's [performance](super::performance) page has the figures). The expiry is then
+//!   part of the state: replication, failovers, RDB and AOF keep it (as an absolute time),
+//!   but a copy that moves keys with their time to live (`MIGRATE`, `DUMP`/`RESTORE`
+//!   without `ABSTTL`) onto a server whose clock is more than 4 s apart misreads such
+//!   states until they expire (a window or two). Every key written
 //!   expires when its state stops mattering: a fixed window's end, the end of the counter's
 //!   next window, the moment a bucket is full again. A log's expiry is read once per call
 //!   and extended only when it falls short (to two windows), so most pushes set none.
 //! - **One key layout**: `PREFIX:{CLIENT}LIMIT`, bounded whatever a client sends. `PREFIX`
 //!   is `limiter` (`RedisStore::with_prefix` changes it); `CLIENT` the store key's bytes in
 //!   unpadded base64url (RFC 4648 §5: `A`–`Z`, `a`–`z`, `0`–`9`, `-`, `_`), or their SHA-1's
-//!   (27 characters) when the key is 20 bytes or longer; `LIMIT` 11 characters of the same
+//!   (27 characters) when the key is 20 bytes or longer, or empty; `LIMIT` 11 characters of the same
 //!   alphabet for 8 bytes of a stable id of (scope, policy) — the first 8 bytes of the
 //!   SHA-1 of `SCOPE\nALGORITHM\nMAX\nWINDOW_MS\nBURST`, big-endian, the same on every
 //!   platform and compiler. The braces are a Redis Cluster hash tag: a client's states

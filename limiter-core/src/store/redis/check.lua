@@ -586,7 +586,7 @@ local function decide(p, key, cost, commit)
   end
   local raw = values[key]
   if raw and #raw < 6 and policy[1] <= 5 then
-    raw = first_state(key, raw, policy[1], policy[2], policy[4], server_now())
+    raw = first_state(key, raw, policy[1], policy[2], policy[4])
     values[key] = raw
   end
   local admits, remaining, wait, status_remaining, status_wait, used, counted, ttl =

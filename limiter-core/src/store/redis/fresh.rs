@@ -511,23 +511,20 @@ fn write_first(
     marked: bool,
     min_ttl: u64,
 ) -> bool {
-    let (value, expiry, when) = match marked {
-        true => match first_mark(policy, reading) {
-            Some((mark, expires)) => (mark.to_string().into_bytes(), "PXAT", expires),
-            None => return false,
-        },
-        false => match first_state(policy, reading, min_ttl) {
-            Some((state, lifetime)) => (state, "PX", lifetime),
-            None => return false,
-        },
-    };
-    writes
-        .cmd("SET")
-        .arg(name)
-        .arg(value)
-        .arg("NX")
-        .arg(expiry)
-        .arg(when);
+    // Nothing is added to the pipeline unless there is a first state to write.
+    if marked {
+        let Some((mark, expires)) = first_mark(policy, reading) else {
+            return false;
+        };
+        let set = writes.cmd("SET").arg(name).arg(mark);
+        set.arg("NX").arg("PXAT").arg(expires);
+    } else {
+        let Some((state, lifetime)) = first_state(policy, reading, min_ttl) else {
+            return false;
+        };
+        let set = writes.cmd("SET").arg(name).arg(state);
+        set.arg("NX").arg("PX").arg(lifetime);
+    }
     true
 }
 
@@ -587,7 +584,7 @@ mod tests {
     /// first_state.lua reads marks with the same numbers as literals.
     #[test]
     fn the_script_reads_marks_with_the_same_numbers() {
-        let margin = format!("  local expires = now + ttl - {KEY_MARGIN_MS}\n");
+        let margin = format!(" + ttl - {KEY_MARGIN_MS}\n");
         let modulus = format!(
             "(tonumber(mark) - near + {}) % {MARK_MODULUS} - {}\n",
             MARK_MODULUS / 2,

@@ -94,31 +94,30 @@ impl RedisStore {
     /// tool, not a request's path).
     pub async fn status(&self, limit: &Limit, key: &[u8]) -> Result<Decision, StoreError> {
         let name = self.key_name(limit, key);
-        let (secs, micros): (u64, u64) = self.query(redis::cmd("TIME")).await?;
-        let now_ms = secs * 1_000 + micros / 1_000;
         let mut kind = redis::cmd("TYPE");
         kind.arg(&name);
         let kind: String = self.query(kind).await?;
         let policy = limit.policy();
         if kind == "list" {
+            let (secs, micros): (u64, u64) = self.query(redis::cmd("TIME")).await?;
             let mut range = redis::cmd("LRANGE");
             range.arg(&name).arg(0).arg(-1);
             let instants: Vec<u64> = self.query(range).await?;
-            return log_status(&instants, now_ms, policy)
+            return log_status(&instants, secs * 1_000 + micros / 1_000, policy)
                 .ok_or_else(|| StoreError::msg(format!("the log at {name} is not of its limit")));
         }
-        let mut get = redis::cmd("GET");
-        get.arg(&name);
-        let raw: Option<Vec<u8>> = self.query(get).await?;
+        // The state, its expiry and the server's clock read at once: a new client's first
+        // state is a mark read with its key's expiry (see `fresh.rs`), and a check between
+        // two reads could write another state and expiry.
+        let mut read = redis::cmd("EVAL");
+        read.arg(READ_STATE).arg(1).arg(&name);
+        let ((secs, micros), raw, ttl): ((u64, u64), Option<Vec<u8>>, i64) =
+            self.query(read).await?;
+        let now_ms = secs * 1_000 + micros / 1_000;
         let mut raw = raw.unwrap_or_default();
-        // A new client's first state on the server's clock: a mark and the key's expiry.
         if let Some(mark) = mark_of(&raw) {
-            let mut ttl = redis::cmd("PTTL");
-            ttl.arg(&name);
-            let ttl: i64 = self.query(ttl).await?;
             let expires = now_ms + u64::try_from(ttl).unwrap_or(0);
-            let reading = fresh::first_reading(policy, mark, expires);
-            raw = reading
+            raw = fresh::first_reading(policy, mark, expires)
                 .and_then(|at| fresh::first_state(policy, at, 0))
                 .map(|(state, _)| state)
                 .unwrap_or_default();
@@ -138,6 +137,10 @@ impl RedisStore {
             .map_err(|e| super::failure("Redis did not answer", e))
     }
 }
+
+/// A key's value, its expiry (ms, `PTTL`) and the server's clock (`TIME`), in one script.
+const READ_STATE: &str =
+    "return {redis.call('TIME'), redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}";
 
 /// The mark a first state written as its key's expiry holds (see `fresh.rs`): an integer of
 /// 4 digits at most, where every packed state is 6 bytes or longer.

@@ -4,7 +4,9 @@ use crate::Limit;
 
 /// The Redis key holding `key`'s state under `limit`: `PREFIX:{CLIENT}LIMIT`, bounded in
 /// length whatever a client sends. `CLIENT` is the key's bytes in unpadded base64url (RFC
-/// 4648 §5), or their SHA-1's when 20 bytes or longer; `LIMIT` is the limit's stable id (of
+/// 4648 §5), or their SHA-1's when 20 bytes or longer or none (an empty hash tag is none:
+/// Redis Cluster would hash the whole name, and a state and its penalty record would part);
+/// `LIMIT` is the limit's stable id (of
 /// its scope and policy), 8 bytes big-endian in the same alphabet. The braces are a Redis
 /// Cluster hash tag: a client's states live on one node.
 ///
@@ -23,7 +25,7 @@ pub(super) fn key_name_of(prefix: &str, limit_id: u64, key: &[u8]) -> String {
     let mut name = String::with_capacity(prefix.len() + 44);
     name.push_str(prefix);
     name.push_str(":{");
-    if key.len() < 20 {
+    if (1..20).contains(&key.len()) {
         push_base64(&mut name, key);
     } else {
         push_base64(&mut name, &sha1_smol::Sha1::from(key).digest().bytes());
@@ -38,16 +40,23 @@ pub(super) fn key_name_of(prefix: &str, limit_id: u64, key: &[u8]) -> String {
 /// instructions a name, a tenth of a new client's check on the instance.
 fn push_base64(name: &mut String, bytes: &[u8]) {
     const DIGITS: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut digit = |six: u32| name.push(char::from(DIGITS[(six & 63) as usize]));
-    for chunk in bytes.chunks(3) {
-        let bits = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |bits, (i, &b)| bits | u32::from(b) << (16 - 8 * i));
-        // A chunk of n bytes is n + 1 digits, the last one's low bits zero.
-        for i in 0..=chunk.len() {
-            digit(bits >> (18 - 6 * i));
+    // Digits gathered on the stack and appended at once: a `push` a digit cost as much
+    // again (each checks the room and encodes a char).
+    for part in bytes.chunks(18) {
+        let mut digits = [0u8; 24];
+        let mut len = 0;
+        for chunk in part.chunks(3) {
+            let bits = chunk
+                .iter()
+                .enumerate()
+                .fold(0u32, |bits, (i, &b)| bits | u32::from(b) << (16 - 8 * i));
+            // A chunk of n bytes is n + 1 digits, the last one's low bits zero.
+            for i in 0..=chunk.len() {
+                digits[len] = DIGITS[(bits >> (18 - 6 * i) & 63) as usize];
+                len += 1;
+            }
         }
+        name.push_str(std::str::from_utf8(&digits[..len]).unwrap_or_default());
     }
 }
 
@@ -86,7 +95,7 @@ mod tests {
     fn names_are_base64url_for_every_length() {
         for len in [0, 1, 2, 3, 4, 5, 18, 19, 20, 21, 64, 300] {
             let key: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
-            let client = match len < 20 {
+            let client = match (1..20).contains(&len) {
                 true => by_bits(&key),
                 false => by_bits(&sha1_smol::Sha1::from(&key).digest().bytes()),
             };

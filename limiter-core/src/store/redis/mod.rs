@@ -65,7 +65,7 @@ use scripts::Script;
 ///   end, the counter's next window, a full bucket; a log keeps two windows from when its
 ///   expiry was last short, so that most pushes set none). Key names are
 ///   `PREFIX:{CLIENT}LIMIT`, bounded in length whatever a client sends: `CLIENT` is the key's
-///   bytes in unpadded base64url, or their SHA-1's when 20 bytes or longer, `LIMIT` the
+///   bytes in unpadded base64url, or their SHA-1's when 20 bytes or longer or empty, `LIMIT` the
 ///   limit's stable id in 11 characters of the same ([`Limit`]'s documentation gives its
 ///   encoding). The braces are a Redis
 ///   Cluster hash tag: a client's states live on one node

@@ -45,7 +45,7 @@ for i = 1, #KEYS do
     -- check set (a refund never makes a state matter longer).
     local raw = redis.call('GET', key)
     if raw and #raw < 6 and algorithm <= 5 then
-      raw = first_state(key, raw, algorithm, window, interval, clock)
+      raw = first_state(key, raw, algorithm, window, interval)
     end
     if raw then
       local changed = nil
