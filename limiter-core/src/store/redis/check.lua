@@ -39,7 +39,7 @@ end
 local expire, keep, log_of, instant, log_answer, sliding_window, formats, decoded, format_of
 local short_log, fixed_window, DAY, civil_from_days, days_from_civil, period_of, period_start
 local calendar_quota, until_below, sliding_window_counter, token_bucket, record_of, block_left
-local start_block
+local start_block, window_answer
 if has[1] then
   expire = function(key, ms)
     if ms < min_ttl then ms = min_ttl end
@@ -262,6 +262,21 @@ if has[5] then
   end
 end
 
+if has[2] or has[6] then
+  -- A count in a window (the fixed window's, a calendar period's) that ends `left` ms after
+  -- `now`, its state packed as `from` (the window's start, the period's number) and the
+  -- count: its answer, and when it admits, the state counted and the ms it must live.
+  window_answer = function(from, count, max, cost, left, now)
+    local ends = left * 1000000
+    local status_wait = 0
+    if count > 0 then status_wait = ends end
+    if cost > max - count then
+      return false, max - count, ends, max - count, status_wait, now
+    end
+    return true, max - count - cost, ends, max - count, status_wait, now,
+      encode(FIXED, from, count + cost), left
+  end
+end
 if has[2] then
   fixed_window = function(raw, window, max, cost)
     local now = clock
@@ -272,15 +287,8 @@ if has[2] then
       start = now
       count = 0
     end
-    local ends = (start + window - now) * 1000000
-    local status_wait = 0
-    if count > 0 then status_wait = ends end
-    if cost > max - count then
-      return false, max - count, ends, max - count, status_wait, now
-    end
     -- The state matters until the window ends.
-    return true, max - count - cost, ends, max - count, status_wait, now,
-      encode(FIXED, start, count + cost), start + window - now
+    return window_answer(start, count, max, cost, start + window - now, now)
   end
 end
 
@@ -344,16 +352,8 @@ if has[6] then
     -- A reading of an earlier period is counted at the state's period's start.
     local start = period_start(policy, index)
     if start > now then now = start end
-    local left = period_start(policy, index + 1) - now
-    local ends = left * 1000000
-    local status_wait = 0
-    if count > 0 then status_wait = ends end
-    if cost > max - count then
-      return false, max - count, ends, max - count, status_wait, now
-    end
     -- The state matters until its period ends.
-    return true, max - count - cost, ends, max - count, status_wait, now,
-      encode(FIXED, index, count + cost), left
+    return window_answer(index, count, max, cost, period_start(policy, index + 1) - now, now)
   end
 end
 
