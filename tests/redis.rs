@@ -1490,6 +1490,105 @@ fn a_new_clients_first_check_goes_without_the_script() {
     }
 }
 
+/// A TCP proxy to `upstream` (a port on loopback) that rewrites every `from` the client
+/// sends into `to`, of the same length: a server that answers some command otherwise.
+/// Returns its port; it runs on threads of its own until the test ends.
+fn rewriting_proxy(upstream: u16, from: &'static [u8], to: &'static [u8]) -> u16 {
+    use std::io::{Read, Write};
+    assert_eq!(from.len(), to.len());
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(client) = client else { return };
+            let Ok(server) = std::net::TcpStream::connect(("127.0.0.1", upstream)) else {
+                return;
+            };
+            let _ = (client.set_nodelay(true), server.set_nodelay(true));
+            let (mut down_from, mut down_to) =
+                (server.try_clone().unwrap(), client.try_clone().unwrap());
+            std::thread::spawn(move || std::io::copy(&mut down_from, &mut down_to));
+            let (mut up_from, mut up_to) = (client, server);
+            std::thread::spawn(move || {
+                let mut pending: Vec<u8> = Vec::new();
+                let mut buf = [0u8; 16 * 1024];
+                loop {
+                    let n = match up_from.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => n,
+                    };
+                    pending.extend_from_slice(&buf[..n]);
+                    let mut i = 0;
+                    while i + from.len() <= pending.len() {
+                        if &pending[i..i + from.len()] == from {
+                            pending[i..i + from.len()].copy_from_slice(to);
+                            i += from.len();
+                        } else {
+                            i += 1;
+                        }
+                    }
+                    // A tail that may be the start of `from` waits for the rest (a command's
+                    // end never is: `from` starts an argument).
+                    let held = (1..from.len())
+                        .rev()
+                        .find(|&k| k <= pending.len() && pending.ends_with(&from[..k]))
+                        .unwrap_or(0);
+                    let ready = pending.len() - held;
+                    if up_to.write_all(&pending[..ready]).is_err() {
+                        return;
+                    }
+                    pending.drain(..ready);
+                }
+            });
+        }
+    });
+    port
+}
+
+/// A server without `SET ... PXAT` (Redis before 6.2; here a proxy turns the option into
+/// an unknown one, which such a server answers alike): the first new client's write is
+/// refused as a syntax error, its check goes to the script (counted, no error), and from
+/// then on new clients' first checks are written as packed states (`SET ... NX PX`),
+/// still without the script.
+#[::std::prelude::v1::test]
+fn a_server_without_pxat_gets_packed_first_states() {
+    let server = RedisServer::start();
+    let port = rewriting_proxy(server.port(), b"$4\r\nPXAT\r\n", b"$4\r\nPXAY\r\n");
+    let rt = runtime();
+    let store = rt
+        .block_on(RedisStore::connect(&format!("redis://127.0.0.1:{port}")))
+        .unwrap();
+    let policy = Policy::for_algorithm(Algorithm::FixedWindow, 3, Duration::from_secs(60)).unwrap();
+    let limit = Limit::new("no-pxat", policy);
+    // A script call first: the store's reading of the server's clock.
+    rt.block_on(store.check(&limit, b"warm-up", Duration::ZERO))
+        .unwrap();
+    server.command(&["CONFIG", "RESETSTAT"]);
+    let first = rt
+        .block_on(store.check(&limit, b"first", Duration::ZERO))
+        .unwrap();
+    assert!(first.allowed() && first.remaining() == 2, "{first:?}");
+    // The marked write, refused, and the script's own (`SET`s in a script count too).
+    assert_eq!(server.calls("set"), 2);
+    assert_eq!(server.calls("evalsha"), 1, "then the script");
+    assert_eq!(
+        raw_value(&server, &store.key_name(&limit, b"first")).len(),
+        10
+    );
+    for (i, client) in [&b"second"[..], b"third"].into_iter().enumerate() {
+        let next = rt
+            .block_on(store.check(&limit, client, Duration::ZERO))
+            .unwrap();
+        assert!(next.allowed() && next.remaining() == 2, "{next:?}");
+        assert_eq!(server.calls("set"), 3 + i as u64, "a packed first state");
+        assert_eq!(server.calls("evalsha"), 1, "no script");
+        let state = raw_value(&server, &store.key_name(&limit, client));
+        assert_eq!(state.len(), 10, "packed: {state:?}");
+    }
+    let status = rt.block_on(store.status(&limit, b"second")).unwrap();
+    assert_eq!(status.remaining(), 2);
+}
+
 /// A check's answer, or the store's error.
 type Outcome = Result<limiter::Decision, limiter::StoreError>;
 
