@@ -340,8 +340,10 @@
 //! about 0.4× with the script calls of the clients that come back), throughput
 //! ≥ 1.2× (0.99–1.23×: the instance's own work per check is the peer's, so the margin can
 //! only come from batching — `MANY=1 benches/callgrind.sh redis_many aerl_many`, one request
-//! at a time and so one check a call, counts 76,800 instructions a request against the
-//! peer's 74,900 in one run, bare actix 18,900), and ≤ 100 bytes per key on Redis 7.0
+//! at a time and so one check a call, counts 77,300 instructions a request (the revision
+//! before 77,000, side by side: a base64url name costs what a hex one did, the mark's write
+//! a little more) against the peer's 74,600–74,900, bare actix 18,900), and ≤ 100 bytes
+//! per key on Redis 7.0
 //! (reached on Valkey 8.0: 96). A key with an expiry costs Redis 7.0 at least 112 bytes
 //! with a name of 13 to 28 bytes; 96 with 12 or fewer, which a name with the default prefix
 //! `limiter:` cannot be. Below 100 there needs clients sharing keys (a hash of many clients

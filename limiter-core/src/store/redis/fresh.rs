@@ -61,46 +61,50 @@ use crate::{Algorithm, Decision, Policy, StoreError};
 /// script's `usual_fresh` writes them; `None` for the states the script keeps otherwise (a
 /// long log's list, a calendar quota's period). With [`KEY_MARGIN_MS`] in the lifetime.
 pub(super) fn first_state(policy: &Policy, at_ms: u64, min_ttl: u64) -> Option<(Vec<u8>, u64)> {
+    let lifetime = first_lifetime(policy, at_ms, min_ttl)?;
+    let mut state = Vec::with_capacity(14);
+    let mut put = |n: u64, bytes: usize| state.extend_from_slice(&n.to_be_bytes()[8 - bytes..]);
+    match scripts::code(policy) {
+        // A short log of one instant: '>I6'.
+        5 => put(at_ms, 6),
+        // The window's start and its count: '>I6I4'.
+        2 => {
+            put(at_ms, 6);
+            put(1, 4);
+        }
+        // The window's index, the previous and current counts: '>I6I4I4'.
+        3 => {
+            put(at_ms / policy.window_ms(), 6);
+            put(0, 4);
+            put(1, 4);
+        }
+        // The theoretical arrival time in ms and the nanoseconds beyond: '>I6I4'.
+        _ => {
+            let interval = policy.emission_interval_ns();
+            let whole = interval / 1_000_000;
+            put(at_ms + whole, 6);
+            put(interval - whole * 1_000_000, 4);
+        }
+    }
+    Some((state, lifetime))
+}
+
+/// How long the key of [`first_state`] must live (ms, at least `min_ttl`, with
+/// [`KEY_MARGIN_MS`]): a log and a fixed window for a window, the counter until its next
+/// window ends (its count weighs on it), the bucket until it is full again.
+fn first_lifetime(policy: &Policy, at_ms: u64, min_ttl: u64) -> Option<u64> {
     // The states' readings are 6 bytes (and Lua's numbers exact below 2^53): a reading far
     // past any clock's is the script's to answer.
     if at_ms >= 1 << 46 || !has_first_state(policy) {
         return None;
     }
     let window = policy.window_ms();
-    let mut state = Vec::with_capacity(14);
-    let mut put = |n: u64, bytes: usize| state.extend_from_slice(&n.to_be_bytes()[8 - bytes..]);
     let ttl = match scripts::code(policy) {
-        // A short log of one instant: '>I6'.
-        5 => {
-            put(at_ms, 6);
-            window
-        }
-        // The window's start and its count: '>I6I4'.
-        2 => {
-            put(at_ms, 6);
-            put(1, 4);
-            window
-        }
-        // The window's index, the previous and current counts: '>I6I4I4'; it weighs on the
-        // next window too.
-        3 => {
-            let index = at_ms / window;
-            put(index, 6);
-            put(0, 4);
-            put(1, 4);
-            2 * window - (at_ms - index * window)
-        }
-        // The theoretical arrival time in ms and the nanoseconds beyond: '>I6I4'; it matters
-        // until the bucket is full again.
-        _ => {
-            let interval = policy.emission_interval_ns();
-            let whole = interval / 1_000_000;
-            put(at_ms + whole, 6);
-            put(interval - whole * 1_000_000, 4);
-            whole + 1
-        }
+        3 => 2 * window - at_ms % window,
+        4 => policy.emission_interval_ns() / 1_000_000 + 1,
+        _ => window,
     };
-    Some((state, ttl.max(min_ttl).max(1) + KEY_MARGIN_MS))
+    Some(ttl.max(min_ttl).max(1) + KEY_MARGIN_MS)
 }
 
 /// Marks are readings (the counter's: window indexes) modulo this: an integer Redis shares
@@ -112,7 +116,7 @@ const MARK_MODULUS: u64 = 8_192;
 /// it expires (the server's unix ms, for `PXAT`), the check's reading plus the lifetime
 /// [`first_state`] gives it; `None` where that has none.
 pub(super) fn first_mark(policy: &Policy, at_ms: u64) -> Option<(u64, u64)> {
-    let (_, lifetime) = first_state(policy, at_ms, 0)?;
+    let lifetime = first_lifetime(policy, at_ms, 0)?;
     let marked = match scripts::code(policy) {
         3 => at_ms / policy.window_ms(),
         _ => at_ms,
