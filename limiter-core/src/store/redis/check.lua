@@ -19,6 +19,9 @@ local clock, server_clock = 0, nil
 local policies = {}
 -- Whether any keeps a packed string (not a list: a long log), or a penalty record.
 local strings = false
+-- The states and penalties they have: only their functions are made (a script makes every
+-- function it defines on every call, which cost Redis more than a new client's whole check).
+local has, penalties = {}, false
 for p = 1, npolicies do
   local state, window, max, interval, capacity, block, after, within, long, period, offset
   local delay
@@ -27,14 +30,8 @@ for p = 1, npolicies do
   policies[p] = {state, window, max, interval, capacity, block, after, within, long, period,
     offset, delay}
   if state ~= 1 or block > 0 then strings = true end
-end
--- The states and penalties this call's policies have: only their functions are made (a
--- script makes every function it defines on every call, which cost Redis more than a new
--- client's whole check).
-local has, penalties = {}, false
-for p = 1, npolicies do
-  has[policies[p][1]] = true
-  if policies[p][6] > 0 then penalties = true end
+  has[state] = true
+  if block > 0 then penalties = true end
 end
 local expire, keep, log_of, instant, log_answer, sliding_window, formats, decoded, format_of
 local short_log, fixed_window, DAY, civil_from_days, days_from_civil, period_of, period_start

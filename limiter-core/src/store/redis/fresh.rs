@@ -128,14 +128,13 @@ pub(super) fn first_mark(policy: &Policy, at_ms: u64) -> Option<(u64, u64)> {
 /// its key's expiry read back within 4 s (the counter's: its window's start, which is all
 /// its first state keeps); as `first_state.lua` reads it.
 pub(super) fn first_reading(policy: &Policy, mark: u64, expires_ms: u64) -> Option<u64> {
-    let expires = expires_ms.checked_sub(KEY_MARGIN_MS)?;
     let window = policy.window_ms();
     let code = scripts::code(policy);
     let near = match code {
-        3 => (expires / window).checked_sub(2)?,
-        4 => expires.checked_sub(policy.emission_interval_ns() / 1_000_000 + 1)?,
-        2 | 5 => expires.checked_sub(window)?,
-        _ => return None,
+        // The counter's key expires as its next window ends.
+        3 => (expires_ms.checked_sub(KEY_MARGIN_MS)? / window).checked_sub(2)?,
+        // The others' lifetimes do not depend on the reading.
+        _ => expires_ms.checked_sub(first_lifetime(policy, 0, 0)?)?,
     };
     let half = MARK_MODULUS / 2;
     let ahead = (mark % MARK_MODULUS + MARK_MODULUS + half - near % MARK_MODULUS) % MARK_MODULUS;
