@@ -514,8 +514,11 @@ async fn a_paused_redis_times_out_within_the_timeout() {
 
 // ---- scripts, commands, expiry -------------------------------------------------------------
 
+/// A check is one call (`FCALL`: the check's function library, loaded when the store
+/// connects); after `FUNCTION FLUSH` (as after a restart) the next check's call finds no
+/// function, loads the library once and goes again.
 #[::std::prelude::v1::test]
-fn one_command_per_check_and_scripts_reload_after_a_flush() {
+fn one_command_per_check_and_the_library_reloads_after_a_flush() {
     let server = RedisServer::start();
     let rt = runtime();
     let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
@@ -527,20 +530,79 @@ fn one_command_per_check_and_scripts_reload_after_a_flush() {
         rt.block_on(store.check(&limit, key, Duration::ZERO))
             .unwrap()
     };
-    check(b"warm-up"); // loads the script
+    check(b"warm-up");
     server.command(&["CONFIG", "RESETSTAT"]);
     for i in 0..50u32 {
         assert!(check(&i.to_be_bytes()).allowed());
     }
-    assert_eq!(server.calls("evalsha"), 50);
-    assert_eq!(server.calls("script|load") + server.calls("eval"), 0);
+    assert_eq!(server.calls("fcall"), 50);
+    let loads = || server.calls("function|load") + server.calls("script|load");
+    assert_eq!(loads() + server.calls("evalsha") + server.calls("eval"), 0);
+
+    server.command(&["FUNCTION", "FLUSH"]);
+    let first = check(b"after flush");
+    assert!(first.allowed() && first.remaining() == 999, "{first:?}");
+    let second = check(b"after flush");
+    assert!(second.allowed() && second.remaining() == 998, "{second:?}");
+    assert_eq!(server.calls("function|load"), 1, "reloaded once");
+    // The call that found no function, sent again, and the next.
+    assert_eq!(server.calls("fcall"), 50 + 3);
+    assert_eq!(server.calls("evalsha") + server.calls("eval"), 0);
+}
+
+/// A server that refuses functions (an ACL without `FCALL` and `FUNCTION`, as some plans
+/// have, or Redis before 7) gets the check as a script (`EVALSHA`), decided the same; after
+/// `SCRIPT FLUSH` the next check sends the script's source once, which caches it again.
+#[::std::prelude::v1::test]
+fn a_server_that_refuses_functions_gets_the_script() {
+    let server = RedisServer::start();
+    server.command(&["ACL", "SETUSER", "default", "-fcall", "-function"]);
+    let rt = runtime();
+    let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+    let limit = Limit::new(
+        "scripts",
+        Policy::new(1_000, Duration::from_secs(60)).unwrap(),
+    );
+    let check = |key: &[u8]| {
+        rt.block_on(store.check(&limit, key, Duration::ZERO))
+            .unwrap()
+    };
+    server.command(&["CONFIG", "RESETSTAT"]);
+    for i in 0..3 {
+        let decision = check(b"client");
+        assert!(
+            decision.allowed() && decision.remaining() == 999 - i,
+            "{decision:?}"
+        );
+    }
+    assert_eq!(server.calls("evalsha"), 3);
+    assert_eq!(server.calls("fcall"), 0, "refused once, at the connect");
 
     server.command(&["SCRIPT", "FLUSH"]);
     assert!(check(b"after flush").allowed());
     assert!(check(b"after flush").allowed());
-    // The first check after the flush runs the script's source, which caches it again.
     assert_eq!(server.calls("eval"), 1, "reloaded once");
-    assert_eq!(server.calls("evalsha"), 50 + 2);
+    assert_eq!(server.calls("evalsha"), 3 + 2);
+
+    // A store that connects lazily (no load at its start) finds out at its first call.
+    let manager = rt
+        .block_on(redis::aio::ConnectionManager::new(
+            redis::Client::open(server.url()).unwrap(),
+        ))
+        .unwrap();
+    let lazy = RedisStore::from_manager(manager);
+    server.command(&["CONFIG", "RESETSTAT"]);
+    for i in 0..3 {
+        let decision = rt
+            .block_on(lazy.check(&limit, b"lazy", Duration::ZERO))
+            .unwrap();
+        assert!(
+            decision.allowed() && decision.remaining() == 999 - i,
+            "{decision:?}"
+        );
+    }
+    assert_eq!(server.rejected("fcall"), 1, "refused once");
+    assert_eq!(server.calls("evalsha") + server.calls("eval"), 3);
 }
 
 /// Checks that arrive together go out together: 800 concurrent checks of 8 keys (100 each,
@@ -562,7 +624,7 @@ fn concurrent_checks_are_batched_and_decided_in_order() {
         );
         server.command(&["CONFIG", "RESETSTAT"]);
         replays::concurrent_checks_keep_exact_sequences(&rt, &store, &limit, algorithm.name());
-        let calls = server.calls("evalsha");
+        let calls = server.calls("fcall");
         assert!(
             calls <= 800 / 4,
             "{algorithm}: {calls} calls for 800 checks"
@@ -670,7 +732,7 @@ fn batches_decide_as_the_memory_store_does_one_by_one() {
             .unwrap();
     }
     // They did go out together (proptest's shrinking aside, which only runs on a failure).
-    let calls = server.calls("evalsha");
+    let calls = server.calls("fcall");
     assert!(
         calls * 2 < checks.get(),
         "{calls} calls for {} checks",
@@ -1128,7 +1190,7 @@ fn a_flood_from_one_client_is_answered_by_the_instances() {
     }
     assert_eq!(admitted, 5);
     // The first admission is a plain write (see `a_new_clients_first_check_...`).
-    assert_eq!(server.calls("evalsha"), 5 - 1 + 2);
+    assert_eq!(server.calls("fcall"), 5 - 1 + 2);
     // A minute on, both instances ask Redis again: the key is admitted.
     clock.advance(Duration::from_secs(60));
     for instance in &instances {
@@ -1137,7 +1199,7 @@ fn a_flood_from_one_client_is_answered_by_the_instances() {
             .unwrap()
             .allowed());
     }
-    assert_eq!(server.calls("evalsha"), 5 - 1 + 2 + 2);
+    assert_eq!(server.calls("fcall"), 5 - 1 + 2 + 2);
 }
 
 // ---- the server's clock -------------------------------------------------------------------
@@ -1357,7 +1419,7 @@ fn a_full_sliding_log_expires_without_a_scan() {
         .block_on(redis.check(&limit, b"client", later))
         .unwrap()
         .allowed());
-    let usec = server.usec_per_call("evalsha");
+    let usec = server.usec_per_call("fcall");
     println!("Redis CPU of the check that dropped 65,535 instants: {usec} µs");
     assert!(usec < 5_000.0, "{usec} µs: the log was scanned");
     // Galloping then bisecting over 65,535 instants: two dozen reads or so, not thousands.
@@ -1424,11 +1486,7 @@ fn a_new_clients_first_check_goes_without_the_script() {
         let after = server_ms(&server);
         assert!(first.allowed(), "{algorithm}");
         assert_eq!(first.remaining(), 2, "{algorithm}");
-        assert_eq!(
-            server.calls("evalsha") + server.calls("eval"),
-            0,
-            "{algorithm}"
-        );
+        assert_eq!(server.check_calls(), 0, "{algorithm}");
         assert_eq!(server.calls("set"), 1, "{algorithm}");
         let mark: u64 = String::from_utf8(raw_value(&server, &name))
             .unwrap()
@@ -1483,10 +1541,7 @@ fn a_new_clients_first_check_goes_without_the_script() {
             .block_on(store.check(&limit, b"new", Duration::ZERO))
             .unwrap();
         assert!(!refused.allowed(), "{algorithm}");
-        assert!(
-            server.calls("evalsha") + server.calls("eval") >= 1,
-            "{algorithm}"
-        );
+        assert!(server.check_calls() >= 1, "{algorithm}");
     }
 }
 
@@ -1570,7 +1625,7 @@ fn a_server_without_pxat_gets_packed_first_states() {
     assert!(first.allowed() && first.remaining() == 2, "{first:?}");
     // The marked write, refused, and the script's own (`SET`s in a script count too).
     assert_eq!(server.calls("set"), 2);
-    assert_eq!(server.calls("evalsha"), 1, "then the script");
+    assert_eq!(server.calls("fcall"), 1, "then the script");
     assert_eq!(
         raw_value(&server, &store.key_name(&limit, b"first")).len(),
         10
@@ -1581,7 +1636,7 @@ fn a_server_without_pxat_gets_packed_first_states() {
             .unwrap();
         assert!(next.allowed() && next.remaining() == 2, "{next:?}");
         assert_eq!(server.calls("set"), 3 + i as u64, "a packed first state");
-        assert_eq!(server.calls("evalsha"), 1, "no script");
+        assert_eq!(server.calls("fcall"), 1, "no script");
         let state = raw_value(&server, &store.key_name(&limit, client));
         assert_eq!(state.len(), 10, "packed: {state:?}");
     }
@@ -1691,7 +1746,7 @@ fn a_returning_client_shares_the_round_trip_of_new_clients_writes() {
     assert!(new.iter().all(|d| d.allowed() && d.remaining() == 9));
     let reads = reads(&mut counter) - 1;
     assert_eq!(reads, 2, "the store's reads: one for each batch");
-    assert_eq!(server.calls("evalsha"), 1);
+    assert_eq!(server.calls("fcall"), 1);
     // 21 plain writes, and the script's own write of the returning client's state.
     assert_eq!(server.calls("set"), 22);
 }
@@ -1699,7 +1754,7 @@ fn a_returning_client_shares_the_round_trip_of_new_clients_writes() {
 /// A batch whose new clients' first checks were decided as plain writes keeps their answers
 /// when its script call then fails: those checks were counted, and an error for them would
 /// send innocent clients to the fault policy. Here the script is refused by an ACL
-/// (`-evalsha -eval`), and the server is stopped while a first batch is in flight, so that
+/// (`-fcall -evalsha -eval`), and the server is stopped while a first batch is in flight, so that
 /// a returning client's check and 20 new clients' wait together for the next one: the new
 /// clients are admitted (their states are in Redis), the returning client gets the error.
 /// The same when the script refused is the second call, after a pipeline of writes alone.
@@ -1710,12 +1765,12 @@ fn a_failed_script_call_keeps_the_first_checks_decided_before_it() {
     let (store, limit) = with_a_returning_client(&server, &rt, "kept");
     // A fresh reading of the server's clock (scripts allowed for it), then scripts refused.
     let refuse_scripts = || {
-        server.command(&["ACL", "SETUSER", "default", "+evalsha", "+eval"]);
+        server.command(&["ACL", "SETUSER", "default", "+fcall", "+evalsha", "+eval"]);
         for _ in 0..3 {
             rt.block_on(store.check(&limit, b"warm", Duration::ZERO))
                 .unwrap();
         }
-        server.command(&["ACL", "SETUSER", "default", "-evalsha", "-eval"]);
+        server.command(&["ACL", "SETUSER", "default", "-fcall", "-evalsha", "-eval"]);
     };
     refuse_scripts();
     let mut keys = vec![b"returning".to_vec()];
@@ -1753,13 +1808,15 @@ fn a_failed_script_call_keeps_the_first_checks_decided_before_it() {
         assert!(decision.allowed() && decision.remaining() == 9, "check {i}");
     }
     // The returning client's call and the second check's reached Redis and were refused
-    // (by the ACL).
-    let stats = server.text(&["INFO", "commandstats"]);
-    let evalsha = stats
-        .lines()
-        .find(|l| l.starts_with("cmdstat_evalsha:"))
-        .unwrap();
-    assert!(evalsha.contains("rejected_calls=2,"), "{evalsha}");
+    // (by the ACL): as the library's function (the first, in the pipeline and again alone,
+    // and then as the script's source), then as the script (functions refused).
+    let refused = server.rejected("fcall") + server.rejected("evalsha");
+    assert!(refused >= 2, "{refused} calls refused");
+    assert_eq!(
+        server.rejected("eval"),
+        1,
+        "the first sent as the script's source"
+    );
 }
 
 /// A first check's receipt gives back exactly its unit, alone or after a later check of the
@@ -1784,7 +1841,7 @@ fn a_first_check_without_the_script_is_refunded_exactly() {
                 .block_on(store.check_all(&charge, Duration::ZERO))
                 .unwrap();
             assert!(first.receipt().counted_anything(), "{algorithm}");
-            assert_eq!(server.calls("evalsha"), 0, "{algorithm}: by the script");
+            assert_eq!(server.check_calls(), 0, "{algorithm}: by the script");
             if later {
                 let second = rt
                     .block_on(store.check_all(&charge, Duration::ZERO))
@@ -1838,7 +1895,7 @@ fn two_instances_count_new_clients_exactly() {
         println!(
             "{algorithm}: 200 of 400 admitted; {} transactions, {} script calls",
             server.calls("exec"),
-            server.calls("evalsha") + server.calls("eval")
+            server.check_calls()
         );
     }
 }

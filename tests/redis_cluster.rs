@@ -98,7 +98,7 @@ fn concurrent_checks_batch_per_slot_and_stay_exact() {
     );
     cluster.on_every_node(&["CONFIG", "RESETSTAT"]);
     replays::concurrent_checks_keep_exact_sequences(&rt, &store, &limit, "cluster");
-    let calls = cluster.calls("evalsha") + cluster.calls("eval");
+    let calls = cluster.calls("fcall") + cluster.calls("evalsha") + cluster.calls("eval");
     assert!(calls <= 800 / 4, "{calls} calls for 800 checks");
 }
 
@@ -147,7 +147,7 @@ fn new_clients_batch_per_node_and_a_moved_slot_stays_exact() {
     cluster.on_every_node(&["CONFIG", "RESETSTAT"]);
     let first = concurrently(&rt, &store, &limit, &clients);
     let again = concurrently(&rt, &store, &limit, &clients);
-    let calls = cluster.calls("evalsha") + cluster.calls("eval");
+    let calls = cluster.calls("fcall") + cluster.calls("evalsha") + cluster.calls("eval");
     let usec: u64 = (0..3).map(|n| cluster.node(n).usec_of_calls()).sum();
     println!(
         "1200 checks of 600 new clients on 3 nodes: {calls} script calls ({:.3} a check), {:.2} µs of Redis a check",
@@ -325,18 +325,18 @@ async fn instances_on_a_cluster_admit_exactly_and_answer_floods_locally() {
     for request in send(200) {
         assert_eq!(request.await.unwrap(), 429);
     }
-    let calls = cluster.calls("evalsha") + cluster.calls("eval");
+    let calls = cluster.calls("fcall") + cluster.calls("evalsha") + cluster.calls("eval");
     assert!(
         calls <= 2 * u64::from(CLIENTS),
         "{calls} calls for a flood of 4,800"
     );
 }
 
-/// Scripts are loaded on whichever node serves a slot: after `SCRIPT FLUSH` on every node
-/// (as after a failover to a replica that never ran them), the next check on each node runs
-/// the script's source once, and `EVALSHA` works again.
+/// The check's library is loaded on every primary: after `FUNCTION FLUSH` on every node (as
+/// after a restart), the first check that finds no function loads it on all of them
+/// again, and every check is one call of it.
 #[::std::prelude::v1::test]
-fn scripts_reload_on_the_node_that_serves_the_slot() {
+fn the_library_reloads_on_every_primary() {
     let cluster = RedisCluster::start();
     let rt = runtime();
     let store = rt.block_on(connect(&cluster));
@@ -347,22 +347,23 @@ fn scripts_reload_on_the_node_that_serves_the_slot() {
             .unwrap()
             .allowed());
     }
-    cluster.on_every_node(&["SCRIPT", "FLUSH"]);
+    cluster.on_every_node(&["FUNCTION", "FLUSH"]);
     cluster.on_every_node(&["CONFIG", "RESETSTAT"]);
-    for _ in 0..3 {
+    for round in 0..3u32 {
         for key in 0..KEYS {
-            assert!(rt
+            let decision = rt
                 .block_on(store.check(&limit, &[key], Duration::ZERO))
-                .unwrap()
-                .allowed());
+                .unwrap();
+            assert_eq!(decision.remaining(), 98 - round, "key {key}");
         }
     }
-    assert_eq!(cluster.calls("eval"), 3, "once per node");
+    assert_eq!(cluster.calls("function|load"), 3, "once per primary");
     assert_eq!(
-        cluster.calls("evalsha"),
-        3 * u64::from(KEYS),
-        "one per check (three answered NOSCRIPT)"
+        cluster.calls("fcall"),
+        3 * u64::from(KEYS) + 1,
+        "one per check (one answered that it had no function)"
     );
+    assert_eq!(cluster.calls("eval") + cluster.calls("evalsha"), 0);
 }
 
 // ---- a master fails -------------------------------------------------------------------------
@@ -497,8 +498,10 @@ async fn a_replica_taking_over_gets_the_scripts_and_keeps_the_budgets() {
             );
         }
     }
-    // The promoted replica was given the script's source (it had only the effects).
-    assert!(cluster.node(promoted).calls("eval") >= 1);
+    // The promoted replica had the library (a load reaches a primary's replicas): it ran
+    // the checks as its function.
+    assert!(cluster.node(promoted).calls("fcall") >= 1);
+    assert_eq!(cluster.node(promoted).calls("eval"), 0);
 }
 
 /// A stack whose second part lives on a node that is down fails (the fault policy answers

@@ -208,14 +208,14 @@ impl RedisServer {
     }
 
     /// Microseconds Redis spent in the calls clients sent since the last `CONFIG RESETSTAT`:
-    /// scripts and transactions (`EVALSHA`, `EVAL`, `MULTI`, `EXEC`), whose time includes
+    /// scripts and transactions (`FCALL`, `EVALSHA`, `EVAL`, `MULTI`, `EXEC`), whose time includes
     /// the commands run inside them — which `INFO commandstats` counts again under their own
     /// names, so those are left out — and `SET`, which the Redis store sends on its own for
     /// a new client's first check (the few a script runs are counted twice: a script's
     /// `SET` is of a client that came back).
     pub(crate) fn usec_of_calls(&self) -> u64 {
         let info = self.text(&["INFO", "commandstats"]);
-        ["evalsha", "eval", "multi", "exec", "set"]
+        ["fcall", "evalsha", "eval", "multi", "exec", "set"]
             .iter()
             .filter_map(|command| cmdstat(&info, command, "usec"))
             .map(|usec| usec.parse::<u64>().unwrap())
@@ -264,6 +264,18 @@ impl RedisServer {
     pub(crate) fn calls(&self, command: &str) -> u64 {
         let info = self.text(&["INFO", "commandstats"]);
         cmdstat(&info, command, "calls").map_or(0, |calls| calls.parse().unwrap())
+    }
+
+    /// Calls of the check, as the library's function or as the script, since the last
+    /// `CONFIG RESETSTAT`.
+    pub(crate) fn check_calls(&self) -> u64 {
+        self.calls("fcall") + self.calls("evalsha") + self.calls("eval")
+    }
+
+    /// Calls of `command` Redis refused (an ACL, a wrong argument) since the last reset.
+    pub(crate) fn rejected(&self, command: &str) -> u64 {
+        let info = self.text(&["INFO", "commandstats"]);
+        cmdstat(&info, command, "rejected_calls").map_or(0, |calls| calls.parse().unwrap())
     }
 }
 

@@ -1,4 +1,4 @@
-//! One script call: a batch of checks as `EVALSHA` arguments (each policy listed once, one
+//! One script call: a batch of checks as `FCALL` (or `EVALSHA`) arguments (each policy listed once, one
 //! short argument per check), and the reply split back into each check's answer.
 
 use std::fmt::Write as _;
@@ -19,12 +19,7 @@ impl RedisStore {
     pub(super) async fn call(&self, checks: &[&CheckArgs]) -> Result<Vec<Vec<i64>>, CallError> {
         let command = self.script_call(checks);
         let sent = std::time::Instant::now();
-        match self
-            .inner
-            .connection
-            .eval(&self.inner.script, &command)
-            .await
-        {
+        match self.run_check(&command).await {
             Ok(reply) => self.answers(checks, reply, sent),
             Err(e) => {
                 // Perhaps another server next: no reading of this one's clock is trusted.
@@ -34,7 +29,7 @@ impl RedisStore {
         }
     }
 
-    /// The `EVALSHA` deciding `checks` (see [`call`](Self::call)).
+    /// The `FCALL` (or `EVALSHA`) deciding `checks` (see [`call`](Self::call)).
     pub(super) fn script_call(&self, checks: &[&CheckArgs]) -> redis::Cmd {
         // The number of names of each slot's checks.
         let mut groups: Vec<(u16, u32)> = Vec::new();
@@ -46,8 +41,8 @@ impl RedisStore {
             }
         }
         let declared = groups.first().map_or(0, |&(_, count)| count as usize);
-        let mut command = redis::cmd("EVALSHA");
-        command.arg(&self.inner.script.sha).arg(declared);
+        let mut command = self.check_command();
+        command.arg(declared);
         let mut names = checks.iter().flat_map(|check| &check.names);
         for name in names.by_ref().take(declared) {
             command.arg(name);

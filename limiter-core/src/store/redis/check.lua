@@ -1,43 +1,29 @@
 -- The check of every algorithm, for a batch of checks: see scripts.rs for its arguments
--- and its answer.
+-- and its answer, and for the two ways Redis is given it: a function library (`FCALL`,
+-- Redis 7 and Valkey), loaded once, whose functions are made once at its load; or a script
+-- (`EVALSHA`), which Redis runs whole on every call. scripts.rs puts before it the `make`
+-- of its way: for a library nil, every function being made; for a script the states and
+-- penalties of the call's policies, only whose functions are made (a script makes every
+-- function it defines on every call, which cost Redis more than a new client's whole
+-- check). Either way `run(KEYS, ARGV)` decides the call.
 -- Needs Redis 6.0 or later, or Valkey (refunds keep an expiry with `SET ... KEEPTTL`).
--- Redis 3.2 and 4 replicated scripts verbatim unless told otherwise, and then refused
--- writes after TIME; from Redis 5 on this is the default and the call a no-op.
-if redis.replicate_commands then redis.replicate_commands() end
--- The call's header, packed (no numbers to parse from strings): `min_ttl`, the number of
--- policies, then each policy (see below).
-local header = ARGV[1]
-local min_ttl, npolicies, at = struct.unpack('>I8I4', header)
+-- A library's load may read no global but `redis`: the others (`struct`, `string`,
+-- `math`) are read when called.
+
+-- What `run` sets for the call it decides. `min_ttl`, the policies and whether any keeps
+-- a packed string (not a list: a long log), or a penalty record, from the header.
+local min_ttl, policies, strings
 -- The reading the check being decided counts at: its caller's, or the server's TIME, read
 -- once for a whole batch.
 local clock, server_clock = 0, nil
-
--- The policies this call's checks use, each once, from the header: state, window_ms, max,
--- interval_ns, capacity_ns, then the penalty's block_ms (0: none), after, within_ms and
--- escalated block_ms, the calendar's period (0: none) and UTC offset + 840 minutes, and the
--- bucket's delay in ns (0: none).
-local policies = {}
--- Whether any keeps a packed string (not a list: a long log), or a penalty record.
-local strings = false
--- The states and penalties they have: only their functions are made (a script makes every
--- function it defines on every call, which cost Redis more than a new client's whole check).
-local has, penalties = {}, false
-for p = 1, npolicies do
-  local state, window, max, interval, capacity, block, after, within, long, period, offset
-  local delay
-  state, window, max, interval, capacity, block, after, within, long, period, offset, delay, at =
-    struct.unpack('>I1I8I4I8I8I8I1I8I8I1I2I8', header, at)
-  policies[p] = {state, window, max, interval, capacity, block, after, within, long, period,
-    offset, delay}
-  if state ~= 1 or block > 0 then strings = true end
-  has[state] = true
-  if block > 0 then penalties = true end
-end
+-- The checks' key names (see `run`).
+local names
+local encode, decode
 local expire, keep, log_of, instant, log_answer, sliding_window, formats, decoded, format_of
 local short_log, fixed_window, DAY, civil_from_days, days_from_civil, period_of, period_start
 local calendar_quota, until_below, sliding_window_counter, token_bucket, record_of, block_left
 local start_block, window_answer
-if has[1] then
+if not make or make[1] then
   expire = function(key, ms)
     if ms < min_ttl then ms = min_ttl end
     if ms < 1 then ms = 1 end
@@ -58,14 +44,13 @@ end
 -- keep their state in a string of a few packed integers (`values[key]`: as read, `false`
 -- for none, then as changed), written with its expiry in one `SET PX` (`dirty[key]`: the
 -- ms it must live); `logs[key]` is a view of a sliding log with the changes still to write.
-local values, dirty, order, logs, log_order = {}, {}, {}, {}, {}
-local encode, decode = struct.pack, struct.unpack
+local values, dirty, order, logs, log_order
 -- The packed states, big-endian unsigned: the fixed window's start (ms) and count; the
 -- counter's window index and the previous and current windows' counts; the bucket's
 -- theoretical arrival time in ms and the nanoseconds beyond them.
 local FIXED, COUNTER, BUCKET = '>I6I4', '>I6I4I4', '>I6I4'
 
-if has[1] then
+if not make or make[1] then
   -- A sliding log as read (`loaded` instants, those asked for kept in `seen` by index), less
   -- the `off` oldest instants dropped since, plus the instants pushed since (`tail`). Single
   -- instants are read with LINDEX, which costs Redis far less than a range.
@@ -105,7 +90,7 @@ end
 -- for none) and, when they admit, also return the state counted and the ms it must live.
 -- (No closures or tables per check: Redis runs this for every request.)
 
-if has[1] or has[5] then
+if not make or make[1] or make[5] then
   -- A sliding log's answer, either representation, from its `count` instants in the window
   -- and the oldest of them: where it stands, and `cost` admitted, or refused until `last`
   -- (the instant whose leaving admits it) leaves the window.
@@ -120,7 +105,7 @@ if has[1] or has[5] then
   end
 end
 
-if has[1] then
+if not make or make[1] then
   sliding_window = function(key, window, max, cost, commit)
     local now = clock
     local log = log_of(key)
@@ -180,7 +165,7 @@ if has[1] then
   end
 end
 
-if has[5] then
+if not make or make[5] then
   -- A short log (a limit of at most 128, the usual ones): its instants packed in a string,
   -- oldest first — the oldest in 6 bytes, each later one in 4 as its distance from it (the
   -- instants kept all lie within a window, at most 7 days) — read and rewritten whole: a
@@ -259,7 +244,7 @@ if has[5] then
   end
 end
 
-if has[2] or has[6] then
+if not make or make[2] or make[6] then
   -- A count in a window (the fixed window's, a calendar period's) that ends `left` ms after
   -- `now`, its state packed as `from` (the window's start, the period's number) and the
   -- count: its answer, and when it admits, the state counted and the ms it must live.
@@ -274,7 +259,7 @@ if has[2] or has[6] then
       encode(FIXED, from, count + cost), left
   end
 end
-if has[2] then
+if not make or make[2] then
   fixed_window = function(raw, window, max, cost)
     local now = clock
     local start, count = nil, 0
@@ -289,7 +274,7 @@ if has[2] then
   end
 end
 
-if has[6] then
+if not make or make[6] then
   -- Calendar quotas (calendar.rs has the rules): periods of days, Monday weeks or months,
   -- from an offset east of UTC; the state packs the period's number and its count as the
   -- fixed window packs its start and count.
@@ -354,7 +339,7 @@ if has[6] then
   end
 end
 
-if has[3] then
+if not make or make[3] then
   until_below = function(prev, cur, elapsed, t, target)
     local to_edge = t - elapsed
     if cur < target and prev > 0 then
@@ -405,7 +390,7 @@ if has[3] then
   end
 end
 
-if has[4] then
+if not make or make[4] then
   token_bucket = function(raw, interval, capacity, cost, delay)
     local now = clock
     local used = 0
@@ -469,24 +454,6 @@ if has[4] then
 end
 
 
--- The checks' key names: `KEYS`, in one hash slot. On a cluster node a call may carry the
--- checks of several slots the node serves (a node takes declared keys of one slot only):
--- the header then ends with the number of names in each slot's group ('>I4' each, the first
--- being `KEYS`'), and the names of the other groups are the last `ARGV`s.
-local names, groups = KEYS, nil
-if #header >= at then
-  groups = {}
-  local total = 0
-  while at <= #header do
-    groups[#groups + 1], at = struct.unpack('>I4', header, at)
-    total = total + groups[#groups]
-  end
-  names = {}
-  for i = 1, #KEYS do names[i] = KEYS[i] end
-  local from = #ARGV - (total - #KEYS)
-  for i = #KEYS + 1, total do names[i] = ARGV[from + i - #KEYS] end
-end
-
 -- A packed state's algorithm (state 2, 3, 4, 5 or 6) on `raw`: its answer, and when it admits,
 -- the state counted and the ms it must live.
 local function packed(policy, raw, cost)
@@ -519,7 +486,7 @@ local function record(key, counted, ttl)
   dirty[key] = ttl
 end
 
-if penalties then
+if not make or make.penalties then
   -- Penalties (penalty.rs has the rules): a limit with a block has a second key after its
   -- state's, the client's record under it, packed: when its block ends (ms), then the starts
   -- of its latest blocks, as many as the escalation counts, 6 bytes each.
@@ -583,7 +550,7 @@ local function decide(p, key, cost, commit)
   end
   local raw = values[key]
   if raw and #raw < 6 and policy[1] <= 5 then
-    raw = first_state(key, raw, policy[1], policy[2], policy[4])
+    raw = first_state(key, raw, policy[1], policy[2], policy[4], server_now())
     values[key] = raw
   end
   local admits, remaining, wait, status_remaining, status_wait, used, counted, ttl =
@@ -636,22 +603,11 @@ local function read_states(from, to, probe)
     end
   end
 end
-if groups then
-  local from = 1
-  for g = 1, #groups do
-    local failed = read_states(from, from + groups[g] - 1, true)
-    if failed then return redis.error_reply('LIMITER_ELSEWHERE ' .. tostring(failed)) end
-    from = from + groups[g]
-  end
-elseif strings and #names > 0 then
-  read_states(1, #names, false)
-end
-
 -- A new client's usual check (one unit, the server's clock) gets the same answer and the
 -- same state whoever it is: decided once per policy per call (`fresh[p]`: the answer, the
 -- state and its expiry as a string). Most checks of a busy Redis are of new clients, and
 -- converting numbers to strings and back is much of what a script costs.
-local fresh = {}
+local fresh
 local function usual_fresh(p, key)
   local known = fresh[p]
   if not known then
@@ -664,151 +620,227 @@ local function usual_fresh(p, key)
   return known[1], known[2], known[3], known[4]
 end
 
--- Then the plan: one byte per check, decided in order, each all or nothing, each seeing
--- those before it; its keys are the next ones in `names`. A byte from 1 up is the usual check
--- of that policy: one limit, one unit, the server's clock. A 0 is any other check, given by
--- the next ARGV as `now;peek;policy:cost;policy:cost...` (`now` empty for the server's
--- clock, `peek` 1 or 2 to count nothing, 2 to change nothing at all).
-local reply, r = {}, 0
-local first = 1
-local plan = ARGV[2]
-local given = 3
-local byte = string.byte
-for c = 1, #plan do
-  local single = byte(plan, c)
-  if single > 0 then
-    clock = server_now()
-    local key = names[first]
-    local admits, remaining, wait, used, _
-    if values[key] == false and policies[single][1] ~= 1 then
-      admits, remaining, wait, used = usual_fresh(single, key)
-    else
-      admits, remaining, wait, _, _, used = decide(single, key, 1, true)
-    end
-    if admits then
-      reply[r + 1], reply[r + 2], reply[r + 3], r = 1 + used - clock, remaining, wait, r + 3
-    else
-      reply[r + 1], reply[r + 2], reply[r + 3], r = 0, remaining, wait, r + 3
-    end
-    first = first + 1
-  else
-    local arg = ARGV[given]
-    given = given + 1
-    local now, peek, rest = string.match(arg, '^(%d*);([012])(.*)$')
-    clock = tonumber(now) or server_now()
-    -- 1 reads as another node of a rejected check (a limit that rejects it itself still
-    -- starts its block), 2 reads where the limits stand and changes nothing.
-    local status = peek == '2'
-    peek = peek ~= '0'
-    -- Each limit's key, and its record's after it when it has a penalty.
-    local limits, k = {}, first
-    for p, cost in string.gmatch(rest, '(%d+):(%d+)') do
-      p = tonumber(p)
-      local bkey = nil
-      if policies[p][6] > 0 then bkey = names[k + 1] end
-      limits[#limits + 1] = {p, tonumber(cost), names[k], bkey}
-      if bkey then k = k + 2 else k = k + 1 end
-    end
-    local n = #limits
-    -- A client whose block is in force is refused by it: nothing counts (a limit that
-    -- rejects it itself starts its own block, as on a cluster's other nodes).
-    local lefts, blocked = {}, false
-    for i = 1, n do
-      if limits[i][4] then
-        lefts[i] = block_left(limits[i][4])
-        if lefts[i] then blocked = true end
-      end
-    end
-    if n == 1 and not blocked then
-      -- One limit: decided and counted in one pass.
-      local l = limits[1]
-      local admits, remaining, wait, status_remaining, status_wait, used =
-        decide(l[1], l[3], l[2], not peek)
-      local flag = counted(admits, used)
-      if admits and peek then
-        remaining, wait, flag = status_remaining, status_wait, -1
-        -- A bucket whose place-holding admitted it, and that would refuse now.
-        if status_remaining < 0 then remaining, flag = 0, 0 end
-      end
-      if not admits and l[4] and not status then
-        wait, flag = start_block(policies[l[1]], l[4], wait), -2
-      end
-      reply[r + 1], reply[r + 2], reply[r + 3], r = flag, remaining, wait, r + 3
-    else
-      -- Several: every limit is read first; only if all admit (and not peeking) are they
-      -- counted, in a second pass over the same, unchanged state.
-      local answers = {}
-      local admitted = not peek and not blocked
-      for i = 1, n do
-        local l = limits[i]
-        if lefts[i] then
-          answers[i] = {false, 0, lefts[i], 0, lefts[i], clock}
-        else
-          local admits, remaining, wait, status_remaining, status_wait, used =
-            decide(l[1], l[3], l[2], false)
-          if not admits then admitted = false end
-          answers[i] = {admits, remaining, wait, status_remaining, status_wait, used}
-        end
-      end
-      for i = 1, n do
-        local answer, l = answers[i], limits[i]
-        if admitted then
-          decide(l[1], l[3], l[2], true)
-          reply[r + 1], reply[r + 2], reply[r + 3], r = counted(true, answer[6]), answer[2], answer[3], r + 3
-        elseif answer[1] and answer[4] < 0 then
-          -- A bucket that would have held its place, and stands full: a refusal.
-          reply[r + 1], reply[r + 2], reply[r + 3], r = 0, 0, answer[5], r + 3
-        elseif answer[1] then
-          -- Another limit rejects the request: this one counts nothing and says where it
-          -- stands (-1: it would admit it, and counted nothing).
-          reply[r + 1], reply[r + 2], reply[r + 3], r = -1, answer[4], answer[5], r + 3
-        elseif lefts[i] then
-          reply[r + 1], reply[r + 2], reply[r + 3], r = -3, 0, lefts[i], r + 3
-        elseif l[4] and not status then
-          -- It rejects the request itself: its block starts.
-          local wait = start_block(policies[l[1]], l[4], answer[3])
-          reply[r + 1], reply[r + 2], reply[r + 3], r = -2, answer[2], wait, r + 3
-        else
-          reply[r + 1], reply[r + 2], reply[r + 3], r = 0, answer[2], answer[3], r + 3
-        end
-      end
-    end
-    first = k
+-- The header's policies, parsed (see `parse`), by header: a library keeps them from call
+-- to call (the few headers an instance sends); a script, for its one call.
+local parsed, nparsed = {}, 0
+
+-- The header, packed (no numbers to parse from strings): `min_ttl`, the number of
+-- policies, then each policy (see below); after them, the cluster's groups (see `run`).
+-- Returns {min_ttl, policies, strings, where the groups start}.
+local function parse(header)
+  local min_ttl, npolicies, at = struct.unpack('>I8I4', header)
+  -- The policies this call's checks use, each once, from the header: state, window_ms, max,
+  -- interval_ns, capacity_ns, then the penalty's block_ms (0: none), after, within_ms and
+  -- escalated block_ms, the calendar's period (0: none) and UTC offset + 840 minutes, and the
+  -- bucket's delay in ns (0: none).
+  local policies = {}
+  -- Whether any keeps a packed string (not a list: a long log), or a penalty record.
+  local strings = false
+  for p = 1, npolicies do
+    local state, window, max, interval, capacity, block, after, within, long, period, offset
+    local delay
+    state, window, max, interval, capacity, block, after, within, long, period, offset, delay, at =
+      struct.unpack('>I1I8I4I8I8I8I1I8I8I1I2I8', header, at)
+    policies[p] = {state, window, max, interval, capacity, block, after, within, long, period,
+      offset, delay}
+    if state ~= 1 or block > 0 then strings = true end
   end
+  return {min_ttl, policies, strings, at}
 end
--- The server's reading, if one was taken: the reading every check without a `now` was
--- decided at, so that a check can be given back exactly.
-reply[r + 1] = server_clock or 0
--- Every state the checks changed, written once, with the expiry it needs from now.
-for i = 1, #order do
-  local key = order[i]
-  redis.call('SET', key, values[key], 'PX', dirty[key])
-end
-for _, key in ipairs(log_order) do
-  local log = logs[key]
-  if log.off > 0 or #log.tail > 0 then
-    -- The instants to push, and how many of those read to drop: every one read, and perhaps
-    -- some pushed since, once `off` reaches past them.
-    local from, drop = 1, log.off
-    if log.off >= log.loaded then from, drop = log.off - log.loaded + 1, log.loaded end
-    -- Whether anything is left of the key once it is written.
-    local remains = from <= #log.tail or drop < log.loaded
-    -- Pushed before the old ones are trimmed, so that the key never stops existing midway:
-    -- a cluster node whose slot is migrating refuses a key it no longer holds, and a
-    -- refusal after a write would leave the call half done.
-    while from <= #log.tail do
-      local last = math.min(from + 999, #log.tail)
-      redis.call('RPUSH', key, unpack(log.tail, from, last))
-      from = last + 1
+
+-- Decides a call: see scripts.rs.
+local function run(KEYS, ARGV)
+  encode, decode = struct.pack, struct.unpack
+  local header = ARGV[1]
+  local known = parsed[header]
+  if not known then
+    -- A few hundred headers at most are kept (a cluster's groups make many).
+    if nparsed >= 256 then parsed, nparsed = {}, 0 end
+    known = parse(header)
+    parsed[header], nparsed = known, nparsed + 1
+  end
+  min_ttl, policies, strings = known[1], known[2], known[3]
+  local at = known[4]
+  clock, server_clock = 0, nil
+  values, dirty, order, logs, log_order = {}, {}, {}, {}, {}
+  if decoded and next(decoded) then decoded = {} end
+
+  -- The checks' key names: `KEYS`, in one hash slot. On a cluster node a call may carry the
+  -- checks of several slots the node serves (a node takes declared keys of one slot only):
+  -- the header then ends with the number of names in each slot's group ('>I4' each, the first
+  -- being `KEYS`'), and the names of the other groups are the last `ARGV`s.
+  names = KEYS
+  local groups = nil
+  if #header >= at then
+    groups = {}
+    local total = 0
+    while at <= #header do
+      groups[#groups + 1], at = struct.unpack('>I4', header, at)
+      total = total + groups[#groups]
     end
-    if drop > 0 then
-      if remains then
-        redis.call('LTRIM', key, drop, -1)
+    names = {}
+    for i = 1, #KEYS do names[i] = KEYS[i] end
+    local from = #ARGV - (total - #KEYS)
+    for i = #KEYS + 1, total do names[i] = ARGV[from + i - #KEYS] end
+  end
+  if groups then
+    local from = 1
+    for g = 1, #groups do
+      local failed = read_states(from, from + groups[g] - 1, true)
+      if failed then return redis.error_reply('LIMITER_ELSEWHERE ' .. tostring(failed)) end
+      from = from + groups[g]
+    end
+  elseif strings and #names > 0 then
+    read_states(1, #names, false)
+  end
+  fresh = {}
+
+  -- Then the plan: one byte per check, decided in order, each all or nothing, each seeing
+  -- those before it; its keys are the next ones in `names`. A byte from 1 up is the usual check
+  -- of that policy: one limit, one unit, the server's clock. A 0 is any other check, given by
+  -- the next ARGV as `now;peek;policy:cost;policy:cost...` (`now` empty for the server's
+  -- clock, `peek` 1 or 2 to count nothing, 2 to change nothing at all).
+  local reply, r = {}, 0
+  local first = 1
+  local plan = ARGV[2]
+  local given = 3
+  local byte = string.byte
+  for c = 1, #plan do
+    local single = byte(plan, c)
+    if single > 0 then
+      clock = server_now()
+      local key = names[first]
+      local admits, remaining, wait, used, _
+      if values[key] == false and policies[single][1] ~= 1 then
+        admits, remaining, wait, used = usual_fresh(single, key)
       else
-        redis.call('DEL', key)
+        admits, remaining, wait, _, _, used = decide(single, key, 1, true)
       end
+      if admits then
+        reply[r + 1], reply[r + 2], reply[r + 3], r = 1 + used - clock, remaining, wait, r + 3
+      else
+        reply[r + 1], reply[r + 2], reply[r + 3], r = 0, remaining, wait, r + 3
+      end
+      first = first + 1
+    else
+      local arg = ARGV[given]
+      given = given + 1
+      local now, peek, rest = string.match(arg, '^(%d*);([012])(.*)$')
+      clock = tonumber(now) or server_now()
+      -- 1 reads as another node of a rejected check (a limit that rejects it itself still
+      -- starts its block), 2 reads where the limits stand and changes nothing.
+      local status = peek == '2'
+      peek = peek ~= '0'
+      -- Each limit's key, and its record's after it when it has a penalty.
+      local limits, k = {}, first
+      for p, cost in string.gmatch(rest, '(%d+):(%d+)') do
+        p = tonumber(p)
+        local bkey = nil
+        if policies[p][6] > 0 then bkey = names[k + 1] end
+        limits[#limits + 1] = {p, tonumber(cost), names[k], bkey}
+        if bkey then k = k + 2 else k = k + 1 end
+      end
+      local n = #limits
+      -- A client whose block is in force is refused by it: nothing counts (a limit that
+      -- rejects it itself starts its own block, as on a cluster's other nodes).
+      local lefts, blocked = {}, false
+      for i = 1, n do
+        if limits[i][4] then
+          lefts[i] = block_left(limits[i][4])
+          if lefts[i] then blocked = true end
+        end
+      end
+      if n == 1 and not blocked then
+        -- One limit: decided and counted in one pass.
+        local l = limits[1]
+        local admits, remaining, wait, status_remaining, status_wait, used =
+          decide(l[1], l[3], l[2], not peek)
+        local flag = counted(admits, used)
+        if admits and peek then
+          remaining, wait, flag = status_remaining, status_wait, -1
+          -- A bucket whose place-holding admitted it, and that would refuse now.
+          if status_remaining < 0 then remaining, flag = 0, 0 end
+        end
+        if not admits and l[4] and not status then
+          wait, flag = start_block(policies[l[1]], l[4], wait), -2
+        end
+        reply[r + 1], reply[r + 2], reply[r + 3], r = flag, remaining, wait, r + 3
+      else
+        -- Several: every limit is read first; only if all admit (and not peeking) are they
+        -- counted, in a second pass over the same, unchanged state.
+        local answers = {}
+        local admitted = not peek and not blocked
+        for i = 1, n do
+          local l = limits[i]
+          if lefts[i] then
+            answers[i] = {false, 0, lefts[i], 0, lefts[i], clock}
+          else
+            local admits, remaining, wait, status_remaining, status_wait, used =
+              decide(l[1], l[3], l[2], false)
+            if not admits then admitted = false end
+            answers[i] = {admits, remaining, wait, status_remaining, status_wait, used}
+          end
+        end
+        for i = 1, n do
+          local answer, l = answers[i], limits[i]
+          if admitted then
+            decide(l[1], l[3], l[2], true)
+            reply[r + 1], reply[r + 2], reply[r + 3], r = counted(true, answer[6]), answer[2], answer[3], r + 3
+          elseif answer[1] and answer[4] < 0 then
+            -- A bucket that would have held its place, and stands full: a refusal.
+            reply[r + 1], reply[r + 2], reply[r + 3], r = 0, 0, answer[5], r + 3
+          elseif answer[1] then
+            -- Another limit rejects the request: this one counts nothing and says where it
+            -- stands (-1: it would admit it, and counted nothing).
+            reply[r + 1], reply[r + 2], reply[r + 3], r = -1, answer[4], answer[5], r + 3
+          elseif lefts[i] then
+            reply[r + 1], reply[r + 2], reply[r + 3], r = -3, 0, lefts[i], r + 3
+          elseif l[4] and not status then
+            -- It rejects the request itself: its block starts.
+            local wait = start_block(policies[l[1]], l[4], answer[3])
+            reply[r + 1], reply[r + 2], reply[r + 3], r = -2, answer[2], wait, r + 3
+          else
+            reply[r + 1], reply[r + 2], reply[r + 3], r = 0, answer[2], answer[3], r + 3
+          end
+        end
+      end
+      first = k
     end
-    if log.need and remains then keep(key, log.need, log.give, log.fresh) end
   end
-end
-return reply
+  -- The server's reading, if one was taken: the reading every check without a `now` was
+  -- decided at, so that a check can be given back exactly.
+  reply[r + 1] = server_clock or 0
+  -- Every state the checks changed, written once, with the expiry it needs from now.
+  for i = 1, #order do
+    local key = order[i]
+    redis.call('SET', key, values[key], 'PX', dirty[key])
+  end
+  for _, key in ipairs(log_order) do
+    local log = logs[key]
+    if log.off > 0 or #log.tail > 0 then
+      -- The instants to push, and how many of those read to drop: every one read, and perhaps
+      -- some pushed since, once `off` reaches past them.
+      local from, drop = 1, log.off
+      if log.off >= log.loaded then from, drop = log.off - log.loaded + 1, log.loaded end
+      -- Whether anything is left of the key once it is written.
+      local remains = from <= #log.tail or drop < log.loaded
+      -- Pushed before the old ones are trimmed, so that the key never stops existing midway:
+      -- a cluster node whose slot is migrating refuses a key it no longer holds, and a
+      -- refusal after a write would leave the call half done.
+      while from <= #log.tail do
+        local last = math.min(from + 999, #log.tail)
+        redis.call('RPUSH', key, unpack(log.tail, from, last))
+        from = last + 1
+      end
+      if drop > 0 then
+        if remains then
+          redis.call('LTRIM', key, drop, -1)
+        else
+          redis.call('DEL', key)
+        end
+      end
+      if log.need and remains then keep(key, log.need, log.give, log.fresh) end
+    end
+  end
+  return reply
+end -- run

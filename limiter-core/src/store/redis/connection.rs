@@ -245,20 +245,24 @@ impl Connection {
         command: &Cmd,
     ) -> RedisResult<T> {
         match self.query(command).await {
-            Err(e) if is_no_script(&e) => {
-                let mut eval = redis::cmd("EVAL");
-                eval.arg(script.source);
-                // `EVALSHA sha` is followed by the same arguments `EVAL source` takes.
-                for arg in command.args_iter().skip(2) {
-                    if let Arg::Simple(bytes) = arg {
-                        eval.arg(bytes);
-                    }
-                }
-                self.query(&eval).await
-            }
+            Err(e) if is_no_script(&e) => self.query(&as_script(script, command)).await,
             other => other,
         }
     }
+}
+
+/// `command` (`EVALSHA sha ...` or `FCALL function ...`) as `EVAL` of `script`'s source,
+/// which also caches it on the server.
+pub(super) fn as_script(script: &Script, command: &Cmd) -> Cmd {
+    let mut eval = redis::cmd("EVAL");
+    eval.arg(script.source);
+    // `EVALSHA sha` and `FCALL function` are followed by the arguments `EVAL source` takes.
+    for arg in command.args_iter().skip(2) {
+        if let Arg::Simple(bytes) = arg {
+            eval.arg(bytes);
+        }
+    }
+    eval
 }
 
 /// Whether Redis (or Valkey, which words the message differently) does not know the script.

@@ -14,15 +14,14 @@ end
 -- within four seconds of the one written says which reading it was. (An integer below
 -- 10,000 is one Redis shares between keys: such a key costs Redis its name and expiry
 -- only.) Any packed state is 6 bytes or longer, a mark 4 digits at most.
--- `state` is the policy's state (2 to 5), `window` its ms and `interval` its ns. Returns the
--- packed state check.lua would have written. The server's clock is read right beside the
--- expiry: Redis 7.0 gives a script the time of each call, so a clock read earlier in a long
--- call (or one a caller brought) would be off by the time since.
-local function first_state(key, mark, state, window, interval)
-  local t = redis.call('TIME')
+-- `state` is the policy's state (2 to 5), `window` its ms and `interval` its ns; `now` the
+-- server's clock (ms) read in the same call (never a caller's: the two may differ by more
+-- than the four seconds a mark is read within; a reading earlier in a call is off by the
+-- call's length, milliseconds). Returns the packed state check.lua would have written.
+local function first_state(key, mark, state, window, interval, now)
   local ttl = redis.call('PTTL', key)
   if ttl < 0 then ttl = 0 end
-  local expires = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + ttl - 12
+  local expires = now + ttl - 12
   local whole = idiv(interval, 1000000)
   local near
   if state == 3 then

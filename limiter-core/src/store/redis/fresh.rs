@@ -479,9 +479,9 @@ impl RedisStore {
                     decided[at] = Some(answer);
                 }
             }),
-            // Redis does not know the script (a restart, `SCRIPT FLUSH`): the second call
-            // gives it its source.
-            Some(Ok(Err(e))) if super::connection::is_no_script(&e) => Ok(()),
+            // Redis does not know the script or the library (a restart, a flush), or refuses
+            // the library: the second call mends that.
+            Some(Ok(Err(e))) if super::functions::mended_alone(&e) => Ok(()),
             Some(Ok(Err(e))) => Err(CallError::Redis(e)),
             Some(Err(e)) => Err(CallError::Reply(StoreError::msg(format!(
                 "the rate limit script answered {e}"

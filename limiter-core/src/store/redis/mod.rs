@@ -6,6 +6,7 @@ mod connection;
 mod cpu_wait;
 mod deadline;
 mod fresh;
+mod functions;
 mod inspect;
 mod keys;
 mod node_batches;
@@ -124,6 +125,9 @@ struct Inner {
     /// Whether the server takes `SET ... PXAT` (Redis 6.2 and later), which new clients'
     /// first checks on its clock are written with (see `fresh.rs`).
     marks: std::sync::atomic::AtomicBool,
+    /// Whether check calls go as the library's function (see `functions.rs`): until the
+    /// server refuses functions.
+    functions: std::sync::atomic::AtomicBool,
     /// Held by the batch being decided on one server (see `batch.rs`).
     turn: tokio::sync::Mutex<()>,
     /// On a cluster, which node serves which slot (see `node_batches.rs`).
@@ -150,6 +154,7 @@ impl Inner {
             recent: Default::default(),
             server_clock: Default::default(),
             marks: std::sync::atomic::AtomicBool::new(true),
+            functions: std::sync::atomic::AtomicBool::new(true),
             turn: Default::default(),
             node_map: Default::default(),
         }
@@ -386,6 +391,12 @@ impl RedisStore {
             if refuses_login(&e) {
                 return Err(login_wanted(&e));
             }
+        }
+        // The library where the server takes one; else the script, whose refusal is the
+        // error that names the cause (a server that runs scripts and refuses functions
+        // gets scripts).
+        if let Ok(Err(e)) = self.command::<redis::Value>(functions::load()).await {
+            self.load_failed(&e);
         }
         let mut load = redis::cmd("SCRIPT");
         load.arg("LOAD").arg(self.inner.script.source);

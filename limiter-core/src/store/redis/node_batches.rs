@@ -232,11 +232,7 @@ impl RedisStore {
             let store = self.clone();
             calls.spawn(async move {
                 let sent = Instant::now();
-                let reply = store
-                    .inner
-                    .connection
-                    .eval::<Vec<i64>>(&store.inner.script, &command)
-                    .await;
+                let reply = store.run_check(&command).await;
                 (group, sent, reply)
             });
         }

@@ -1,10 +1,16 @@
 -- The refund by receipt: see scripts.rs for its arguments.
 if redis.replicate_commands then redis.replicate_commands() end
-local clock = tonumber(ARGV[1])
-if not clock then
-  local t = redis.call('TIME')
-  clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- The server's clock (ms), read once: for the call's clock when the caller gives none, and
+-- for reading a first state's mark (see first_state.lua) whatever the call's clock.
+local server = nil
+local function server_now()
+  if not server then
+    local t = redis.call('TIME')
+    server = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return server
 end
+local clock = tonumber(ARGV[1]) or server_now()
 for i = 1, #KEYS do
   local key = KEYS[i]
   local base = 1 + (i - 1) * 6
@@ -45,7 +51,7 @@ for i = 1, #KEYS do
     -- check set (a refund never makes a state matter longer).
     local raw = redis.call('GET', key)
     if raw and #raw < 6 and algorithm <= 5 then
-      raw = first_state(key, raw, algorithm, window, interval)
+      raw = first_state(key, raw, algorithm, window, interval, server_now())
     end
     if raw then
       local changed = nil

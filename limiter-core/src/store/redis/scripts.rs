@@ -37,10 +37,57 @@
 //! bucket's capacity in nanoseconds, waits of two windows at most); `idiv` corrects the
 //! rounding of a floating division.
 
+use std::sync::LazyLock;
+
 use crate::{Algorithm, Policy};
 
-/// The check: `first_state.lua` (what both scripts share) and `check.lua`.
-pub(super) const SCRIPT: &str = concat!(include_str!("first_state.lua"), include_str!("check.lua"));
+/// The check as a script (`EVALSHA`): `script_head.lua`, `first_state.lua` (what the check
+/// and the refund share), and `check.lua` with the body of its `run` as the script's own
+/// (a script that made `run` would pay for its many upvalues on every call).
+pub(super) static SCRIPT: LazyLock<String> = LazyLock::new(|| {
+    let check = include_str!("check.lua")
+        .replacen(RUN_STARTS, "", 1)
+        .replacen(RUN_ENDS, "", 1);
+    [
+        include_str!("script_head.lua"),
+        include_str!("first_state.lua"),
+        &check,
+    ]
+    .concat()
+});
+
+/// The lines around `run`'s body in check.lua.
+const RUN_STARTS: &str = "local function run(KEYS, ARGV)\n";
+const RUN_ENDS: &str = "end -- run\n";
+
+/// The check as a function library (`FCALL`, Redis 7 and Valkey): the same source, its
+/// functions made once when Redis loads it rather than on every call (a quarter of what a
+/// one-check call costs Redis; see `functions.rs`). Named by the script's SHA-1, so that
+/// instances of two versions, side by side in a rolling deploy, each call their own.
+pub(crate) struct Library {
+    /// The library, for `FUNCTION LOAD REPLACE`.
+    pub(crate) source: String,
+    /// The function a check calls.
+    pub(crate) function: String,
+}
+
+impl Library {
+    /// The check's library.
+    pub(crate) fn check() -> Library {
+        let id = &sha1_smol::Sha1::from(SCRIPT.as_str()).digest().to_string()[..16];
+        let function = format!("limiter_check_{id}");
+        // A call's keys may be of several slots a cluster node serves (see check.lua), which
+        // a function may touch only when it says so; a script may by default.
+        let source = format!(
+            "#!lua name=limiter_{id}\nlocal make = nil\n{}{}redis.register_function{{\
+             function_name = '{function}', callback = run, \
+             flags = {{'allow-cross-slot-keys'}}}}\n",
+            include_str!("first_state.lua"),
+            include_str!("check.lua"),
+        );
+        Library { source, function }
+    }
+}
 
 /// Gives back what a check counted (`count = "failures"`), by its receipt, with the rules of
 /// the algorithms' `refund`. `KEYS[i]` as for the check; `ARGV` is `now_ms` (empty for the
@@ -58,7 +105,7 @@ pub(crate) struct Script {
 impl Script {
     /// The check, for every algorithm and any number of limits.
     pub(crate) fn check() -> Script {
-        Script::of(SCRIPT)
+        Script::of(&SCRIPT)
     }
 
     /// The refund.
