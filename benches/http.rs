@@ -548,14 +548,15 @@ fn main() {
     let mut results: Vec<Vec<Round>> = variants.iter().map(|_| Vec::new()).collect();
     // Redis's own CPU per request, for the variants that use it.
     let mut redis_us: Vec<Vec<f64>> = variants.iter().map(|_| Vec::new()).collect();
-    // Calls (EVALSHA, or MULTI ... EXEC transactions) per request: what batching saves.
+    // Calls (FCALL or EVALSHA, or MULTI ... EXEC transactions) per request: what batching
+    // saves.
     let mut redis_calls: Vec<Vec<f64>> = variants.iter().map(|_| Vec::new()).collect();
     #[cfg(feature = "redis")]
     let redis_pid = redis.pid();
     #[cfg(not(feature = "redis"))]
     let redis_pid = 0;
     #[cfg(feature = "redis")]
-    let calls = || redis.calls("evalsha") + redis.calls("exec");
+    let calls = || redis.check_calls() + redis.calls("exec");
     #[cfg(not(feature = "redis"))]
     let calls = || 0;
     // Redis's time in the calls per request (`INFO commandstats`), and for a new client per

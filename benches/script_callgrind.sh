@@ -5,9 +5,10 @@
 # makes them under load: KEYS checks per call, the usual check (one unit, the server's
 # clock), 100 per minute. It runs twice, for N1 and N2 calls; the difference over the
 # (N2 - N1) * KEYS checks is what one check costs, start-up excluded.
-#   benches/script_callgrind.sh [STATE...]   (default: peer mark set 2 3 4 5 1)
+#   benches/script_callgrind.sh [STATE...]   (default: peer mark set 2 3 4 5 1 f2 f3 f4 f5 f1)
 # STATE is the script's code for a policy's state (scripts.rs): 1 a long sliding log (a
-# list), 5 a short one (a packed string), 2 fixed window, 3 counter, 4 bucket; or `peer`:
+# list), 5 a short one (a packed string), 2 fixed window, 3 counter, 4 bucket, as a script
+# (EVALSHA); f1 to f5 the same as the library's function (FCALL, Redis 7); or `peer`:
 # actix-extensible-rate-limit's check instead, a transaction per check (MULTI, BITFIELD
 # OVERFLOW SAT INCRBY, EXPIRE NX, TTL, EXEC), pipelined as its users' requests are; or
 # `mark`: a new client's first check as limiter sends it on one server on the server's
@@ -29,22 +30,33 @@ hot="${HOT:-}"
 n1="${N1:-200}"
 n2="${N2:-1200}"
 states=("$@")
-[ ${#states[@]} -gt 0 ] || states=(peer mark set 2 3 4 5 1)
+[ ${#states[@]} -gt 0 ] || states=(peer mark set 2 3 4 5 1 f2 f3 f4 f5 f1)
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-# The store's check script is first_state.lua and check.lua joined (scripts.rs).
+# The store's check as scripts.rs makes it: as a script, script_head.lua, first_state.lua and
+# check.lua with the body of its `run` as the script's own; as a library, a first line
+# naming it, first_state.lua, check.lua and the registration of `run`.
+sources="$here/limiter-core/src/store/redis"
 if [ -n "${SCRIPT:-}" ]; then
     script="$SCRIPT"
 else
     script="$work/check.lua"
-    cat "$here"/limiter-core/src/store/redis/{first_state,check}.lua > "$script"
+    { cat "$sources"/{script_head,first_state}.lua
+      sed -e '/^local function run(KEYS, ARGV)$/d' -e '/^end -- run$/d' "$sources/check.lua"
+    } > "$script"
 fi
+library="$work/library.lua"
+{ echo '#!lua name=limiter_bench'
+  echo 'local make = nil'
+  cat "$sources"/{first_state,check}.lua
+  echo "redis.register_function{function_name = 'limiter_check', callback = run, flags = {'allow-cross-slot-keys'}}"
+} > "$library"
 
 # Sends $3 calls of $2 checks of state $1 to the server on port $4.
 replay() {
-    python3 - "$@" "$script" "$hot" <<'PY'
+    python3 - "$@" "$script" "$hot" "$library" <<'PY'
 import socket, sys
-state, k, calls, port, script, hot = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]
+state, k, calls, port, script, hot, library = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6], sys.argv[7]
 s = socket.create_connection(("127.0.0.1", port))
 f = s.makefile("rb")
 def cmd(*args):
@@ -67,6 +79,12 @@ def read():
         return [read() for _ in range(int(line[1:]))]
 s.sendall(cmd("SCRIPT", "LOAD", open(script).read()))
 sha = read()
+# `f2` and so on: the check as the library's function (FCALL) rather than the script.
+function = state.startswith("f")
+if function:
+    state = state[1:]
+    s.sendall(cmd("FUNCTION", "LOAD", "REPLACE", open(library).read()))
+    read()
 import struct
 interval = 600_000_000  # 100 per minute
 # The header (scripts.rs): min_ttl 0, one policy.
@@ -129,7 +147,8 @@ for c in range(calls):
             for _ in range(5):
                 read()
         continue
-    batch.append(cmd("EVALSHA", sha, k, *names, header, bytes([1] * k)))
+    call = ("FCALL", "limiter_check") if function else ("EVALSHA", sha)
+    batch.append(cmd(*call, k, *names, header, bytes([1] * k)))
     if len(batch) == 50 or (c == calls - 1 and batch):
         s.sendall(b"".join(batch))
         for _ in batch:

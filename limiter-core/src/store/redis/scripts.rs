@@ -145,3 +145,23 @@ pub(crate) fn code(policy: &Policy) -> u8 {
         Algorithm::TokenBucket => 4,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The script is check.lua with `run`'s body as its own: the two lines around the body
+    /// are found once each, and gone from the script.
+    #[test]
+    fn the_script_is_the_body_of_run() {
+        let check = include_str!("check.lua");
+        for line in [RUN_STARTS, RUN_ENDS] {
+            assert_eq!(check.matches(line).count(), 1, "check.lua: {line:?}");
+            assert!(!SCRIPT.contains(line), "the script: {line:?}");
+        }
+        let library = Library::check();
+        assert!(library.source.starts_with("#!lua name=limiter_"));
+        assert!(library.source.contains(RUN_STARTS));
+        assert!(library.source.contains(&format!("'{}'", library.function)));
+    }
+}
