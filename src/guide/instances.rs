@@ -88,16 +88,26 @@
 //!     .build();
 //! ```
 //!
-//! - **One exact budget across instances.** Each request is decided by one Lua script,
+//! - **One exact budget across instances.** Each request is decided by one Lua call,
 //!   whatever the number of its limits: atomic, one round trip, stacked limits all or nothing,
 //!   the same rules and the same decisions as the in-memory store (the tests replay random
-//!   schedules, stacks and policies at their bounds through both). A server that does not know
-//!   the script (after `SCRIPT FLUSH`, a restart, a failover) answers `NOSCRIPT`, and that one
-//!   check runs the source with `EVAL`, which caches it there again. Every policy
+//!   schedules, stacks and policies at their bounds through both). On Redis 7 and Valkey
+//!   the check is a function library the store loads when it connects (`FUNCTION LOAD
+//!   REPLACE`, on every primary of a cluster; a load reaches the replicas), called with
+//!   `FCALL`: its functions are made once, where a script makes them on every call. A
+//!   server that lost it (a restart, `FUNCTION FLUSH`) answers "Function not found", and
+//!   the store loads it again and sends the call again. The library is named after the
+//!   check's source (`limiter_` and 16 hex digits): two versions side by side in a rolling
+//!   deploy each call their own, and an old one stays loaded until removed
+//!   (`FUNCTION DELETE limiter_...`; `FUNCTION LIST` shows them, a few dozen KB each). A
+//!   server that refuses functions (Redis before 7, an ACL or plan without `FCALL` or
+//!   `FUNCTION`) gets the check as a script (`EVALSHA`); one that does not know the script
+//!   (after `SCRIPT FLUSH`, a restart, a failover) answers `NOSCRIPT`, and that one check
+//!   runs the source with `EVAL`, which caches it there again. Every policy
 //!   is computed exactly — `Policy` bounds its numbers to what Lua's doubles hold — so a
 //!   configuration is never refused at run time (which would look like an outage).
 //! - **Batched under load, exactly.** The checks that arrive while earlier ones are in Redis
-//!   go out together: one `EVALSHA` for up to 128, one batch in flight on one server (at
+//!   go out together: one call for up to 128, one batch in flight on one server (at
 //!   most two calls per node on a cluster), nothing held back to fill a batch (an idle store
 //!   sends each check at once). A call reads the server's `TIME` once, lists each policy
 //!   once, reads all its keys in one `MGET` (one per slot on a cluster) and writes each once
@@ -275,9 +285,11 @@
 //!   one — a resharding — refuses the call unchanged, its checks go one call per slot, all
 //!   at once, and the map is read again). `MOVED`
 //!   and `ASK` are followed and the slot map refreshed (the `redis` crate's cluster
-//!   connection); a replica promoted after a failover gets the scripts on first use (`EVAL`
-//!   on `NOSCRIPT`, on that node only: loading them on every node would fail while one is
-//!   down).
+//!   connection); a replica promoted after a failover has the library already (a load
+//!   reaches a primary's replicas). A primary without it (restarted) has it loaded on every
+//!   primary at its first call, which is then sent again; while another primary is down
+//!   that load fails, and such a call goes as the script's source (`EVAL`, on that node
+//!   only), as do the scripts on `NOSCRIPT`.
 //! - **Limits of one request on different nodes** (a stack of an `ip` limit and a `user`
 //!   limit: two clients, two slots) are one script per node, in turn. A node that rejects
 //!   makes the parts counted before it give their units back — at the very reading they were

@@ -1,6 +1,7 @@
-//! The four algorithms as one Lua script: one atomic round trip per request, whatever the
+//! The four algorithms as one Lua check: one atomic round trip per request, whatever the
 //! number of limits it is checked against, the same rules as [`algorithm`](crate::algorithm),
-//! and the same decisions as the in-memory store.
+//! and the same decisions as the in-memory store. Sent as a function library (`FCALL`) or
+//! as a script (`EVALSHA`), one source for both (see `functions.rs`).
 //!
 //! One call decides a batch of checks, in order, each as if sent alone. `KEYS` are the
 //! checks' keys, each holding one key's state under one limit. (On a cluster node a call may
