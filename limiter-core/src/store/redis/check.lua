@@ -14,8 +14,8 @@
 -- a packed string (not a list: a long log), or a penalty record, from the header.
 local min_ttl, policies, strings
 -- The reading the check being decided counts at: its caller's, or the server's TIME, read
--- once for a whole batch.
-local clock, server_clock = 0, nil
+-- once for a whole batch (`server_now`, first_state.lua).
+local clock = 0
 -- The checks' key names (see `run`).
 local names
 local encode, decode
@@ -535,14 +535,6 @@ if not make or make.penalties then
   end
 end
 
-local function server_now()
-  if not server_clock then
-    local t = redis.call('TIME')
-    server_clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  end
-  return server_clock
-end
-
 local function decide(p, key, cost, commit)
   local policy = policies[p]
   if policy[1] == 1 then
@@ -550,7 +542,7 @@ local function decide(p, key, cost, commit)
   end
   local raw = values[key]
   if raw and #raw < 6 and policy[1] <= 5 then
-    raw = first_state(key, raw, policy[1], policy[2], policy[4], server_now())
+    raw = first_state(key, raw, policy[1], policy[2], policy[4])
     values[key] = raw
   end
   local admits, remaining, wait, status_remaining, status_wait, used, counted, ttl =

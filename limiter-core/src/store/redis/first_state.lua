@@ -7,6 +7,17 @@ local function idiv(a, b)
   return q
 end
 
+-- The server's clock (ms), read with `TIME` once a call: a call starts with `server_clock`
+-- nil (check.lua's `run` sets it so; a script's chunk is new each call).
+local server_clock = nil
+local function server_now()
+  if not server_clock then
+    local t = redis.call('TIME')
+    server_clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return server_clock
+end
+
 -- A new client's first state as fresh.rs writes it without a script on the server's clock:
 -- the key holds a small integer, the MARK, and expires (`PXAT`) at the state's reading plus
 -- the lifetime its policy gives a first state (12 ms of margin in it). The mark is that
@@ -14,14 +25,14 @@ end
 -- within four seconds of the one written says which reading it was. (An integer below
 -- 10,000 is one Redis shares between keys: such a key costs Redis its name and expiry
 -- only.) Any packed state is 6 bytes or longer, a mark 4 digits at most.
--- `state` is the policy's state (2 to 5), `window` its ms and `interval` its ns; `now` the
--- server's clock (ms) read in the same call (never a caller's: the two may differ by more
--- than the four seconds a mark is read within; a reading earlier in a call is off by the
--- call's length, milliseconds). Returns the packed state check.lua would have written.
-local function first_state(key, mark, state, window, interval, now)
+-- `state` is the policy's state (2 to 5), `window` its ms and `interval` its ns. Returns the
+-- packed state check.lua would have written. The expiry is read against the server's
+-- clock of the call (never a caller's: the two may differ by more than the four seconds a
+-- mark is read within; one read earlier in the call is off by the call's length, ms).
+local function first_state(key, mark, state, window, interval)
   local ttl = redis.call('PTTL', key)
   if ttl < 0 then ttl = 0 end
-  local expires = now + ttl - 12
+  local expires = server_now() + ttl - 12
   local whole = idiv(interval, 1000000)
   local near
   if state == 3 then

@@ -1,15 +1,7 @@
 -- The refund by receipt: see scripts.rs for its arguments.
 if redis.replicate_commands then redis.replicate_commands() end
--- The server's clock (ms), read once: for the call's clock when the caller gives none, and
--- for reading a first state's mark (see first_state.lua) whatever the call's clock.
-local server = nil
-local function server_now()
-  if not server then
-    local t = redis.call('TIME')
-    server = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  end
-  return server
-end
+-- The caller's clock, or the server's (read once a call, first_state.lua; a first state's
+-- mark is read with the server's whatever the call's clock).
 local clock = tonumber(ARGV[1]) or server_now()
 for i = 1, #KEYS do
   local key = KEYS[i]
@@ -51,7 +43,7 @@ for i = 1, #KEYS do
     -- check set (a refund never makes a state matter longer).
     local raw = redis.call('GET', key)
     if raw and #raw < 6 and algorithm <= 5 then
-      raw = first_state(key, raw, algorithm, window, interval, server_now())
+      raw = first_state(key, raw, algorithm, window, interval)
     end
     if raw then
       local changed = nil
