@@ -99,7 +99,7 @@
 //!   the store loads it again and sends the call again. The library is named after the
 //!   check's source (`limiter_` and 16 hex digits): two versions side by side in a rolling
 //!   deploy each call their own, and an old one stays loaded until removed
-//!   (`FUNCTION DELETE limiter_...`; `FUNCTION LIST` shows them, a few dozen KB each). A
+//!   (`FUNCTION DELETE limiter_...`; `FUNCTION LIST` shows them, about 150 KB of Redis memory each). A
 //!   server that refuses functions (Redis before 7, an ACL or plan without `FCALL` or
 //!   `FUNCTION`) gets the check as a script (`EVALSHA`); one that does not know the script
 //!   (after `SCRIPT FLUSH`, a restart, a failover) answers `NOSCRIPT`, and that one check

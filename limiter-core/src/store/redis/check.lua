@@ -178,7 +178,8 @@ if not make or make[5] then
     local format = formats[n]
     if not format then
       format = '>I6' .. string.rep('I4', n - 1)
-      formats[n] = format
+      -- (A library keeps them: the lengths of the short logs, 128 at most.)
+      if n <= 128 then formats[n] = format end
     end
     return format
   end

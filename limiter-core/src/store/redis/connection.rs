@@ -245,18 +245,18 @@ impl Connection {
         command: &Cmd,
     ) -> RedisResult<T> {
         match self.query(command).await {
-            Err(e) if is_no_script(&e) => self.query(&as_script(script, command)).await,
+            Err(e) if is_no_script(&e) => self.query(&as_source(script, command)).await,
             other => other,
         }
     }
 }
 
-/// `command` (`EVALSHA sha ...` or `FCALL function ...`) as `EVAL` of `script`'s source,
-/// which also caches it on the server.
-pub(super) fn as_script(script: &Script, command: &Cmd) -> Cmd {
+/// `command` (`EVALSHA sha ...`) as `EVAL` of `script`'s source, which also caches it on
+/// the server.
+fn as_source(script: &Script, command: &Cmd) -> Cmd {
     let mut eval = redis::cmd("EVAL");
     eval.arg(script.source);
-    // `EVALSHA sha` and `FCALL function` are followed by the arguments `EVAL source` takes.
+    // `EVALSHA sha` is followed by the arguments `EVAL source` takes.
     for arg in command.args_iter().skip(2) {
         if let Arg::Simple(bytes) = arg {
             eval.arg(bytes);

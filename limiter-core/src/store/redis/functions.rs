@@ -13,12 +13,12 @@
 //! server that refuses functions (Redis before 7, an ACL or a plan that forbids `FCALL` or
 //! `FUNCTION`) gets scripts from then on, as before libraries were used.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::LazyLock;
+use std::time::{Duration, Instant};
 
 use redis::{Arg, Cmd, RedisResult};
 
-use super::connection::as_script;
 use super::scripts::Library;
 use super::RedisStore;
 
@@ -42,51 +42,111 @@ impl RedisStore {
 
     /// Runs `command`, a check call of [`check_command`](Self::check_command)'s: where the
     /// server does not have the library, loads it and sends the call again; where it
-    /// cannot have it, sends the call as the script.
+    /// cannot have it, or refuses the call before running it where it would run a script,
+    /// sends the call as the script.
     pub(super) async fn run_check(&self, command: &Cmd) -> RedisResult<Vec<i64>> {
         let connection = &self.inner.connection;
         let script = &self.inner.script;
         if !is_function_call(command) {
             return connection.eval(script, command).await;
         }
+        let as_script = || as_script(script, command);
         match connection.query(command).await {
             Err(e) if is_no_function(&e) => {
                 if self.load_library().await {
                     match connection.query(command).await {
-                        Err(e) if is_no_function(&e) => {}
+                        // Loaded, and still not found where the call went (a proxy in front
+                        // of several servers): scripts from then on.
+                        Err(e) if is_no_function(&e) => {
+                            self.inner.functions.store(false, Ordering::Relaxed);
+                        }
                         other => return other,
                     }
                 }
-                connection.query(&as_script(script, command)).await
+                connection.eval(script, &as_script()).await
             }
             Err(e) if refuses_functions(&e) => {
                 self.inner.functions.store(false, Ordering::Relaxed);
-                connection.query(&as_script(script, command)).await
+                connection.eval(script, &as_script()).await
             }
+            // A flood over its limit is still answered there by the script.
+            Err(e) if refused_up_front(&e) => connection.eval(script, &as_script()).await,
             other => other,
         }
     }
 
-    /// Loads the library (on every primary of a cluster): whether it loaded. A server that
-    /// answers the load with an error has check calls go as the script from then on; a
-    /// connection that failed leaves that to the next call.
+    /// Loads the library (on every primary of a cluster): whether it loaded. One load at a
+    /// time, and none within [`LOAD_AGAIN_AFTER`] of one that failed (a primary down fails
+    /// every load): the calls meanwhile go as the script. A server that refuses the load
+    /// has check calls go as the script from then on.
     pub(super) async fn load_library(&self) -> bool {
+        let Some(_loading) = Loading::start(&self.inner.loading) else {
+            return false;
+        };
+        let failed_at = *self.inner.load_failed_at.lock();
+        if failed_at.is_some_and(|at| at.elapsed() < LOAD_AGAIN_AFTER) {
+            return false;
+        }
         match self.inner.connection.query::<redis::Value>(&load()).await {
             Ok(_) => true,
             Err(e) => {
                 self.load_failed(&e);
+                *self.inner.load_failed_at.lock() = Some(Instant::now());
                 false
             }
         }
     }
 
-    /// After the library's load failed with `error`: a server that answered it (an error
-    /// of its own, not a lost connection) has check calls go as the script from then on.
+    /// After the library's load failed with `error`: a server that refuses it (Redis
+    /// before 7, an ACL, a server without Lua) has check calls go as the script from then
+    /// on. Anything else (a server loading its data, out of memory, a lost connection)
+    /// leaves the library to the next load.
     pub(super) fn load_failed(&self, error: &redis::RedisError) {
-        if error.code().is_some() {
+        let text = error.to_string().to_ascii_lowercase();
+        let refused = [
+            "unknown command",
+            "unknown subcommand",
+            "noperm",
+            "no permissions",
+            "engine",
+        ];
+        if refused.iter().any(|word| text.contains(word)) {
             self.inner.functions.store(false, Ordering::Relaxed);
         }
     }
+}
+
+/// A load of the library is not tried again sooner than this after one failed.
+const LOAD_AGAIN_AFTER: Duration = Duration::from_secs(1);
+
+/// The one load of the library in progress: ends (the flag cleared) when dropped, also
+/// when the call that made it is given up midway.
+struct Loading<'a>(&'a AtomicBool);
+
+impl<'a> Loading<'a> {
+    fn start(flag: &'a AtomicBool) -> Option<Loading<'a>> {
+        (!flag.swap(true, Ordering::AcqRel)).then_some(Loading(flag))
+    }
+}
+
+impl Drop for Loading<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+/// `command` (`FCALL function ...`) as the script's call (`EVALSHA sha ...`, the same
+/// arguments), which [`Connection::eval`](super::connection::Connection::eval) sends with
+/// the source where the server does not know it.
+fn as_script(script: &super::scripts::Script, command: &Cmd) -> Cmd {
+    let mut call = redis::cmd("EVALSHA");
+    call.arg(&script.sha);
+    for arg in command.args_iter().skip(2) {
+        if let Arg::Simple(bytes) = arg {
+            call.arg(bytes);
+        }
+    }
+    call
 }
 
 /// `FUNCTION LOAD REPLACE` of the check's library.
@@ -120,7 +180,19 @@ pub(super) fn refuses_functions(error: &redis::RedisError) -> bool {
 
 /// Whether a check call answered `error` goes again alone (see `fresh.rs`), where
 /// [`RedisStore::run_check`] or the script's source mends it: a server without the
-/// script or the library, or that refuses the library.
+/// script or the library, that refuses the library, or that refused it before it ran
+/// (see [`refused_up_front`]).
 pub(super) fn mended_alone(error: &redis::RedisError) -> bool {
-    super::connection::is_no_script(error) || is_no_function(error) || refuses_functions(error)
+    super::connection::is_no_script(error)
+        || is_no_function(error)
+        || refuses_functions(error)
+        || refused_up_front(error)
+}
+
+/// Whether a server refused a call before running it for want of memory (`maxmemory` with
+/// `noeviction`) or of replicas (`min-replicas-to-write`): what it does to a function that
+/// may write, where it runs a script and stops it at its first write only (a script that
+/// writes nothing, as a check it rejects, is answered).
+fn refused_up_front(error: &redis::RedisError) -> bool {
+    matches!(error.code(), Some("OOM" | "NOREPLICAS"))
 }

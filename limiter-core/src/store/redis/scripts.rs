@@ -75,18 +75,22 @@ pub(crate) struct Library {
 impl Library {
     /// The check's library.
     pub(crate) fn check() -> Library {
-        let id = &sha1_smol::Sha1::from(SCRIPT.as_str()).digest().to_string()[..16];
-        let function = format!("limiter_check_{id}");
+        // Named after its own source (the name in it written as `@ID@` for the hash): a
+        // change of the check or of its registration names a new library.
         // A call's keys may be of several slots a cluster node serves (see check.lua), which
         // a function may touch only when it says so; a script may by default.
-        let source = format!(
-            "#!lua name=limiter_{id}\nlocal make = nil\n{}{}redis.register_function{{\
-             function_name = '{function}', callback = run, \
+        let template = format!(
+            "#!lua name=limiter_@ID@\nlocal make = nil\n{}{}redis.register_function{{\
+             function_name = 'limiter_check_@ID@', callback = run, \
              flags = {{'allow-cross-slot-keys'}}}}\n",
             include_str!("first_state.lua"),
             include_str!("check.lua"),
         );
-        Library { source, function }
+        let id = &sha1_smol::Sha1::from(&template).digest().to_string()[..16];
+        Library {
+            source: template.replace("@ID@", id),
+            function: format!("limiter_check_{id}"),
+        }
     }
 }
 
