@@ -366,6 +366,32 @@ fn the_library_reloads_on_every_primary() {
     assert_eq!(cluster.calls("eval") + cluster.calls("evalsha"), 0);
 }
 
+/// A burst of new clients on a cluster whose primaries lost the library (restarted): each
+/// node's first call finds no function, one load (on every primary) is made while the
+/// other calls meanwhile go as the script, and every client is admitted once, exactly.
+#[::std::prelude::v1::test]
+fn a_burst_after_the_library_is_lost_loads_it_once() {
+    let cluster = RedisCluster::start();
+    let rt = runtime();
+    let store = rt.block_on(connect(&cluster));
+    let limit = Limit::new("lost", Policy::new(1, Duration::from_secs(60)).unwrap());
+    assert!(concurrently(&rt, &store, &limit, &[b"warm-up".to_vec()])[0]);
+    cluster.on_every_node(&["FUNCTION", "FLUSH"]);
+    cluster.on_every_node(&["CONFIG", "RESETSTAT"]);
+    let clients: Vec<Vec<u8>> = (0..600u32).map(|i| i.to_be_bytes().to_vec()).collect();
+    let first = concurrently(&rt, &store, &limit, &clients);
+    let again = concurrently(&rt, &store, &limit, &clients);
+    assert!(first.iter().all(|&admitted| admitted), "each admitted once");
+    assert!(again.iter().all(|&admitted| !admitted), "and refused next");
+    let loads = cluster.calls("function|load");
+    println!(
+        "{loads} loads (3 primaries); {} function calls, {} script calls",
+        cluster.calls("fcall"),
+        cluster.calls("evalsha") + cluster.calls("eval")
+    );
+    assert_eq!(loads, 3, "one load, on each primary");
+}
+
 // ---- a master fails -------------------------------------------------------------------------
 
 const TIMEOUT: Duration = Duration::from_millis(200);

@@ -51,9 +51,10 @@ impl RedisStore {
             return connection.eval(script, command).await;
         }
         let as_script = || as_script(script, command);
+        let sent = Instant::now();
         match connection.query(command).await {
             Err(e) if is_no_function(&e) => {
-                if self.load_library().await {
+                if self.load_library(sent).await {
                     match connection.query(command).await {
                         // Loaded, and still not found where the call went (a proxy in front
                         // of several servers): scripts from then on.
@@ -75,23 +76,33 @@ impl RedisStore {
         }
     }
 
-    /// Loads the library (on every primary of a cluster): whether it loaded. One load at a
-    /// time, and none within [`LOAD_AGAIN_AFTER`] of one that failed (a primary down fails
-    /// every load): the calls meanwhile go as the script. A server that refuses the load
-    /// has check calls go as the script from then on.
-    pub(super) async fn load_library(&self) -> bool {
+    /// Loads the library (on every primary of a cluster) for a call sent at `sent` that
+    /// found none: whether it is loaded. A load that ended after the call was sent is
+    /// taken as this one's (the calls of a burst, sent before it, find none too). One load
+    /// at a time, and none within [`LOAD_AGAIN_AFTER`] of one that failed (a primary down
+    /// fails every load): the calls meanwhile go as the script. A server that refuses the
+    /// load has check calls go as the script from then on.
+    pub(super) async fn load_library(&self, sent: Instant) -> bool {
+        let (loaded, failed) = *self.inner.loads.lock();
+        if loaded.is_some_and(|at| at >= sent) {
+            return true;
+        }
+        if failed.is_some_and(|at| at.elapsed() < LOAD_AGAIN_AFTER) {
+            return false;
+        }
         let Some(_loading) = Loading::start(&self.inner.loading) else {
             return false;
         };
-        let failed_at = *self.inner.load_failed_at.lock();
-        if failed_at.is_some_and(|at| at.elapsed() < LOAD_AGAIN_AFTER) {
-            return false;
-        }
-        match self.inner.connection.query::<redis::Value>(&load()).await {
-            Ok(_) => true,
+        let outcome = self.inner.connection.query::<redis::Value>(&load()).await;
+        let mut loads = self.inner.loads.lock();
+        match outcome {
+            Ok(_) => {
+                loads.0 = Some(Instant::now());
+                true
+            }
             Err(e) => {
                 self.load_failed(&e);
-                *self.inner.load_failed_at.lock() = Some(Instant::now());
+                loads.1 = Some(Instant::now());
                 false
             }
         }
@@ -125,7 +136,8 @@ struct Loading<'a>(&'a AtomicBool);
 
 impl<'a> Loading<'a> {
     fn start(flag: &'a AtomicBool) -> Option<Loading<'a>> {
-        (!flag.swap(true, Ordering::AcqRel)).then_some(Loading(flag))
+        // (Made only when taken: a `Loading` dropped clears the flag.)
+        (!flag.swap(true, Ordering::AcqRel)).then(|| Loading(flag))
     }
 }
 

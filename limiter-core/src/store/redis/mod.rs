@@ -132,10 +132,10 @@ struct Inner {
     /// Whether check calls go as the library's function (see `functions.rs`): until the
     /// server refuses functions.
     functions: std::sync::atomic::AtomicBool,
-    /// Whether the library is being loaded, and when a load last failed (see
-    /// `functions.rs`).
+    /// Whether the library is being loaded, and when a load last ended loaded and failed
+    /// (see `functions.rs`).
     loading: std::sync::atomic::AtomicBool,
-    load_failed_at: parking_lot::Mutex<Option<std::time::Instant>>,
+    loads: parking_lot::Mutex<(Option<std::time::Instant>, Option<std::time::Instant>)>,
     /// Held by the batch being decided on one server (see `batch.rs`).
     turn: tokio::sync::Mutex<()>,
     /// On a cluster, which node serves which slot (see `node_batches.rs`).
@@ -164,7 +164,7 @@ impl Inner {
             marks: std::sync::atomic::AtomicBool::new(true),
             functions: std::sync::atomic::AtomicBool::new(true),
             loading: Default::default(),
-            load_failed_at: Default::default(),
+            loads: Default::default(),
             turn: Default::default(),
             node_map: Default::default(),
         }
