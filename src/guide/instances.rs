@@ -101,7 +101,11 @@
 //!   deploy each call their own, and an old one stays loaded until removed
 //!   (`FUNCTION DELETE limiter_...`; `FUNCTION LIST` shows them, about 150 KB of Redis memory each). A
 //!   server that refuses functions (Redis before 7, an ACL or plan without `FCALL` or
-//!   `FUNCTION`) gets the check as a script (`EVALSHA`); one that does not know the script
+//!   `FUNCTION`) gets the check as a script (`EVALSHA`), and so does a call refused before it
+//!   ran for want of memory (`maxmemory` with `noeviction`) or of replicas
+//!   (`min-replicas-to-write`): a server refuses a function that may write up front, where
+//!   it runs a script until its first write, so a flood over its limit is still rejected
+//!   there (a new client's check, which must write, fails); one that does not know the script
 //!   (after `SCRIPT FLUSH`, a restart, a failover) answers `NOSCRIPT`, and that one check
 //!   runs the source with `EVAL`, which caches it there again. Every policy
 //!   is computed exactly — `Policy` bounds its numbers to what Lua's doubles hold — so a

@@ -9,9 +9,11 @@
 //! The store loads the library when it connects (`FUNCTION LOAD REPLACE`; on a cluster,
 //! every primary). A server that does not have it (restarted, its functions flushed, a
 //! primary that never had it) answers a call "Function not found": the library is loaded
-//! again and the call sent again; if it still cannot be, the call goes as the script. A
-//! server that refuses functions (Redis before 7, an ACL or a plan that forbids `FCALL` or
-//! `FUNCTION`) gets scripts from then on, as before libraries were used.
+//! again (one load at a time; a call sent before a load ended takes it as its own) and the
+//! call sent again; if it still cannot be, the call goes as the script. A server that
+//! refuses functions (Redis before 7, an ACL or a plan that forbids `FCALL` or `FUNCTION`)
+//! gets scripts from then on, as before libraries were used; one that refuses a call for
+//! want of memory or replicas gets that call as the script (see [`refused_up_front`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::LazyLock;
