@@ -55,6 +55,7 @@ if not make or make[1] then
   -- the `off` oldest instants dropped since, plus the instants pushed since (`tail`). Single
   -- instants are read with LINDEX, which costs Redis far less than a range.
   log_of = function(key)
+    if not logs then logs, log_order = {}, {} end
     local log = logs[key]
     if not log then
       local len = redis.call('LLEN', key)
@@ -602,6 +603,7 @@ end
 -- converting numbers to strings and back is much of what a script costs.
 local fresh
 local function usual_fresh(p, key)
+  if not fresh then fresh = {} end
   local known = fresh[p]
   if not known then
     local admits, remaining, wait, _, _, used, state, ttl = packed(policies[p], false, 1)
@@ -655,7 +657,8 @@ local function run(KEYS, ARGV)
   min_ttl, policies, strings = known[1], known[2], known[3]
   local at = known[4]
   clock, server_clock = 0, nil
-  values, dirty, order, logs, log_order = {}, {}, {}, {}, {}
+  -- (A sliding log's, made by its first read: most calls have none.)
+  values, dirty, order, logs, log_order = {}, {}, {}, nil, nil
   if decoded and next(decoded) then decoded = {} end
 
   -- The checks' key names: `KEYS`, in one hash slot. On a cluster node a call may carry the
@@ -686,7 +689,7 @@ local function run(KEYS, ARGV)
   elseif strings and #names > 0 then
     read_states(1, #names, false)
   end
-  fresh = {}
+  fresh = nil
 
   -- Then the plan: one byte per check, decided in order, each all or nothing, each seeing
   -- those before it; its keys are the next ones in `names`. A byte from 1 up is the usual check
@@ -808,31 +811,33 @@ local function run(KEYS, ARGV)
     local key = order[i]
     redis.call('SET', key, values[key], 'PX', dirty[key])
   end
-  for _, key in ipairs(log_order) do
-    local log = logs[key]
-    if log.off > 0 or #log.tail > 0 then
-      -- The instants to push, and how many of those read to drop: every one read, and perhaps
-      -- some pushed since, once `off` reaches past them.
-      local from, drop = 1, log.off
-      if log.off >= log.loaded then from, drop = log.off - log.loaded + 1, log.loaded end
-      -- Whether anything is left of the key once it is written.
-      local remains = from <= #log.tail or drop < log.loaded
-      -- Pushed before the old ones are trimmed, so that the key never stops existing midway:
-      -- a cluster node whose slot is migrating refuses a key it no longer holds, and a
-      -- refusal after a write would leave the call half done.
-      while from <= #log.tail do
-        local last = math.min(from + 999, #log.tail)
-        redis.call('RPUSH', key, unpack(log.tail, from, last))
-        from = last + 1
-      end
-      if drop > 0 then
-        if remains then
-          redis.call('LTRIM', key, drop, -1)
-        else
-          redis.call('DEL', key)
+  if log_order then
+    for _, key in ipairs(log_order) do
+      local log = logs[key]
+      if log.off > 0 or #log.tail > 0 then
+        -- The instants to push, and how many of those read to drop: every one read, and perhaps
+        -- some pushed since, once `off` reaches past them.
+        local from, drop = 1, log.off
+        if log.off >= log.loaded then from, drop = log.off - log.loaded + 1, log.loaded end
+        -- Whether anything is left of the key once it is written.
+        local remains = from <= #log.tail or drop < log.loaded
+        -- Pushed before the old ones are trimmed, so that the key never stops existing midway:
+        -- a cluster node whose slot is migrating refuses a key it no longer holds, and a
+        -- refusal after a write would leave the call half done.
+        while from <= #log.tail do
+          local last = math.min(from + 999, #log.tail)
+          redis.call('RPUSH', key, unpack(log.tail, from, last))
+          from = last + 1
         end
+        if drop > 0 then
+          if remains then
+            redis.call('LTRIM', key, drop, -1)
+          else
+            redis.call('DEL', key)
+          end
+        end
+        if log.need and remains then keep(key, log.need, log.give, log.fresh) end
       end
-      if log.need and remains then keep(key, log.need, log.give, log.fresh) end
     end
   end
   return reply

@@ -4,7 +4,7 @@
 //! functions it defines is made anew, and the call's policies parsed from their header.
 //! Loaded as a library (Redis 7, Valkey), the same source makes its functions once, when
 //! Redis loads it, and keeps the headers it parsed: a one-check call costs Redis about 30%
-//! less (83,000 instructions against 122,000 as a script; `benches/script_callgrind.sh`).
+//! less (81,400 instructions against 120,200 as a script; `benches/script_callgrind.sh`).
 //!
 //! The store loads the library when it connects (`FUNCTION LOAD REPLACE`; on a cluster,
 //! every primary). A server that does not have it (restarted, its functions flushed, a
