@@ -456,6 +456,9 @@ impl RedisStore {
             timeout_ns: AtomicU64::new(shared.timeout_ns.load(Ordering::Relaxed)),
             overrides_every: shared.overrides_every,
             lease: shared.lease,
+            // What the server was found to refuse, it still refuses.
+            marks: std::sync::atomic::AtomicBool::new(shared.marks.load(Ordering::Relaxed)),
+            functions: std::sync::atomic::AtomicBool::new(shared.functions.load(Ordering::Relaxed)),
             ..Inner::new(shared.connection.clone(), Arc::clone(&shared.runtime))
         });
         change(&mut inner);
