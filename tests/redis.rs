@@ -561,18 +561,25 @@ async fn a_paused_redis_times_out_within_the_timeout() {
 
 // ---- scripts, commands, expiry -------------------------------------------------------------
 
+/// A store connected to `server` (on its runtime) and a limit `name` of 1,000 a minute: a
+/// long sliding log, whose every check is a call of the check (never a first state's write).
+fn a_long_log_on(
+    server: &RedisServer,
+    name: &'static str,
+) -> (tokio::runtime::Runtime, RedisStore, Limit) {
+    let rt = runtime();
+    let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+    let policy = Policy::new(1_000, Duration::from_secs(60)).unwrap();
+    (rt, store, Limit::new(name, policy))
+}
+
 /// A check is one call (`FCALL`: the check's function library, loaded when the store
 /// connects); after `FUNCTION FLUSH` (as after a restart) the next check's call finds no
 /// function, loads the library once and goes again.
 #[::std::prelude::v1::test]
 fn one_command_per_check_and_the_library_reloads_after_a_flush() {
     let server = RedisServer::start();
-    let rt = runtime();
-    let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
-    let limit = Limit::new(
-        "commands",
-        Policy::new(1_000, Duration::from_secs(60)).unwrap(),
-    );
+    let (rt, store, limit) = a_long_log_on(&server, "commands");
     let check = |key: &[u8]| {
         rt.block_on(store.check(&limit, key, Duration::ZERO))
             .unwrap()
@@ -604,12 +611,7 @@ fn one_command_per_check_and_the_library_reloads_after_a_flush() {
 fn a_server_that_refuses_functions_gets_the_script() {
     let server = RedisServer::start();
     server.command(&["ACL", "SETUSER", "default", "-fcall", "-function"]);
-    let rt = runtime();
-    let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
-    let limit = Limit::new(
-        "scripts",
-        Policy::new(1_000, Duration::from_secs(60)).unwrap(),
-    );
+    let (rt, store, limit) = a_long_log_on(&server, "scripts");
     let check = |key: &[u8]| {
         rt.block_on(store.check(&limit, key, Duration::ZERO))
             .unwrap()

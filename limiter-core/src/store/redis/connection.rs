@@ -254,15 +254,21 @@ impl Connection {
 /// `command` (`EVALSHA sha ...`) as `EVAL` of `script`'s source, which also caches it on
 /// the server.
 fn as_source(script: &Script, command: &Cmd) -> Cmd {
-    let mut eval = redis::cmd("EVAL");
-    eval.arg(script.source);
-    // `EVALSHA sha` is followed by the arguments `EVAL source` takes.
+    with_head(command, "EVAL", script.source.as_bytes())
+}
+
+/// `command`, a call of a script or function (`EVALSHA sha ...`, `FCALL function ...`),
+/// as `verb` of `named`: the arguments after the name are the same for `EVAL`, `EVALSHA`
+/// and `FCALL`.
+pub(super) fn with_head(command: &Cmd, verb: &str, named: &[u8]) -> Cmd {
+    let mut call = redis::cmd(verb);
+    call.arg(named);
     for arg in command.args_iter().skip(2) {
         if let Arg::Simple(bytes) = arg {
-            eval.arg(bytes);
+            call.arg(bytes);
         }
     }
-    eval
+    call
 }
 
 /// Whether Redis (or Valkey, which words the message differently) does not know the script.

@@ -153,14 +153,7 @@ impl Drop for Loading<'_> {
 /// arguments), which [`Connection::eval`](super::connection::Connection::eval) sends with
 /// the source where the server does not know it.
 fn as_script(script: &super::scripts::Script, command: &Cmd) -> Cmd {
-    let mut call = redis::cmd("EVALSHA");
-    call.arg(&script.sha);
-    for arg in command.args_iter().skip(2) {
-        if let Arg::Simple(bytes) = arg {
-            call.arg(bytes);
-        }
-    }
-    call
+    super::connection::with_head(command, "EVALSHA", script.sha.as_bytes())
 }
 
 /// `FUNCTION LOAD REPLACE` of the check's library.
