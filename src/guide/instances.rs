@@ -177,7 +177,8 @@
 //!   next window, the moment a bucket is full again. A log's expiry is read once per call
 //!   and extended only when it falls short (to two windows), so most pushes set none.
 //! - **One key layout**: `PREFIX:{CLIENT}LIMIT`, bounded whatever a client sends. `PREFIX`
-//!   is `limiter` (`RedisStore::with_prefix` changes it); `CLIENT` the store key's bytes in
+//!   is `limiter` (`RedisStore::with_prefix` changes it; braces in it are written as
+//!   parentheses, so that the client's are the name's hash tag); `CLIENT` the store key's bytes in
 //!   unpadded base64url (RFC 4648 §5: `A`–`Z`, `a`–`z`, `0`–`9`, `-`, `_`), or their SHA-1's
 //!   (27 characters) when the key is 20 bytes or longer, or empty; `LIMIT` 11 characters of the same
 //!   alphabet for 8 bytes of a stable id of (scope, policy) — the first 8 bytes of the

@@ -20,6 +20,16 @@ pub(super) fn key_name(prefix: &str, limit: &Limit, key: &[u8]) -> String {
     key_name_of(prefix, limit.id(), key)
 }
 
+/// A prefix as names use it: its braces as parentheses, so that the client's `{…}` is the
+/// name's first, its hash tag.
+pub(super) fn prefix_of(prefix: String) -> String {
+    if prefix.contains(['{', '}']) {
+        prefix.replace('{', "(").replace('}', ")")
+    } else {
+        prefix
+    }
+}
+
 /// [`key_name`] of a limit known by its id.
 pub(super) fn key_name_of(prefix: &str, limit_id: u64, key: &[u8]) -> String {
     let mut name = String::with_capacity(prefix.len() + 44);
@@ -96,6 +106,17 @@ mod tests {
                 DIGITS.as_bytes()[n] as char
             })
             .collect()
+    }
+
+    #[test]
+    fn a_prefix_with_a_hash_tag_still_spreads_clients_over_slots() {
+        let prefix = prefix_of("{app}:rl".to_string());
+        assert_eq!(prefix, "(app):rl");
+        let slots: std::collections::HashSet<u16> = (0u32..64)
+            .map(|client| hash_slot(&key_name_of(&prefix, 7, &client.to_be_bytes())))
+            .collect();
+        assert!(slots.len() > 32, "64 clients in {} slots", slots.len());
+        assert_eq!(prefix_of("limiter".to_string()), "limiter");
     }
 
     #[test]

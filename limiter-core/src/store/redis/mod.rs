@@ -435,9 +435,24 @@ impl RedisStore {
             .map_err(StoreError::from)
     }
 
-    /// The first part of every key name (default `limiter`).
+    /// The first part of every key name (default `limiter`). Braces in it are written as
+    /// parentheses: Redis Cluster hashes a name by its first `{…}`, and one in the prefix
+    /// would put every client's keys in one hash slot, on one node.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use limiter::{Limit, Policy, RedisStore};
+    /// let store = RedisStore::connect_lazily("redis://127.0.0.1:1").unwrap();
+    /// let store = store.with_prefix("{app}:rl");
+    /// let login = Limit::new("login", Policy::new(5, Duration::from_secs(60)).unwrap());
+    /// assert!(store.key_name(&login, b"client").starts_with("(app):rl:{"));
+    /// # }
+    /// ```
     pub fn with_prefix(self, prefix: impl Into<String>) -> RedisStore {
-        self.map(|inner| inner.prefix = prefix.into())
+        let prefix = keys::prefix_of(prefix.into());
+        self.map(|inner| inner.prefix = prefix)
     }
 
     /// Uses the limiter's clock instead of the Redis server's: for tests that move a
