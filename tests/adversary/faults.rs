@@ -246,6 +246,38 @@ fn one_slow_call_is_one_failure_not_an_outage() {
     });
 }
 
+/// The library lost (a restarted or flushed Redis) while Redis is slow: the check that
+/// finds no function loads it and is sent again, three round trips where one was timed,
+/// and a burst behind it waits its turn. That is a living Redis, no outage: every request
+/// of a burst of 200 is counted in Redis (none by the fault policy), with one load. (With
+/// the scripts' cache flushed too, the fallback to the script is not needed either.)
+#[test]
+fn a_library_lost_on_a_slow_redis_is_loaded_again_not_an_outage() {
+    let _alone = crate::harness::alone();
+    let (redis, proxy, rt, server) = failing_closed_and_warm();
+    rt.block_on(async {
+        // Each round trip 20 ms: the call, the load and the call again take past the 50
+        // ms timeout, while a probe is answered within half of it.
+        proxy.delay(Duration::from_millis(20));
+        redis.command(&["FUNCTION", "FLUSH"]);
+        redis.command(&["SCRIPT", "FLUSH"]);
+        redis.command(&["CONFIG", "RESETSTAT"]);
+        let (statuses, slowest) = crate::load::burst(&[&server], "/open", 200).await;
+        proxy.delay(Duration::ZERO);
+        let loads = redis.calls("function|load");
+        println!(
+            "the library lost, Redis 20 ms away: {} of a burst of 200 answered from Redis, \
+             {} by the policy, slowest {slowest:?}; {loads} load(s), {} check call(s) as \
+             the script",
+            count(&statuses, 200),
+            count(&statuses, 503),
+            redis.calls("evalsha") + redis.calls("eval"),
+        );
+        assert_eq!(count(&statuses, 200), 200, "{statuses:?}");
+        assert_eq!(loads, 1);
+    });
+}
+
 /// One connection held up while Redis answers — a segment lost and sent again (at least
 /// 200 ms on Linux), a host paused — is no outage: before it fails a late call, the store
 /// asks Redis on a connection of its own whether it is alive, and gives a living one's call
