@@ -116,14 +116,8 @@ impl RedisStore {
     /// leaves the library to the next load.
     pub(super) fn load_failed(&self, error: &redis::RedisError) {
         let text = error.to_string().to_ascii_lowercase();
-        let refused = [
-            "unknown command",
-            "unknown subcommand",
-            "noperm",
-            "no permissions",
-            "engine",
-        ];
-        if refused.iter().any(|word| text.contains(word)) {
+        // "engine": a server without Lua names the engine it lacks.
+        if super::refused(&text) || text.contains("engine") {
             self.inner.functions.store(false, Ordering::Relaxed);
         }
     }
@@ -179,10 +173,7 @@ pub(super) fn is_no_function(error: &redis::RedisError) -> bool {
 /// ACL or a plan that forbids it.
 pub(super) fn refuses_functions(error: &redis::RedisError) -> bool {
     let text = error.to_string().to_ascii_lowercase();
-    text.contains("fcall")
-        && ["unknown command", "noperm", "no permissions"]
-            .iter()
-            .any(|word| text.contains(word))
+    text.contains("fcall") && super::refused(&text)
 }
 
 /// Whether a check call answered `error` goes again alone (see `fresh.rs`), where

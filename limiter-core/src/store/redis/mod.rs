@@ -819,10 +819,22 @@ fn refuses_scripts(e: &RedisError) -> bool {
     let of_scripts = ["'eval", "'script", "'fcall", "scripting"]
         .iter()
         .any(|word| text.contains(word));
-    of_scripts
-        && ["noperm", "no permissions", "unknown command", "scripting"]
-            .iter()
-            .any(|word| text.contains(word))
+    of_scripts && (refused(&text) || text.contains("scripting"))
+}
+
+/// Whether an error's text (lowercase) is a server's refusal of a command to this client,
+/// which asking again will not change: no permission (an ACL, a managed plan), or no such
+/// command or subcommand (an older server, one without Lua). Which command, the callers
+/// say.
+pub(super) fn refused(text: &str) -> bool {
+    [
+        "noperm",
+        "no permissions",
+        "unknown command",
+        "unknown subcommand",
+    ]
+    .iter()
+    .any(|word| text.contains(word))
 }
 
 fn error(what: &str, source: RedisError) -> StoreError {
