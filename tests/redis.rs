@@ -21,6 +21,13 @@ fn steps() -> impl Strategy<Value = Vec<(u8, u64)>> + Clone {
     replays::steps(3, 60)
 }
 
+/// A store connected to `server` that counts at its caller's readings (a manual clock's).
+fn on_callers_clock(rt: &tokio::runtime::Runtime, server: &RedisServer) -> RedisStore {
+    rt.block_on(RedisStore::connect(&server.url()))
+        .unwrap()
+        .use_caller_clock()
+}
+
 /// The two ways a store sends the check, for the tests of its decisions: to a server that
 /// takes the check's library (`FCALL`), and to one whose ACL refuses functions, which gets
 /// the check as a script (`EVALSHA`). Both must decide as the memory store does.
@@ -75,10 +82,7 @@ fn the_server_under_test_is_the_one_asked_for() {
 fn decisions_equal_the_memory_stores_for_every_algorithm() {
     for (server, way) in both_ways() {
         let rt = runtime();
-        let redis = rt
-            .block_on(RedisStore::connect(&server.url()))
-            .unwrap()
-            .use_caller_clock();
+        let redis = on_callers_clock(&rt, &server);
         replays::single_checks_decide_as_in_memory(&rt, &redis, steps(), 40, "equal");
         way.was_taken(&server);
     }
@@ -108,10 +112,7 @@ fn cost_steps() -> impl Strategy<Value = Vec<CostStep>> {
 fn costs_and_refunds_equal_the_memory_stores() {
     for (server, way) in both_ways() {
         let rt = runtime();
-        let redis = rt
-            .block_on(RedisStore::connect(&server.url()))
-            .unwrap()
-            .use_caller_clock();
+        let redis = on_callers_clock(&rt, &server);
         // Equivalence, not speed: a busy host may hold a call past the usual 50 ms.
         assert!(redis.accept_timeout(Duration::from_secs(10)));
         let case = std::cell::Cell::new(0u32);
@@ -184,10 +185,7 @@ mod lagging;
 fn lagging_readings_keep_every_bound_in_the_scripts() {
     let server = RedisServer::start();
     let rt = runtime();
-    let redis = rt
-        .block_on(RedisStore::connect(&server.url()))
-        .unwrap()
-        .use_caller_clock();
+    let redis = on_callers_clock(&rt, &server);
     let case = std::cell::Cell::new(0u32);
     for algorithm in Algorithm::ALL {
         let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(40));
@@ -215,10 +213,7 @@ fn lagging_readings_keep_every_bound_in_the_scripts() {
 fn stacks_answer_as_the_memory_store_does() {
     for (server, way) in both_ways() {
         let rt = runtime();
-        let redis = rt
-            .block_on(RedisStore::connect(&server.url()))
-            .unwrap()
-            .use_caller_clock();
+        let redis = on_callers_clock(&rt, &server);
         replays::stacks_answer_as_in_memory(&rt, &redis, steps(), 60, "stack", |key| {
             [[key], [key + 10], [key]]
         });
@@ -232,10 +227,7 @@ fn stacks_answer_as_the_memory_store_does() {
 fn policies_at_their_bounds_are_exact_in_the_scripts() {
     let server = RedisServer::start();
     let rt = runtime();
-    let redis = rt
-        .block_on(RedisStore::connect(&server.url()))
-        .unwrap()
-        .use_caller_clock();
+    let redis = on_callers_clock(&rt, &server);
     let week = Duration::from_secs(7 * 86_400);
     let hour = Duration::from_secs(3_600);
     let at_bounds = [
@@ -687,10 +679,7 @@ fn a_server_out_of_memory_still_rejects_a_flood() {
 fn concurrent_checks_are_batched_and_decided_in_order() {
     let server = RedisServer::start();
     let rt = runtime();
-    let store = rt
-        .block_on(RedisStore::connect(&server.url()))
-        .unwrap()
-        .use_caller_clock();
+    let store = on_callers_clock(&rt, &server);
     for algorithm in Algorithm::ALL {
         let limit = Limit::new(
             format!("batched-{algorithm}"),
@@ -752,10 +741,7 @@ fn empty_and_huge_checks_share_calls_with_the_others() {
 fn batches_decide_as_the_memory_store_does_one_by_one() {
     for (server, way) in both_ways() {
         let rt = runtime();
-        let redis = rt
-            .block_on(RedisStore::connect(&server.url()))
-            .unwrap()
-            .use_caller_clock();
+        let redis = on_callers_clock(&rt, &server);
         let case = std::cell::Cell::new(0u32);
         let checks = std::cell::Cell::new(0u64);
         for algorithm in Algorithm::ALL {
@@ -1211,10 +1197,7 @@ fn remembered_rejections_change_no_decision() {
                     let memory = Limiter::builder().clock(clock.clone()).build();
                     let redis: Vec<Limiter> = (0..instances)
                         .map(|_| {
-                            let store = rt
-                                .block_on(RedisStore::connect(&server.url()))
-                                .unwrap()
-                                .use_caller_clock();
+                            let store = on_callers_clock(&rt, &server);
                             Limiter::builder()
                                 .store(store)
                                 .clock(clock.clone())
@@ -1250,10 +1233,7 @@ fn a_flood_from_one_client_is_answered_by_the_instances() {
     let clock = ManualClock::starting_at(Duration::from_secs(1_700_000_000));
     let instances: Vec<Limiter> = (0..2)
         .map(|_| {
-            let store = rt
-                .block_on(RedisStore::connect(&server.url()))
-                .unwrap()
-                .use_caller_clock();
+            let store = on_callers_clock(&rt, &server);
             Limiter::builder().store(store).clock(clock.clone()).build()
         })
         .collect();
@@ -1490,10 +1470,7 @@ fn keys_survive_as_long_as_their_state_matters() {
 fn a_full_sliding_log_expires_without_a_scan() {
     let server = RedisServer::start();
     let rt = runtime();
-    let redis = rt
-        .block_on(RedisStore::connect(&server.url()))
-        .unwrap()
-        .use_caller_clock();
+    let redis = on_callers_clock(&rt, &server);
     // Pushing 65,535 instants can take a Redis beside a busy test run more than the default
     // 50 ms: what is measured here is Redis's work, not the timeout.
     assert!(redis.accept_timeout(Duration::from_secs(10)));
