@@ -211,8 +211,9 @@
 //!   call, up to five timeouts of wall time in all. Nor does one late answer prove Redis
 //!   down: a call that has had its timeout fails only if Redis, asked on a connection of
 //!   the store's own (an `EXISTS` of a key under the store's prefix, which a proxy in front of
-//!   Redis must forward where it may answer a `PING` itself), does not answer that within
-//!   half a timeout either; alive,
+//!   Redis must forward where it may answer a `PING` itself: behind a test proxy that
+//!   answers `PING` for a Redis gone, a request waited 155 ms with a 100 ms timeout, where
+//!   a `PING` probe made it 500), does not answer that within half a timeout either; alive,
 //!   the call gets another timeout, up to the same five (a segment lost and sent again, a
 //!   virtual machine paused by its host: calls held up 120 ms while Redis answered were
 //!   all answered by Redis, and all failed before). A call that goes five timeouts without

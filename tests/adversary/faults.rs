@@ -278,6 +278,40 @@ fn a_library_lost_on_a_slow_redis_is_loaded_again_not_an_outage() {
     });
 }
 
+/// A proxy in front of Redis that answers `PING` itself (twemproxy, Envoy) while its Redis
+/// is gone: a probe by `PING` would find it alive and give every late call five timeouts;
+/// the store's probe asks for a key (`EXISTS`), which the proxy must forward, so each
+/// request waits one and a half timeouts and gets the fault policy. (With a 100 ms timeout:
+/// 150 ms; a probe by `PING` made it 500 ms, where redis's own response timeout ends it.)
+#[test]
+fn a_proxy_that_answers_ping_for_a_lost_redis_does_not_look_alive() {
+    let _alone = crate::harness::alone();
+    let redis = RedisServer::start();
+    let proxy = Proxy::start(redis.port());
+    let rt = client();
+    let store = rt.block_on(RedisStore::connect(&proxy.url())).unwrap();
+    let limiter = Limiter::builder()
+        .store(store)
+        .store_timeout(Duration::from_millis(100))
+        .on_store_error(OnStoreError::FailClosed)
+        .build();
+    let server = Server::start(limiter, 2, routes);
+    rt.block_on(async {
+        let (warm, _) = sequence(&server, "/open", 5).await;
+        assert_eq!(count(&warm, 200), 5, "{warm:?}");
+        proxy.lose_redis();
+        let (statuses, slowest) = sequence(&server, "/open", 5).await;
+        println!(
+            "Redis gone behind a proxy answering PING: {} of 5 answered by the policy, slowest \
+             {slowest:?} (a timeout of 100 ms)",
+            count(&statuses, 503)
+        );
+        assert_eq!(count(&statuses, 503), 5, "{statuses:?}");
+        assert!(slowest < Duration::from_millis(400), "{slowest:?}");
+    });
+    drop(redis);
+}
+
 /// One connection held up while Redis answers — a segment lost and sent again (at least
 /// 200 ms on Linux), a host paused — is no outage: before it fails a late call, the store
 /// asks Redis on a connection of its own whether it is alive, and gives a living one's call

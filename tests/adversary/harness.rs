@@ -290,6 +290,8 @@ pub(crate) struct Proxy {
     delay_ms: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// More delay on the first connection only (see [`Proxy::hold_first`]).
     first_ms: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Its Redis gone while it answers `PING` itself (see [`Proxy::lose_redis`]).
+    lost: std::sync::Arc<std::sync::atomic::AtomicBool>,
     _runtime: tokio::runtime::Runtime,
 }
 
@@ -303,6 +305,8 @@ impl Proxy {
             .expect("a runtime");
         let delay_ms = std::sync::Arc::new(AtomicU64::new(0));
         let first_ms = std::sync::Arc::new(AtomicU64::new(0));
+        let lost = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let lost_flag = std::sync::Arc::clone(&lost);
         let listener = runtime
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
             .expect("a loopback port");
@@ -315,6 +319,7 @@ impl Proxy {
             let mut accepted = 0;
             while let Ok((client, _)) = listener.accept().await {
                 let delay = std::sync::Arc::clone(&delay);
+                let lost = std::sync::Arc::clone(&lost_flag);
                 let first = (accepted == 0).then(|| std::sync::Arc::clone(&first));
                 accepted += 1;
                 tokio::spawn(async move {
@@ -327,15 +332,42 @@ impl Proxy {
                     let _ = server.set_nodelay(true);
                     let (mut client_read, mut client_write) = client.into_split();
                     let (mut server_read, mut server_write) = server.into_split();
-                    let up = async {
-                        let _ = tokio::io::copy(&mut client_read, &mut server_write).await;
-                        let _ = server_write.shutdown().await;
-                    };
                     // Each chunk is read as soon as it comes and sent on `delay` after
                     // that: latency, as a network adds it, and not a delay per chunk one
                     // after the other (an answer Redis writes in two pieces would come
                     // twice as late).
                     let (chunks, mut due) = tokio::sync::mpsc::unbounded_channel();
+                    // (Weak: the answers end, and the client hears the connection close,
+                    // when Redis's side ends.)
+                    let pongs = chunks.downgrade();
+                    let up = async move {
+                        let mut buf = vec![0u8; 16 * 1024];
+                        // Commands read since Redis was lost, not yet whole.
+                        let mut held = Vec::new();
+                        loop {
+                            let n = match client_read.read(&mut buf).await {
+                                Ok(0) | Err(_) => break,
+                                Ok(n) => n,
+                            };
+                            if !lost.load(Ordering::Relaxed) {
+                                if server_write.write_all(&buf[..n]).await.is_err() {
+                                    break;
+                                }
+                                continue;
+                            }
+                            // Redis gone: a `PING` is answered here, as such proxies do,
+                            // and every other command waits for ever.
+                            held.extend_from_slice(&buf[..n]);
+                            while let Some((length, ping)) = resp_command(&held) {
+                                held.drain(..length);
+                                if let (true, Some(pongs)) = (ping, pongs.upgrade()) {
+                                    let now = tokio::time::Instant::now();
+                                    let _ = pongs.send((now, b"+PONG\r\n".to_vec()));
+                                }
+                            }
+                        }
+                        let _ = server_write.shutdown().await;
+                    };
                     let read = async move {
                         let mut buf = vec![0u8; 16 * 1024];
                         loop {
@@ -368,8 +400,15 @@ impl Proxy {
             port,
             delay_ms,
             first_ms,
+            lost,
             _runtime: runtime,
         }
+    }
+
+    /// From now on the proxy's Redis is gone, and the proxy answers `PING` itself (as
+    /// twemproxy or Envoy may): every other command, on every connection, waits unanswered.
+    pub(crate) fn lose_redis(&self) {
+        self.lost.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub(crate) fn url(&self) -> String {
@@ -393,6 +432,30 @@ impl Proxy {
             std::sync::atomic::Ordering::Relaxed,
         );
     }
+}
+
+/// The length of the first whole command in `bytes` (a RESP array of bulk strings, as
+/// clients send them) and whether it is a `PING`; `None` until one is whole.
+fn resp_command(bytes: &[u8]) -> Option<(usize, bool)> {
+    fn line(bytes: &[u8], at: usize) -> Option<(usize, usize)> {
+        let end = at + bytes.get(at..)?.windows(2).position(|w| w == b"\r\n")?;
+        let number = std::str::from_utf8(bytes.get(at + 1..end)?)
+            .ok()?
+            .parse()
+            .ok()?;
+        Some((number, end + 2))
+    }
+    let (count, mut at) = line(bytes, 0)?;
+    let mut first = None;
+    for _ in 0..count {
+        let (length, start) = line(bytes, at)?;
+        at = start + length + 2;
+        if at > bytes.len() {
+            return None;
+        }
+        first.get_or_insert_with(|| bytes[start..start + length].to_ascii_uppercase());
+    }
+    Some((at, first.as_deref() == Some(b"PING")))
 }
 
 /// The tests that bring load of their own (a burst on a busy host, a flood of keys) or time
