@@ -707,7 +707,8 @@ impl Lcg {
 
 /// Measures the counter against the exact window on random traffic (arrivals uniformly
 /// spread, at 0.5 to 4 times the limit), and holds it to the figures its documentation
-/// states: it admits within 2% of what the exact window admits in total, and no interval of
+/// states: it admits within 1% of what the exact window admits in total (0.83% at most on
+/// these seeded schedules), and no interval of
 /// length T holds more than 1.05 N. (Which requests get in differs more: under overload the
 /// two let different ones through; that share is printed, not bounded.)
 #[test]
@@ -750,7 +751,7 @@ fn sliding_window_counter_error_on_random_traffic_is_small() {
         report.push(format!(
             "          admitted {total:.4}x the exact window's total; exact densest {exact_densest:.2} N"
         ));
-        assert!((0.98..=1.02).contains(&total), "load {load}: {total}");
+        assert!((0.99..=1.01).contains(&total), "load {load}: {total}");
         assert!(densest <= 1.05, "load {load}: {densest}");
     }
     println!("{}", report.join("\n"));

@@ -11,8 +11,9 @@
 //!   arrival the sliding window admits at most `N` in any interval of `T − d` of arrival time,
 //!   the counter `2N`, the fixed window reopens only `T` after the reading that opened it, and
 //!   the bucket stays within `B + (interval + d)/I` (`limiter-core/tests/out_of_order.rs`:
-//!   the reproductions, random lagging schedules in memory and through Redis, and eight
-//!   threads on two cores that yield between reading the real clock and checking).
+//!   the reproductions, random lagging schedules in memory, and eight threads on two cores
+//!   that yield between reading the real clock and checking; through Redis,
+//!   `lagging_readings_keep_every_bound_in_the_scripts` in `tests/redis.rs`).
 //! - **The coarse clock's tick is part of `d`.** A reading is the time of the last tick, up to
 //!   one tick (1–4 ms) before the request: two requests counted in one window may be up to one
 //!   tick less than `T` apart in real time (`N = 1` per second admits two requests 996.1 ms

@@ -88,8 +88,9 @@
 //!     .build();
 //! ```
 //!
-//! - **One exact budget across instances.** Each request is decided by one Lua call,
-//!   whatever the number of its limits: atomic, one round trip, stacked limits all or nothing,
+//! - **One exact budget across instances.** Each request is decided by one call to Redis,
+//!   whatever the number of its limits (on a cluster, one per node its keys live on; a new
+//!   client's first check, a plain write: below): atomic, stacked limits all or nothing,
 //!   the same rules and the same decisions as the in-memory store (the tests replay random
 //!   schedules, stacks and policies at their bounds through both). On Redis 7 and Valkey
 //!   the check is a function library the store loads when it connects (`FUNCTION LOAD
@@ -251,8 +252,8 @@
 //!   each instance remembers it (bounded: `.rejection_cache(65_536)` by default, `0` turns it
 //!   off) and answers that key's requests itself until T, with `Retry-After` counted down —
 //!   the answer Redis would give. Under a flood from one client, each instance asks Redis
-//!   about once per retry window: 10,000 requests against 5 a minute over two instances make 7
-//!   `EVALSHA` calls (`tests/redis.rs`, which also replays random schedules over 1 to 3
+//!   about once per retry window: 10,000 requests against 5 a minute over two instances make
+//!   one write and 6 calls of the check (`tests/redis.rs`, which also replays random schedules over 1 to 3
 //!   instances against one memory store: the same decisions). Measured over HTTP, a rejected
 //!   flood on Redis runs at 0.97× the in-memory rejected flood (`cargo bench --manifest-path
 //!   benches/Cargo.toml --features redis --bench http`, rows `redis_rejecting` and `rejecting`). Kept out, so that nothing makes a
