@@ -369,6 +369,57 @@ async fn stacked_limits_answer_as_one() {
     assert_eq!(call(&app, "GET", "/").await.status(), 200);
 }
 
+#[rate_limit(2, per = "1m", scope = "both-minute-first")]
+#[rate_limit(2, per = "1h", scope = "both-minute-first-1h")]
+async fn minute_first() -> &'static str {
+    "ok"
+}
+
+#[rate_limit(2, per = "1h", scope = "both-hour-first-1h")]
+#[rate_limit(2, per = "1m", scope = "both-hour-first")]
+async fn hour_first() -> &'static str {
+    "ok"
+}
+
+/// Every limit of a stack rejects at once: `Retry-After` is the longest wait, whichever
+/// limit is declared first — the first instant the request can pass — and stays so for
+/// the requests that follow.
+#[actix_web::test]
+async fn when_every_limit_of_a_stack_rejects_retry_after_is_the_longest_wait() {
+    for path in ["/minute-first", "/hour-first"] {
+        let (clock, limiter) = limiter();
+        let app = test::init_service(
+            App::new()
+                .app_data(limiter)
+                .route("/minute-first", web::get().to(minute_first))
+                .route("/hour-first", web::get().to(hour_first)),
+        )
+        .await;
+        for _ in 0..2 {
+            assert_eq!(call(&app, "GET", path).await.status(), 200);
+        }
+        clock.advance(Duration::from_secs(10));
+        for retry_after in ["3590", "3590"] {
+            let res = call(&app, "GET", path).await;
+            assert_eq!(
+                (res.status().as_u16(), header(res.headers(), "retry-after")),
+                (429, Some(retry_after)),
+                "{path}"
+            );
+        }
+        // Past the minute's wait, the hour still refuses, and says how long.
+        clock.advance(Duration::from_secs(50));
+        let res = call(&app, "GET", path).await;
+        assert_eq!(
+            (res.status().as_u16(), header(res.headers(), "retry-after")),
+            (429, Some("3540")),
+            "{path}"
+        );
+        clock.advance(Duration::from_secs(3540));
+        assert_eq!(call(&app, "GET", path).await.status(), 200, "{path}");
+    }
+}
+
 // ---- shared scopes -----------------------------------------------------------------------
 
 #[rate_limit(3, per = "1m", scope = "auth")]

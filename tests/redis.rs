@@ -300,6 +300,60 @@ async fn redis_configured() -> HttpResponse {
     HttpResponse::Ok().finish()
 }
 
+#[rate_limit(2, per = "1m", scope = "redis-both-minute")]
+#[rate_limit(2, per = "1h", scope = "redis-both-hour")]
+async fn redis_stack() -> HttpResponse {
+    HttpResponse::Ok().finish()
+}
+
+/// Both limits of a stack reject at once on Redis: `Retry-After` is the longest wait, on
+/// either instance, and stays so as the requests repeat.
+#[actix_web::test]
+async fn a_stack_rejected_by_every_limit_waits_the_longest_on_every_instance() {
+    let server = RedisServer::start();
+    let clock = ManualClock::starting_at(Duration::from_secs(1_700_000_040));
+    let mut apps = Vec::new();
+    for _ in 0..2 {
+        let limiter = common::redis_instance(&server.url(), &clock).await;
+        apps.push(
+            test::init_service(
+                App::new()
+                    .app_data(limiter)
+                    .route("/", web::get().to(redis_stack)),
+            )
+            .await,
+        );
+    }
+    let call = |i: usize| {
+        let req = test::TestRequest::get()
+            .uri("/")
+            .peer_addr("203.0.113.7:1".parse().unwrap())
+            .to_request();
+        test::call_service(&apps[i], req)
+    };
+    assert_eq!(call(0).await.status(), 200);
+    assert_eq!(call(1).await.status(), 200);
+    clock.advance(Duration::from_secs(10));
+    server.command(&["CONFIG", "RESETSTAT"]);
+    let mut answers = Vec::new();
+    for i in [0, 0, 1, 1] {
+        let res = call(i).await;
+        let retry_after = res
+            .headers()
+            .get("retry-after")
+            .map(|v| v.to_str().unwrap().to_string());
+        answers.push((res.status().as_u16(), retry_after));
+    }
+    let longest = (429, Some("3590".to_string()));
+    assert_eq!(answers, vec![longest; 4]);
+    // (A stack's rejection is not remembered by the instances: each was Redis's.)
+    assert_eq!(server.check_calls(), 4);
+    clock.advance(Duration::from_secs(50));
+    let res = call(0).await;
+    assert_eq!(res.status(), 429);
+    assert_eq!(res.headers().get("retry-after").unwrap(), "3540");
+}
+
 /// Two instances on one Redis: failures only (refunds shared by both, exact under
 /// concurrency), cost, configuration changed while serving, and a reset.
 #[actix_web::test]

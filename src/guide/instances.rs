@@ -251,7 +251,9 @@
 //!   before T" for its limit and key, and nothing any instance does admits that key earlier:
 //!   each instance remembers it (bounded: `.rejection_cache(65_536)` by default, `0` turns it
 //!   off) and answers that key's requests itself until T, with `Retry-After` counted down —
-//!   the answer Redis would give. Under a flood from one client, each instance asks Redis
+//!   the answer Redis would give. (A single limit's rejection of one unit: a stack's, whose
+//!   other limits' fields may move, and a cost's are asked of Redis each time.) Under a
+//!   flood from one client, each instance asks Redis
 //!   about once per retry window: 10,000 requests against 5 a minute over two instances make
 //!   one write and 6 calls of the check (`tests/redis.rs`, which also replays random schedules over 1 to 3
 //!   instances against one memory store: the same decisions). Measured over HTTP, a rejected
