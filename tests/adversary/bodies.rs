@@ -5,7 +5,9 @@
 use std::time::{Duration, Instant};
 
 use actix_web::{web, HttpResponse};
-use limiter::{concurrency_limit, rate_limit, ConcurrencyLimit, KeySpec, Limiter};
+use limiter::{
+    concurrency_limit, rate_limit, ConcurrencyLimit, KeySpec, Limiter, Policy, RateLimit,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -29,9 +31,24 @@ async fn wrapped_upload(body: web::Bytes) -> HttpResponse {
     HttpResponse::Ok().body(format!("{} bytes", body.len()))
 }
 
+/// The login behind a `RateLimit` middleware instead: refused before any handler runs.
+async fn unlimited_login(body: web::Bytes) -> HttpResponse {
+    HttpResponse::Ok().body(format!("{} bytes", body.len()))
+}
+
+/// The paths of the login, whose one request an hour [`spent`] spends: the handler's own
+/// limit, and a middleware's.
+const LOGINS: [&str; 2] = ["/login", "/wrapped/login"];
+
 fn routes(config: &mut web::ServiceConfig) {
+    let hourly = Policy::new(1, Duration::from_secs(3_600)).unwrap();
     config
         .route("/login", web::post().to(login))
+        .service(
+            web::scope("/wrapped/login")
+                .wrap(RateLimit::new(hourly).scope("bodies-wrapped-login"))
+                .route("", web::post().to(unlimited_login)),
+        )
         .route("/upload", web::post().to(upload))
         .service(
             web::scope("/wrapped")
@@ -44,18 +61,20 @@ fn routes(config: &mut web::ServiceConfig) {
         );
 }
 
-/// A server whose one login is spent: every request from here on is rejected.
+/// A server whose one login is spent, at each of [`LOGINS`]: every request there from here
+/// on is rejected.
 fn spent() -> Server {
     let server = Server::start(Limiter::builder().build(), 2, routes);
     client().block_on(async {
-        let first = exchange(
-            server.addr,
-            b"POST /login HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-            Duration::from_secs(5),
-        )
-        .await
-        .expect("answered");
-        assert_eq!(first.status, 200);
+        for path in LOGINS {
+            let request = format!(
+                "POST {path} HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+            let first = exchange(server.addr, request.as_bytes(), Duration::from_secs(5))
+                .await
+                .expect("answered");
+            assert_eq!(first.status, 200, "{path}");
+        }
     });
     server
 }
@@ -114,36 +133,9 @@ async fn closed_within(stream: &mut TcpStream, limit: Duration) -> bool {
 fn a_slow_body_gets_its_429_at_once_and_loses_its_connection() {
     let server = spent();
     let rt = client();
-    let (took, closed) = rt.block_on(async {
-        let mut stream = TcpStream::connect(server.addr).await.unwrap();
-        stream
-            .write_all(b"POST /login HTTP/1.1\r\nHost: t\r\nContent-Length: 16000\r\n\r\nhello")
-            .await
-            .unwrap();
-        let started = Instant::now();
-        let (reader, mut writer) = stream.into_split();
-        let trickle = tokio::spawn(async move {
-            for _ in 0..4 {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                if writer.write_all(b"hello").await.is_err() {
-                    return;
-                }
-            }
-        });
-        let mut reader = reader;
-        let response = tokio::time::timeout(Duration::from_secs(3), read_half(&mut reader))
-            .await
-            .expect("a 429 within 3 s")
-            .expect("a response");
-        let took = started.elapsed();
-        assert_eq!(response, 429);
-        let closed = closed_half_within(&mut reader, Duration::from_secs(2)).await;
-        trickle.abort();
-        (took, closed)
-    });
-    println!("a body at 5 bytes/s: 429 after {took:?}, connection closed: {closed}");
-    assert!(took < Duration::from_secs(1), "{took:?}");
-    assert!(closed);
+    for path in LOGINS {
+        slow_body_on(&server, &rt, path, "");
+    }
 
     let (answered, closed, took) = rt.block_on(async {
         let started = Instant::now();
@@ -183,6 +175,75 @@ fn a_slow_body_gets_its_429_at_once_and_loses_its_connection() {
     assert_eq!((answered, closed), (200, 200));
 }
 
+/// A rejected POST to `path` (with the header lines `headers`) with `Content-Length:
+/// 16000` sent at 5 bytes a second: its 429 within a second, and its connection closed.
+fn slow_body_on(server: &Server, rt: &tokio::runtime::Runtime, path: &str, headers: &str) {
+    let (took, closed) = rt.block_on(async {
+        let mut stream = TcpStream::connect(server.addr).await.unwrap();
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: t\r\n{headers}Content-Length: 16000\r\n\r\nhello"
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        let started = Instant::now();
+        let (reader, mut writer) = stream.into_split();
+        let trickle = tokio::spawn(async move {
+            for _ in 0..4 {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                if writer.write_all(b"hello").await.is_err() {
+                    return;
+                }
+            }
+        });
+        let mut reader = reader;
+        let response = tokio::time::timeout(Duration::from_secs(3), read_half(&mut reader))
+            .await
+            .expect("a 429 within 3 s")
+            .expect("a response");
+        let took = started.elapsed();
+        assert_eq!(response, 429);
+        let closed = closed_half_within(&mut reader, Duration::from_secs(2)).await;
+        trickle.abort();
+        (took, closed)
+    });
+    println!("{path}: a body at 5 bytes/s: 429 after {took:?}, connection closed: {closed}");
+    assert!(took < Duration::from_secs(1), "{path}: {took:?}");
+    assert!(closed, "{path}");
+}
+
+/// A request the `ConcurrencyLimit` middleware itself refuses — its one slot held by an
+/// upload whose body trickles in — sending a slow body of its own: the 429 comes within a
+/// second and its connection closes, as for any refusal. (The user's first upload: only
+/// the slot can refuse it.)
+#[test]
+fn a_request_the_concurrency_middleware_refuses_does_not_wait_for_its_body() {
+    let server = Server::start(Limiter::builder().build(), 2, routes);
+    let rt = client();
+    let (_holder, trickle) = rt.block_on(async {
+        let mut stream = TcpStream::connect(server.addr).await.unwrap();
+        stream
+            .write_all(
+                b"POST /wrapped/upload HTTP/1.1\r\nHost: t\r\nX-User: alice\r\n\
+                  Content-Length: 16000\r\n\r\nhello",
+            )
+            .await
+            .unwrap();
+        let (reader, mut writer) = stream.into_split();
+        let trickle = tokio::spawn(async move {
+            for _ in 0..10 {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                if writer.write_all(b"hello").await.is_err() {
+                    return;
+                }
+            }
+        });
+        // Its head read: the slot is taken.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        (reader, trickle)
+    });
+    slow_body_on(&server, &rt, "/wrapped/upload", "X-User: bob\r\n");
+    trickle.abort();
+}
+
 /// A chunked body of 10 MB, sent at about 1.3 MB/s, on a rejected request is not read: the
 /// 429 comes at once, and the connection closes within actix's linger after it (its
 /// `client_disconnect_timeout`, 1 s by default, during which what arrives is dropped so
@@ -192,12 +253,18 @@ fn a_slow_body_gets_its_429_at_once_and_loses_its_connection() {
 fn a_chunked_body_is_not_read() {
     let server = spent();
     let rt = client();
+    for path in LOGINS {
+        chunked_body_on(&server, &rt, path);
+    }
+}
+
+/// A rejected POST to `path` with a chunked body of 10 MB sent at about 1.3 MB/s: its 429,
+/// the connection held under 3 s, and under 4 MiB of it taken in.
+fn chunked_body_on(server: &Server, rt: &tokio::runtime::Runtime, path: &str) {
     let (status, sent) = rt.block_on(async {
         let mut stream = TcpStream::connect(server.addr).await.unwrap();
-        stream
-            .write_all(b"POST /login HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n")
-            .await
-            .unwrap();
+        let head = format!("POST {path} HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
+        stream.write_all(head.as_bytes()).await.unwrap();
         let (mut reader, mut writer) = stream.into_split();
         let chunk = format!("{:x}\r\n{}\r\n", 64 * 1024, "x".repeat(64 * 1024));
         let started = Instant::now();
@@ -233,13 +300,13 @@ fn a_chunked_body_is_not_read() {
     });
     let (sent, held) = sent;
     println!(
-        "a chunked 10 MB body at 1.3 MB/s: answered {status}; the client got {} KiB out, the \
-         connection was held {held:?}",
+        "{path}: a chunked 10 MB body at 1.3 MB/s: answered {status}; the client got {} KiB \
+         out, the connection was held {held:?}",
         sent / 1024
     );
-    assert_eq!(status, 429);
-    assert!(held < Duration::from_secs(3), "{held:?}");
-    assert!(sent < 4 << 20, "{sent} bytes taken in");
+    assert_eq!(status, 429, "{path}");
+    assert!(held < Duration::from_secs(3), "{path}: {held:?}");
+    assert!(sent < 4 << 20, "{path}: {sent} bytes taken in");
 }
 
 /// A small body sent at once is read and dropped, and the connection stays open for the
