@@ -123,7 +123,11 @@ impl StoreHealth {
         if self.failing.load(Ordering::Relaxed) == 0 {
             return true;
         }
-        let now = elapsed_ms();
+        self.should_try_at(parts, elapsed_ms())
+    }
+
+    /// [`should_try`](Self::should_try) at `now` (ms, [`elapsed_ms`]'s).
+    fn should_try_at(&self, parts: &[u16], now: u64) -> bool {
         let mut failing = self.parts.lock();
         let due = parts.iter().all(|part| {
             failing
@@ -161,10 +165,21 @@ impl StoreHealth {
         error: &crate::StoreError,
         policy: OnStoreError,
     ) {
+        self.failed_at(parts, store, error, policy, elapsed_ms());
+    }
+
+    /// [`failed`](Self::failed) at `now` (ms, [`elapsed_ms`]'s).
+    fn failed_at(
+        &self,
+        parts: &[u16],
+        store: &'static str,
+        error: &crate::StoreError,
+        policy: OnStoreError,
+        now: u64,
+    ) {
         let (lost, down) = {
             let mut failing = self.parts.lock();
             let was_down = failing.values().any(Part::is_down);
-            let now = elapsed_ms();
             for &part in parts {
                 let p = failing.entry(part).or_insert(Part {
                     failures: 0,
@@ -270,5 +285,27 @@ mod tests {
             health.failed(&[7], "test", &StoreError::msg("refused"), policy);
         }
         assert!(!health.is_up(&[7]));
+    }
+
+    /// A part found down is tried by one request per [`RETRY_INTERVAL`], the first of the
+    /// interval; every other request meanwhile gets the policy's answer without asking.
+    /// A request a millisecond, on the store's time (ms).
+    #[test]
+    fn a_part_found_down_is_tried_by_one_request_an_interval() {
+        let health = StoreHealth::new();
+        let down_at = 5_000;
+        for _ in 0..FAILURES_TO_DOWN {
+            let error = StoreError::msg("refused");
+            health.failed_at(&[0], "test", &error, OnStoreError::FailClosed, down_at);
+        }
+        let tries: Vec<u64> = (down_at..down_at + 450)
+            .filter(|&now| health.should_try_at(&[0], now))
+            .map(|now| now - down_at)
+            .collect();
+        assert_eq!(tries, [100, 200, 300, 400]);
+        // Its requests only: another part's go to the store.
+        assert!(health.should_try_at(&[1], down_at + 450));
+        assert!(health.should_try_at(&[0, 1], down_at + 500));
+        assert!(!health.should_try_at(&[0, 1], down_at + 501));
     }
 }
