@@ -1007,6 +1007,48 @@ fn questions_to_a_stalled_redis_fail_within_the_timeout() {
     );
 }
 
+/// The store's other calls to a stalled Redis — a refund, a reset, a concurrency slot —
+/// fail within the store's timeout and a half (its probe's), as checks do, not the
+/// connection's response timeout (half a second) or never.
+#[::std::prelude::v1::test]
+fn refunds_resets_and_slots_to_a_stalled_redis_fail_within_the_timeout() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+    let limit = Limit::new(
+        "other-calls",
+        Policy::new(6, Duration::from_secs(60)).unwrap(),
+    );
+    let slots = limiter::Concurrency::new("other-calls-slots", 2).unwrap();
+    let charge = [Charge::new(&limit, b"client")];
+    let checked = rt
+        .block_on(store.check_all(&charge, Duration::ZERO))
+        .unwrap();
+    let receipt = checked.receipt().clone();
+    server.pause();
+    let bound = Duration::from_secs(5);
+    let timed = |name: &str, failed: bool, took: Duration| {
+        println!("{name} to a stalled Redis: failed {failed} after {took:?}");
+        assert!(failed, "{name} failed");
+        // 75 ms at the default 50 ms timeout: generous against a shared machine's noise.
+        assert!(took < Duration::from_millis(300), "{name}: {took:?}");
+    };
+    let started = Instant::now();
+    let refund = rt.block_on(async {
+        tokio::time::timeout(bound, store.refund(&charge, &receipt, Duration::ZERO)).await
+    });
+    timed("a refund", matches!(refund, Ok(Err(_))), started.elapsed());
+    let started = Instant::now();
+    let reset =
+        rt.block_on(async { tokio::time::timeout(bound, store.reset(&limit, b"client")).await });
+    timed("a reset", matches!(reset, Ok(Err(_))), started.elapsed());
+    let started = Instant::now();
+    let slot =
+        rt.block_on(async { tokio::time::timeout(bound, store.acquire(&slots, b"client")).await });
+    timed("a slot", matches!(slot, Ok(Err(_))), started.elapsed());
+    server.resume();
+}
+
 /// Workers whose threads block right after sending a check (a handler doing blocking I/O)
 /// hold up no one: the batches run on the store's own thread, so another worker's checks
 /// are answered at once. (With the batches on the first workers' runtimes, they waited
