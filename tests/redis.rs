@@ -726,7 +726,8 @@ fn a_server_out_of_memory_still_rejects_a_flood() {
 }
 
 /// Checks that arrive together go out together: 800 concurrent checks of 8 keys (100 each,
-/// against 30 a minute, every algorithm in turn) take a fraction of the calls, and each key
+/// against 30 a minute, every algorithm in turn) take a fraction of the calls (and at
+/// least one per 128 checks, the most a call carries), and each key
 /// admits exactly 30, with the remaining counts of a sequence — 29, 28, ... 0 — as if each
 /// check had been sent alone, in order.
 #[::std::prelude::v1::test]
@@ -742,8 +743,10 @@ fn concurrent_checks_are_batched_and_decided_in_order() {
         server.command(&["CONFIG", "RESETSTAT"]);
         replays::concurrent_checks_keep_exact_sequences(&rt, &store, &limit, algorithm.name());
         let calls = server.calls("fcall");
+        println!("{algorithm}: {calls} calls for 800 checks");
+        // A call carries 128 checks at most (the 8 first checks are plain writes).
         assert!(
-            calls <= 800 / 4,
+            (792_u64.div_ceil(128)..=800 / 4).contains(&calls),
             "{algorithm}: {calls} calls for 800 checks"
         );
     }

@@ -177,3 +177,46 @@ fn the_stores_connections_send_each_call_at_once() {
         drop(limiter);
     }
 }
+
+/// Ten thousand checks at once, of as many clients, on a Redis 20 ms away: more than the
+/// store's queue holds (4,096 waiting). A check that finds it full waits for room; waiting
+/// is load, never timed, so every check is decided by Redis — none fails, none is let
+/// through by the fault policy — and each client's one request is admitted.
+#[test]
+fn ten_thousand_checks_at_once_all_wait_their_turn() {
+    let _alone = crate::harness::alone();
+    let redis = RedisServer::start();
+    let proxy = crate::harness::Proxy::start(redis.port());
+    let rt = client();
+    let limiter = Limiter::builder()
+        .store(rt.block_on(RedisStore::connect(&proxy.url())).unwrap())
+        .on_store_error(OnStoreError::FailClosed)
+        .build();
+    let limit = Limit::new("queue", Policy::new(1, Duration::from_secs(60)).unwrap());
+    proxy.delay(Duration::from_millis(20));
+    let started = Instant::now();
+    let (admitted, failed) = rt.block_on(async {
+        let checks: Vec<_> = (0..10_000u32)
+            .map(|client| {
+                let (limiter, limit) = (limiter.clone(), limit.clone());
+                tokio::spawn(async move { limiter.check(&limit, &client.to_be_bytes()).await })
+            })
+            .collect();
+        let (mut admitted, mut failed) = (0, 0);
+        for check in checks {
+            match check.await.unwrap() {
+                Ok(decision) => admitted += usize::from(decision.allowed()),
+                Err(_) => failed += 1,
+            }
+        }
+        (admitted, failed)
+    });
+    let took = started.elapsed();
+    println!(
+        "10,000 checks at once, Redis 20 ms away: {admitted} admitted, {failed} failed, in \
+         {took:?}; Redis holds {} keys",
+        redis.state_keys()
+    );
+    assert_eq!((admitted, failed), (10_000, 0));
+    assert_eq!(redis.state_keys(), 10_000);
+}
