@@ -220,3 +220,43 @@ fn ten_thousand_checks_at_once_all_wait_their_turn() {
     assert_eq!((admitted, failed), (10_000, 0));
     assert_eq!(redis.state_keys(), 10_000);
 }
+
+/// A check whose caller went away while it waited for its turn — a request dropped (its
+/// client hung up, a proxy in front timed it out) — is not sent: Redis counts only what
+/// someone waits for. Twenty checks queue behind one in flight on a Redis 30 ms away, and
+/// are dropped before their turn: the key counts the one in flight only.
+#[test]
+fn a_check_whose_caller_went_away_is_not_sent() {
+    let _alone = crate::harness::alone();
+    let redis = RedisServer::start();
+    let proxy = crate::harness::Proxy::start(redis.port());
+    let rt = client();
+    let store = rt.block_on(RedisStore::connect(&proxy.url())).unwrap();
+    let limit = Limit::new("gone", Policy::new(100, Duration::from_secs(60)).unwrap());
+    let check = |store: RedisStore, limit: Limit| async move {
+        limiter::Store::check(&store, &limit, b"client", Duration::ZERO).await
+    };
+    let warm = rt.block_on(check(store.clone(), limit.clone())).unwrap();
+    assert_eq!(warm.remaining(), 99);
+    proxy.delay(Duration::from_millis(30));
+    let in_flight = rt.block_on(async {
+        let in_flight = tokio::spawn(check(store.clone(), limit.clone()));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let waiting: Vec<_> = (0..20)
+            .map(|_| tokio::spawn(check(store.clone(), limit.clone())))
+            .collect();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        for check in &waiting {
+            check.abort();
+        }
+        in_flight.await.unwrap()
+    });
+    assert!(in_flight.unwrap().allowed());
+    proxy.delay(Duration::ZERO);
+    let after = rt.block_on(check(store.clone(), limit.clone())).unwrap();
+    println!(
+        "20 checks dropped while they waited: the key has {} of 100 left (97 if none was sent)",
+        after.remaining()
+    );
+    assert_eq!(after.remaining(), 97);
+}
