@@ -725,6 +725,35 @@ fn a_server_out_of_memory_still_rejects_a_flood() {
     assert!(check(b"new client").unwrap().allowed());
 }
 
+/// A primary told to refuse writes without a replica (`min-replicas-to-write`) refuses a
+/// function that may write before it runs, as one out of memory does: a client over its
+/// limit is still rejected (the call goes as the script, which writes nothing there), and a
+/// new client's check, which must write, fails.
+#[::std::prelude::v1::test]
+fn a_primary_without_its_replicas_still_rejects_a_flood() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+    let limit = Limit::new(
+        "no-replicas",
+        Policy::new(2, Duration::from_secs(60)).unwrap(),
+    );
+    let check = |key: &[u8]| rt.block_on(store.check(&limit, key, Duration::ZERO));
+    for _ in 0..2 {
+        assert!(check(b"flood").unwrap().allowed());
+    }
+    server.command(&["CONFIG", "SET", "min-replicas-to-write", "1"]);
+    for _ in 0..3 {
+        let rejected = check(b"flood").unwrap();
+        assert!(!rejected.allowed(), "{rejected:?}");
+        assert!(rejected.retry_after().unwrap() > Duration::from_secs(50));
+    }
+    let new = check(b"new client");
+    assert!(new.is_err(), "{new:?}");
+    server.command(&["CONFIG", "SET", "min-replicas-to-write", "0"]);
+    assert!(check(b"new client").unwrap().allowed());
+}
+
 /// Checks that arrive together go out together: 800 concurrent checks of 8 keys (100 each,
 /// against 30 a minute, every algorithm in turn) take a fraction of the calls (and at
 /// least one per 128 checks, the most a call carries), and each key
