@@ -71,6 +71,17 @@ fn decisions_on_a_cluster_equal_the_memory_stores() {
     replays::single_checks_decide_as_in_memory(&rt, &redis, steps(), 20, "cluster");
 }
 
+/// Costs and refunds — late ones too — decide on a cluster as in memory: each refund goes
+/// to the node that counted its check, and gives back only what is still counted there.
+#[::std::prelude::v1::test]
+fn costs_and_refunds_on_a_cluster_equal_the_memory_stores() {
+    let cluster = RedisCluster::start();
+    let rt = runtime();
+    let redis = rt.block_on(connect(&cluster)).use_caller_clock();
+    assert!(redis.accept_timeout(Duration::from_secs(10)));
+    replays::costs_and_refunds_decide_as_in_memory(&rt, &redis, 15, "cluster-cost");
+}
+
 /// Stacks whose keys live on different nodes: each node's part is one script, and a part
 /// that rejects makes the parts counted before it give their units back. The answers are
 /// the memory store's all-or-nothing ones: the same admissions, the same statuses.

@@ -111,6 +111,83 @@ pub(crate) fn single_checks_decide_as_in_memory(
     }
 }
 
+/// A step of a schedule with costs: the key, the time since the last step, the cost, and
+/// whether (and how long after) the request is refunded, as `count = "failures"` does
+/// for a success — often after later requests, as a slow success is.
+type CostStep = (u8, u64, u32, Option<u64>);
+
+fn cost_steps() -> impl Strategy<Value = Vec<CostStep>> {
+    prop::collection::vec(
+        (
+            0..3u8,
+            prop_oneof![Just(0u64), Just(1), 0..400u64],
+            1..=7u32,
+            prop::option::of(prop_oneof![Just(0u64), 0..300u64, 0..1_000u64]),
+        ),
+        1..50,
+    )
+}
+
+/// Random schedules with costs (including ones no budget holds) and refunds — late ones
+/// too, that arrive after later requests and after their units came back — decide in
+/// `redis` (on the caller's clock) as in the memory store, with the same receipts, for
+/// every algorithm and sliding logs longer than the store's short ones: `cases` each.
+pub(crate) fn costs_and_refunds_decide_as_in_memory(
+    rt: &tokio::runtime::Runtime,
+    redis: &RedisStore,
+    cases: u32,
+    scope: &str,
+) {
+    let case = std::cell::Cell::new(0u32);
+    // Every algorithm with budgets of a few units, and sliding logs longer than the
+    // store's short ones (128, packed strings) with costs to match: those are lists.
+    let mut kinds: Vec<(String, BoxedStrategy<Policy>, u32)> = Algorithm::ALL
+        .iter()
+        .map(|&algorithm| (algorithm.to_string(), policy(algorithm).boxed(), 1))
+        .collect();
+    kinds.push((
+        "long sliding log".to_string(),
+        (129..=140u32, 1..=200u64)
+            .prop_map(|(max, window)| Policy::new(max, Duration::from_millis(window)).unwrap())
+            .boxed(),
+        23,
+    ));
+    for (algorithm, policies, scale) in kinds {
+        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(cases));
+        runner
+            .run(&(policies, cost_steps()), |(policy, steps)| {
+                case.set(case.get() + 1);
+                let limit = Limit::new(format!("{scope}-{}", case.get()), policy);
+                let memory = MemoryStore::new();
+                let mut now = Duration::from_secs(1_700_000_000);
+                // Refunds still to come: when, the key, the cost and the receipt.
+                let mut pending: Vec<(Duration, [u8; 1], u32, limiter::Receipt)> = Vec::new();
+                for (i, &(key, step, cost, refund)) in steps.iter().enumerate() {
+                    let cost = cost * scale;
+                    now += Duration::from_millis(step);
+                    pending.sort_by_key(|p| p.0);
+                    while pending.first().is_some_and(|p| p.0 <= now) {
+                        let (at, key, cost, receipt) = pending.remove(0);
+                        let charge = [Charge::new(&limit, &key).cost(cost)];
+                        memory.refund_at(&charge, &receipt, at);
+                        rt.block_on(redis.refund(&charge, &receipt, at)).unwrap();
+                    }
+                    let key = [key];
+                    let charge = [Charge::new(&limit, &key).cost(cost)];
+                    let expected = memory.check_all_at(&charge, now);
+                    let got = rt.block_on(redis.check_all(&charge, now)).unwrap();
+                    prop_assert_eq!(&got, &expected, "{} request {} at {:?}", algorithm, i, now);
+                    if let (Some(after), true) = (refund, expected[0].allowed()) {
+                        let at = now + Duration::from_millis(after);
+                        pending.push((at, key, cost, expected.receipt().clone()));
+                    }
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+}
+
 /// Random stacks of two or three limits, checked with costs 1 to 3 on the keys `keys`
 /// gives each step's key, answer in `redis` as the memory store's all-or-nothing check:
 /// the same admissions, the same statuses for the limits that did not reject.
