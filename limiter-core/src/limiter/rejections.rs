@@ -216,3 +216,97 @@ impl PartialEq for dyn Lookup + '_ {
 }
 
 impl Eq for dyn Lookup + '_ {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Policy;
+
+    fn limit() -> Limit {
+        Limit::new(
+            "rejections-unit",
+            Policy::new(5, Duration::from_secs(60)).unwrap(),
+        )
+    }
+
+    fn rejected(wait: Duration) -> Decision {
+        Decision::reject(5, wait)
+    }
+
+    const T: Duration = Duration::from_secs(1_000);
+
+    /// A rejection is the answer for its key until it ends, `Retry-After` counted down
+    /// exactly; then the store is asked again.
+    #[test]
+    fn a_rejection_is_answered_until_it_ends_counted_down() {
+        let rejections = Rejections::new(64);
+        let limit = limit();
+        rejections.remember(&limit, b"k", T, &rejected(Duration::from_secs(10)));
+        let answer = rejections.answer(&limit, b"k", T + Duration::from_millis(2_500));
+        assert_eq!(
+            answer.and_then(|d| d.retry_after()),
+            Some(Duration::from_millis(7_500))
+        );
+        assert!(rejections.answer(&limit, b"other", T).is_none());
+        assert!(rejections
+            .answer(&limit, b"k", T + Duration::from_secs(10))
+            .is_none());
+    }
+
+    /// A block (a penalty, perhaps a day) is answered here a second at a time: a reset
+    /// made elsewhere lifts it within a second.
+    #[test]
+    fn a_block_is_answered_a_second_at_a_time() {
+        let rejections = Rejections::new(64);
+        let limit = limit();
+        let block = rejected(Duration::from_secs(86_400)).marked_blocked();
+        rejections.remember(&limit, b"k", T, &block);
+        let answer = rejections.answer(&limit, b"k", T + Duration::from_millis(999));
+        assert!(answer.is_some_and(|d| d.blocked()), "{answer:?}");
+        assert!(rejections
+            .answer(&limit, b"k", T + Duration::from_secs(1))
+            .is_none());
+    }
+
+    /// Capacity 0 remembers nothing: every request asks the store.
+    #[test]
+    fn a_capacity_of_zero_remembers_nothing() {
+        let rejections = Rejections::new(0);
+        let limit = limit();
+        rejections.remember(&limit, b"k", T, &rejected(Duration::from_secs(10)));
+        assert!(rejections.answer(&limit, b"k", T).is_none());
+    }
+
+    /// A flood of rejected clients fills the cache to its capacity and no further (its
+    /// memory is bounded whatever keys clients choose); a full shard takes new entries
+    /// again once old ones end.
+    #[test]
+    fn a_flood_of_rejected_keys_stays_within_the_capacity() {
+        let rejections = Rejections::new(64);
+        let limit = limit();
+        let wait = Duration::from_secs(60);
+        for client in 0..10_000u32 {
+            rejections.remember(&limit, &client.to_be_bytes(), T, &rejected(wait));
+        }
+        let held = (0..10_000u32)
+            .filter(|client| {
+                rejections
+                    .answer(&limit, &client.to_be_bytes(), T)
+                    .is_some()
+            })
+            .count();
+        assert_eq!(held, 64);
+        let later = T + wait;
+        for client in 10_000..20_000u32 {
+            rejections.remember(&limit, &client.to_be_bytes(), later, &rejected(wait));
+        }
+        let held = (10_000..20_000u32)
+            .filter(|client| {
+                rejections
+                    .answer(&limit, &client.to_be_bytes(), later)
+                    .is_some()
+            })
+            .count();
+        assert_eq!(held, 64);
+    }
+}
