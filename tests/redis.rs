@@ -1583,6 +1583,35 @@ fn server_ms(server: &RedisServer) -> u64 {
     server_time(server).as_millis() as u64
 }
 
+/// The store's reading of the server's clock is used for 250 ms at most: a new client
+/// after a quiet moment goes to the script, whose call brings a new reading, and the next
+/// new client is a plain write again. (Real time here: what ages is the reading.)
+#[::std::prelude::v1::test]
+fn a_reading_of_the_servers_clock_is_used_for_a_quarter_second_at_most() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+    let limit = Limit::new("aged", Policy::new(3, Duration::from_secs(60)).unwrap());
+    // The calls of the script so far (a plain write is none).
+    let check = |key: &[u8]| {
+        let decision = rt
+            .block_on(store.check(&limit, key, Duration::ZERO))
+            .unwrap();
+        assert!(decision.allowed());
+        server.check_calls()
+    };
+    check(b"warm-up");
+    server.command(&["CONFIG", "RESETSTAT"]);
+    assert_eq!(check(b"fresh"), 0, "a reading a moment old: a write");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        check(b"after a pause"),
+        1,
+        "a reading 300 ms old: the script"
+    );
+    assert_eq!(check(b"next"), 1, "the script's reading: a write");
+}
+
 /// A new client's usual check (one limit, one unit) is a plain `SET ... NX PXAT`, no script:
 /// its key holds a mark, its reading modulo 8,192 (the counter's: its window's index), and
 /// expires at that reading plus the state's lifetime, the reading being the store's estimate

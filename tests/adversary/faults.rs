@@ -312,6 +312,42 @@ fn a_proxy_that_answers_ping_for_a_lost_redis_does_not_look_alive() {
     drop(redis);
 }
 
+/// On a Redis whose answers take longer than 10 ms, the store has no reading of the
+/// server's clock it trusts (a reading is behind the server's by up to the round trip), so
+/// a new client's first check goes to the script, decided on the server's own `TIME`: no
+/// plain write counted early by a slow network.
+#[test]
+fn a_new_client_on_a_slow_redis_is_counted_by_the_script() {
+    let _alone = crate::harness::alone();
+    let redis = RedisServer::start();
+    let proxy = Proxy::start(redis.port());
+    let rt = client();
+    let store = rt.block_on(RedisStore::connect(&proxy.url())).unwrap();
+    // Loopback plays the proxy that names each client.
+    let limiter = Limiter::builder()
+        .store(store)
+        .trusted_proxies(["127.0.0.1"])
+        .on_store_error(OnStoreError::FailClosed)
+        .build();
+    let server = Server::start(limiter, 2, routes);
+    rt.block_on(async {
+        proxy.delay(Duration::from_millis(20));
+        // Past any reading a call brought before.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        redis.command(&["CONFIG", "RESETSTAT"]);
+        for client in 1..=5 {
+            let ip = format!("198.51.100.{client}");
+            let response = crate::harness::get_as(server.addr, "/open", &ip).await;
+            assert_eq!(response.status, 200, "{ip}");
+        }
+        let (set, checks) = (redis.calls("set"), redis.check_calls());
+        println!(
+            "five new clients on a Redis 20 ms away: {set} plain writes, {checks} script calls"
+        );
+        assert_eq!((set, checks), (0, 5));
+    });
+}
+
 /// One connection held up while Redis answers — a segment lost and sent again (at least
 /// 200 ms on Linux), a host paused — is no outage: before it fails a late call, the store
 /// asks Redis on a connection of its own whether it is alive, and gives a living one's call
