@@ -93,8 +93,10 @@ fn redis_faults_cost_at_most_a_timeout_and_recover_without_a_restart() {
     let proxy = Proxy::start(redis.port());
     let rt = client();
     let server = failing_closed_through(&proxy, &rt);
-    // Generous against a shared machine's noise: the timeout is 50 ms.
-    let bounded = Duration::from_millis(400);
+    // The timeout is 50 ms: one and a half of them is 75 ms. Generous against a shared
+    // machine's noise, and short of the five timeouts a call waits while Redis seems alive
+    // (a probe wrongly answered).
+    let bounded = Duration::from_millis(240);
     rt.block_on(async {
         let (statuses, slowest) = sequence(&server, "/open", 50).await;
         println!(
@@ -139,6 +141,8 @@ fn redis_faults_cost_at_most_a_timeout_and_recover_without_a_restart() {
         proxy.delay(Duration::ZERO);
         let back = recovery(&server).await;
         println!("latency removed: counting in Redis again after {back:?}");
+        // Documented: 0.1 to 0.4 s.
+        assert!(back < Duration::from_secs(1), "{back:?}");
 
         // Stalled (SIGSTOP) for a second.
         redis.pause();
@@ -152,7 +156,7 @@ fn redis_faults_cost_at_most_a_timeout_and_recover_without_a_restart() {
         redis.resume();
         let back = recovery(&server).await;
         println!("resumed: counting in Redis again after {back:?}");
-        assert!(back < Duration::from_secs(2), "{back:?}");
+        assert!(back < Duration::from_secs(1), "{back:?}");
 
         // Killed, then started again on its port (empty).
         redis.stop();
@@ -166,7 +170,7 @@ fn redis_faults_cost_at_most_a_timeout_and_recover_without_a_restart() {
         redis.restart();
         let back = recovery(&server).await;
         println!("restarted: counting in Redis again after {back:?}");
-        assert!(back < Duration::from_secs(3), "{back:?}");
+        assert!(back < Duration::from_secs(1), "{back:?}");
 
         // Flushed, scripts and all: the script is loaded again, counting goes on.
         redis.command(&["FLUSHALL"]);
