@@ -633,53 +633,51 @@ fn a_server_that_refuses_functions_gets_the_script() {
 /// client's check, which must write, fails (the fault policy answers it).
 #[::std::prelude::v1::test]
 fn a_server_out_of_memory_still_rejects_a_flood() {
-    let server = RedisServer::start();
-    let rt = runtime();
-    let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
-    let limit = Limit::new("full", Policy::new(2, Duration::from_secs(60)).unwrap());
-    let check = |key: &[u8]| rt.block_on(store.check(&limit, key, Duration::ZERO));
-    for _ in 0..2 {
-        assert!(check(b"flood").unwrap().allowed());
-    }
-    server.command(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
-    server.command(&["CONFIG", "SET", "maxmemory", "1"]);
-    for _ in 0..3 {
-        let rejected = check(b"flood").unwrap();
-        assert!(!rejected.allowed(), "{rejected:?}");
-        assert!(rejected.retry_after().unwrap() > Duration::from_secs(50));
-    }
-    let new = check(b"new client");
-    assert!(new.is_err(), "{new:?}");
-    server.command(&["CONFIG", "SET", "maxmemory", "0"]);
-    assert!(check(b"new client").unwrap().allowed());
+    still_rejects_a_flood_while(
+        "full",
+        &[&["maxmemory-policy", "noeviction"], &["maxmemory", "1"]],
+        &["maxmemory", "0"],
+    );
 }
 
 /// A primary told to refuse writes without a replica (`min-replicas-to-write`) refuses a
-/// function that may write before it runs, as one out of memory does: a client over its
-/// limit is still rejected (the call goes as the script, which writes nothing there), and a
-/// new client's check, which must write, fails.
+/// function that may write before it runs, as one out of memory does, with the same
+/// outcome.
 #[::std::prelude::v1::test]
 fn a_primary_without_its_replicas_still_rejects_a_flood() {
+    still_rejects_a_flood_while(
+        "no-replicas",
+        &[&["min-replicas-to-write", "1"]],
+        &["min-replicas-to-write", "0"],
+    );
+}
+
+/// A client over its limit is rejected, and a new client's check fails, while the server
+/// is configured with `refuse` (`CONFIG SET` pairs); `allow` lets it write again.
+fn still_rejects_a_flood_while(scope: &str, refuse: &[&[&str; 2]], allow: &[&str; 2]) {
     let server = RedisServer::start();
     let rt = runtime();
     let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
     let limit = Limit::new(
-        "no-replicas",
+        scope.to_string(),
         Policy::new(2, Duration::from_secs(60)).unwrap(),
     );
     let check = |key: &[u8]| rt.block_on(store.check(&limit, key, Duration::ZERO));
     for _ in 0..2 {
         assert!(check(b"flood").unwrap().allowed());
     }
-    server.command(&["CONFIG", "SET", "min-replicas-to-write", "1"]);
+    let config = |[name, value]: &[&str; 2]| server.command(&["CONFIG", "SET", name, value]);
+    refuse.iter().for_each(|pair| {
+        config(pair);
+    });
     for _ in 0..3 {
         let rejected = check(b"flood").unwrap();
-        assert!(!rejected.allowed(), "{rejected:?}");
+        assert!(!rejected.allowed(), "{scope}: {rejected:?}");
         assert!(rejected.retry_after().unwrap() > Duration::from_secs(50));
     }
     let new = check(b"new client");
-    assert!(new.is_err(), "{new:?}");
-    server.command(&["CONFIG", "SET", "min-replicas-to-write", "0"]);
+    assert!(new.is_err(), "{scope}: {new:?}");
+    config(allow);
     assert!(check(b"new client").unwrap().allowed());
 }
 

@@ -47,12 +47,20 @@ async fn sequence(server: &Server, path: &str, n: usize) -> (Vec<u16>, Duration)
 /// One instance failing closed (a fault shows as a 503), its store reaching Redis through
 /// `proxy`.
 fn failing_closed_through(proxy: &Proxy, rt: &tokio::runtime::Runtime) -> Server {
+    failing_closed_through_with(proxy, rt, |builder| builder)
+}
+
+/// [`failing_closed_through`], its limiter's builder changed by `configure`.
+fn failing_closed_through_with(
+    proxy: &Proxy,
+    rt: &tokio::runtime::Runtime,
+    configure: impl FnOnce(limiter::LimiterBuilder) -> limiter::LimiterBuilder,
+) -> Server {
     let store = rt.block_on(RedisStore::connect(&proxy.url())).unwrap();
-    let limiter = Limiter::builder()
+    let builder = Limiter::builder()
         .store(store)
-        .on_store_error(OnStoreError::FailClosed)
-        .build();
-    Server::start(limiter, 2, routes)
+        .on_store_error(OnStoreError::FailClosed);
+    Server::start(configure(builder).build(), 2, routes)
 }
 
 /// A Redis, a proxy in front of it, and an instance failing closed through the proxy, five
@@ -293,13 +301,9 @@ fn a_proxy_that_answers_ping_for_a_lost_redis_does_not_look_alive() {
     let redis = RedisServer::start();
     let proxy = Proxy::start(redis.port());
     let rt = client();
-    let store = rt.block_on(RedisStore::connect(&proxy.url())).unwrap();
-    let limiter = Limiter::builder()
-        .store(store)
-        .store_timeout(Duration::from_millis(100))
-        .on_store_error(OnStoreError::FailClosed)
-        .build();
-    let server = Server::start(limiter, 2, routes);
+    let server = failing_closed_through_with(&proxy, &rt, |builder| {
+        builder.store_timeout(Duration::from_millis(100))
+    });
     rt.block_on(async {
         let (warm, _) = sequence(&server, "/open", 5).await;
         assert_eq!(count(&warm, 200), 5, "{warm:?}");
@@ -326,14 +330,10 @@ fn a_new_client_on_a_slow_redis_is_counted_by_the_script() {
     let redis = RedisServer::start();
     let proxy = Proxy::start(redis.port());
     let rt = client();
-    let store = rt.block_on(RedisStore::connect(&proxy.url())).unwrap();
     // Loopback plays the proxy that names each client.
-    let limiter = Limiter::builder()
-        .store(store)
-        .trusted_proxies(["127.0.0.1"])
-        .on_store_error(OnStoreError::FailClosed)
-        .build();
-    let server = Server::start(limiter, 2, routes);
+    let server = failing_closed_through_with(&proxy, &rt, |builder| {
+        builder.trusted_proxies(["127.0.0.1"])
+    });
     rt.block_on(async {
         proxy.delay(Duration::from_millis(20));
         // Past any reading a call brought before.
