@@ -652,6 +652,57 @@ fn a_primary_without_its_replicas_still_rejects_a_flood() {
     );
 }
 
+/// A full Redis is not a Redis that is down: it answers. Its refusals of new clients' first
+/// writes get the fault policy one by one, and do not open the breaker, so a client over a
+/// stack of limits (which no instance remembers) keeps being rejected by Redis — under
+/// `FailOpen` too, where a breaker opened by the refusals let it through.
+#[::std::prelude::v1::test]
+fn refused_writes_of_a_full_redis_do_not_open_the_limit_for_others() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let limiter = Limiter::builder()
+        .store(rt.block_on(RedisStore::connect(&server.url())).unwrap())
+        .on_store_error(OnStoreError::FailOpen)
+        .build();
+    let minute = Limit::new(
+        "full-minute",
+        Policy::new(2, Duration::from_secs(60)).unwrap(),
+    );
+    let hour = Limit::new(
+        "full-hour",
+        Policy::new(10, Duration::from_secs(3_600)).unwrap(),
+    );
+    let check = |key: &[u8]| {
+        let charges = [Charge::new(&minute, key), Charge::new(&hour, key)];
+        rt.block_on(async { limiter.check_all(&charges).await })
+    };
+    for _ in 0..2 {
+        assert!(check(b"flood")
+            .unwrap()
+            .decisions()
+            .iter()
+            .all(|d| d.allowed()));
+    }
+    server.command(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
+    server.command(&["CONFIG", "SET", "maxmemory", "1"]);
+    let mut outcomes = Vec::new();
+    for round in 0..10u8 {
+        // New clients, more than the failures in a row that show a store down.
+        for client in 0..4 {
+            let new = check(&[b'n', round, client]);
+            assert!(new.is_err(), "a new client's write is refused: {new:?}");
+        }
+        let flood = check(b"flood");
+        outcomes.push(match flood {
+            Ok(checked) if !checked.decisions()[0].allowed() => "rejected",
+            Ok(_) => "admitted",
+            Err(_) => "the fault policy",
+        });
+    }
+    server.command(&["CONFIG", "SET", "maxmemory", "0"]);
+    assert_eq!(outcomes, ["rejected"; 10]);
+}
+
 /// A client over its limit is rejected, and a new client's check fails, while the server
 /// is configured with `refuse` (`CONFIG SET` pairs); `allow` lets it write again.
 fn still_rejects_a_flood_while(scope: &str, refuse: &[&[&str; 2]], allow: &[&str; 2]) {

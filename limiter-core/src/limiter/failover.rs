@@ -2,7 +2,7 @@
 //! answer, and one event per transition (lost, back) rather than one per request.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -65,6 +65,7 @@ impl super::Limiter {
 pub const RETRY_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Failed checks in a row (none answered between them) that show a part of the store down.
+/// A refusal the store answered is not one (see [`StoreHealth::failed`]).
 /// One failure is a blip — a dropped connection, a request that timed out while another
 /// one was answered — and is not an outage: only that check gets the fault policy, and the
 /// next ones still ask the store.
@@ -82,6 +83,8 @@ pub(crate) struct StoreHealth {
     parts: Mutex<HashMap<u16, Part>>,
     /// Whether `limiter_store_up` was set since the store first answered.
     reported: AtomicBool,
+    /// When (ms, [`elapsed_ms`]'s, plus 1) a refusal the store answered was last logged.
+    refusal_logged: AtomicU64,
 }
 
 /// A part that failed since it last answered.
@@ -103,6 +106,9 @@ impl Part {
     }
 }
 
+/// A store's refusals (see [`StoreHealth::failed`]) are logged once in this long (ms).
+const REFUSAL_LOG_EVERY_MS: u64 = 60_000;
+
 /// A failing part that no request tried for this long is forgotten: whether it answers is
 /// unknown, and the next request for it tries at once anyway. Without this, a part nobody
 /// asks for would keep the store reported down after it came back.
@@ -114,6 +120,7 @@ impl StoreHealth {
             failing: AtomicUsize::new(0),
             parts: Mutex::new(HashMap::new()),
             reported: AtomicBool::new(false),
+            refusal_logged: AtomicU64::new(0),
         }
     }
 
@@ -168,7 +175,11 @@ impl StoreHealth {
         self.failed_at(parts, store, error, policy, elapsed_ms());
     }
 
-    /// [`failed`](Self::failed) at `now` (ms, [`elapsed_ms`]'s).
+    /// [`failed`](Self::failed) at `now` (ms, [`elapsed_ms`]'s). A failure the store
+    /// answered itself (a refusal: Redis out of memory) shows it up, not down: that check
+    /// gets the policy's answer, and the next ones still ask the store (which answers at
+    /// once), so that what it can still decide — a flood's rejections — it decides. Logged
+    /// once a minute at most.
     fn failed_at(
         &self,
         parts: &[u16],
@@ -177,6 +188,21 @@ impl StoreHealth {
         policy: OnStoreError,
         now: u64,
     ) {
+        if error.was_answered() {
+            let logged = self.refusal_logged.load(Ordering::Relaxed);
+            let due = logged == 0 || now + 1 >= logged + REFUSAL_LOG_EVERY_MS;
+            if due && self.refusal_logged.swap(now + 1, Ordering::Relaxed) == logged {
+                tracing::warn!(
+                    %error,
+                    ?policy,
+                    "rate limit store refused a check; the store error policy answers the \
+                     checks it refuses (further refusals within a minute are not logged)"
+                );
+            } else {
+                tracing::debug!(%error, "rate limit store: a check refused");
+            }
+            return;
+        }
         let (lost, down) = {
             let mut failing = self.parts.lock();
             let was_down = failing.values().any(Part::is_down);
@@ -307,5 +333,18 @@ mod tests {
         assert!(health.should_try_at(&[1], down_at + 450));
         assert!(health.should_try_at(&[0, 1], down_at + 500));
         assert!(!health.should_try_at(&[0, 1], down_at + 501));
+    }
+
+    /// Refusals the store answered (Redis out of memory) never put a part down: the next
+    /// checks still ask the store.
+    #[test]
+    fn refusals_the_store_answered_leave_it_up() {
+        let health = StoreHealth::new();
+        for now in 0..10 {
+            let error = StoreError::msg("OOM").of_incident(now + 1).as_answered();
+            health.failed_at(&[0], "test", &error, OnStoreError::FailOpen, now);
+        }
+        assert!(health.is_up(&[0]));
+        assert!(health.should_try(&[0]));
     }
 }

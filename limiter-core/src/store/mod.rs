@@ -429,6 +429,9 @@ struct StoreErrorInner {
     /// The failure it is one of, when one failure fails many checks (a batch's call): the
     /// limiter counts it once.
     incident: Option<u64>,
+    /// Whether the store's backend answered, with a refusal (Redis out of memory, say): it
+    /// is up, and the failure shows nothing down.
+    answered: bool,
 }
 
 impl StoreError {
@@ -441,6 +444,7 @@ impl StoreError {
             message: message.into(),
             source: Some(source.into()),
             incident: None,
+            answered: false,
         }))
     }
 
@@ -450,6 +454,7 @@ impl StoreError {
             message: message.into(),
             source: None,
             incident: None,
+            answered: false,
         }))
     }
 
@@ -464,6 +469,18 @@ impl StoreError {
     /// The failure this error is one of, if it failed many checks at once.
     pub(crate) fn incident(&self) -> Option<u64> {
         self.0.incident
+    }
+
+    /// The same error, as the backend's own answer (a refusal): the store is up.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn as_answered(mut self) -> StoreError {
+        self.0.answered = true;
+        self
+    }
+
+    /// Whether the backend answered it (see [`as_answered`](Self::as_answered)).
+    pub(crate) fn was_answered(&self) -> bool {
+        self.0.answered
     }
 }
 

@@ -17,7 +17,8 @@
 //! check waits for its turn; at most [`MOST_WAITING`] checks wait, and a check that finds
 //! no room waits for some (backpressure) rather than failing. A call that fails on a dropped
 //! connection is sent once more at once (the connection reconnects); a call that times out
-//! or fails again fails every check then waiting in the same queue (node), so that a stalled Redis
+//! or fails again fails every check then waiting in the same queue (node) — one Redis answers
+//! with an error, only its own — so that a stalled Redis
 //! costs each request at most about one timeout and a half (see `deadline.rs`: a late call
 //! fails once a probe of Redis on a connection of its own goes unanswered too).
 
@@ -169,15 +170,29 @@ impl RedisStore {
                         }));
                     }
                 }
-                Err(error) => {
+                Err(Failed { error, answered }) => {
                     let message = error.to_string();
                     // One failure, however many checks it fails: the limiter counts it once.
                     let incident = INCIDENTS.fetch_add(1, Ordering::Relaxed);
-                    let failed = || StoreError::msg(message.clone()).of_incident(incident);
+                    let failed = || {
+                        let error = StoreError::msg(message.clone()).of_incident(incident);
+                        // Redis's own refusal: it is up (see `StoreError::was_answered`).
+                        match answered {
+                            true => error.as_answered(),
+                            false => error,
+                        }
+                    };
                     // Those Redis decided before the failure (new clients' first checks)
                     // keep their answers: they were counted.
                     for (answer, reply) in answers.into_iter().zip(decided) {
                         let _ = answer.send(reply.ok_or_else(failed));
+                    }
+                    // Redis answered (refused a write for want of memory, say): it is there,
+                    // and what waits goes in the next call. (Failed with this one, checks
+                    // that came after its answer got a failure no call of theirs had: a
+                    // flood's rejections, on a full Redis, behind a new client's write.)
+                    if answered {
+                        continue;
                     }
                     // Redis did not answer: what waits behind this call would wait as long
                     // for as little. Each gets the failure now, and the fault policy.
@@ -233,19 +248,36 @@ impl RedisStore {
         &self,
         checks: &[CheckArgs],
         decided: &mut [Option<Vec<i64>>],
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), Failed> {
         let call = async {
             let mut retried = false;
             loop {
                 match self.decide(checks, decided).await {
                     Ok(()) => return Ok(()),
                     Err(error) if !retried && error.is_transient() => retried = true,
-                    Err(error) => return Err(error.into_store_error()),
+                    Err(error) => {
+                        return Err(Failed {
+                            answered: error.was_answered(),
+                            error: error.into_store_error(),
+                        })
+                    }
                 }
             }
         };
-        self.within(call).await?
+        match self.within(call).await {
+            Ok(result) => result,
+            Err(elapsed) => Err(Failed {
+                error: elapsed.into(),
+                answered: false,
+            }),
+        }
     }
+}
+
+/// A call that failed: why, and whether Redis answered it (with an error) or not at all.
+struct Failed {
+    error: StoreError,
+    answered: bool,
 }
 
 /// A driver that stops early (its runtime shut down) gives its place back, so that the next

@@ -212,6 +212,15 @@ impl CallError {
         matches!(self, CallError::Redis(e) if (e.is_connection_dropped() || e.is_connection_refusal()) && !e.is_timeout())
     }
 
+    /// Whether Redis answered the call (with an error of its own, or a reply the store
+    /// could not read): it is responsive, and the checks behind the call go on their own.
+    pub(super) fn was_answered(&self) -> bool {
+        match self {
+            CallError::Redis(e) => e.code().is_some(),
+            CallError::Reply(_) => true,
+        }
+    }
+
     pub(super) fn into_store_error(self) -> StoreError {
         match self {
             CallError::Redis(e) => failure("Redis check failed", e),

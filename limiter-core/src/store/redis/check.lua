@@ -27,7 +27,7 @@ if not make or make[1] then
   expire = function(key, ms)
     if ms < min_ttl then ms = min_ttl end
     if ms < 1 then ms = 1 end
-    redis.call('PEXPIRE', key, ms)
+    redis.call('PEXPIRE', key, int(ms))
   end
   -- Every key written must live as long as its state can change a decision (`need` ms). Its
   -- expiry is read and, when short of that (a new key, or one another writer gave less),
@@ -62,7 +62,7 @@ if not make or make[1] then
       local newest = nil
       local seen = {}
       if len > 0 then
-        newest = tonumber(redis.call('LINDEX', key, -1))
+        newest = tonumber(redis.call('LINDEX', key, '-1'))
         seen[len - 1] = newest
       end
       log = {loaded = len, off = 0, seen = seen, tail = {}, newest = newest, fresh = len == 0}
@@ -77,7 +77,7 @@ if not make or make[1] then
     if p >= log.loaded then return log.tail[p - log.loaded + 1] end
     local at = log.seen[p]
     if not at then
-      at = tonumber(redis.call('LINDEX', key, p))
+      at = tonumber(redis.call('LINDEX', key, int(p)))
       log.seen[p] = at
     end
     return at
@@ -608,7 +608,7 @@ local function usual_fresh(p, key)
   if not known then
     local admits, remaining, wait, _, _, used, state, ttl = packed(policies[p], false, 1)
     -- The lifetime as a string: `SET` would convert it for every key.
-    known = {admits, remaining, wait, used, state, tostring(lifetime(ttl, used))}
+    known = {admits, remaining, wait, used, state, int(lifetime(ttl, used))}
     fresh[p] = known
   end
   if known[1] then record(key, known[5], known[6]) end
@@ -809,7 +809,9 @@ local function run(KEYS, ARGV)
   -- Every state the checks changed, written once, with the expiry it needs from now.
   for i = 1, #order do
     local key = order[i]
-    redis.call('SET', key, values[key], 'PX', dirty[key])
+    local ttl = dirty[key]
+    if type(ttl) == 'number' then ttl = int(ttl) end
+    redis.call('SET', key, values[key], 'PX', ttl)
   end
   if log_order then
     for _, key in ipairs(log_order) do
@@ -824,14 +826,31 @@ local function run(KEYS, ARGV)
         -- Pushed before the old ones are trimmed, so that the key never stops existing midway:
         -- a cluster node whose slot is migrating refuses a key it no longer holds, and a
         -- refusal after a write would leave the call half done.
+        -- As text, each instant printed once (a call's instants are mostly of one ms).
+        local texts, pushed = nil, nil
+        if from == #log.tail then
+          redis.call('RPUSH', key, int(log.tail[from]))
+          from = from + 1
+        elseif from < #log.tail then
+          texts, pushed = {}, {}
+        end
         while from <= #log.tail do
           local last = math.min(from + 999, #log.tail)
-          redis.call('RPUSH', key, unpack(log.tail, from, last))
+          for i = from, last do
+            local at = log.tail[i]
+            local text = texts[at]
+            if not text then
+              text = int(at)
+              texts[at] = text
+            end
+            pushed[i - from + 1] = text
+          end
+          redis.call('RPUSH', key, unpack(pushed, 1, last - from + 1))
           from = last + 1
         end
         if drop > 0 then
           if remains then
-            redis.call('LTRIM', key, drop, -1)
+            redis.call('LTRIM', key, int(drop), '-1')
           else
             redis.call('DEL', key)
           end

@@ -7,6 +7,13 @@ local function idiv(a, b)
   return q
 end
 
+-- A whole number as the text Redis takes it in: a number given to `redis.call` Redis 7.0
+-- prints with "%.17g" (glibc's multiple-precision digits, thousands of instructions, more
+-- than many a command it is for); "%d" costs a tenth of that.
+local function int(n)
+  return string.format('%d', n)
+end
+
 -- The server's clock (ms), read with `TIME` once a call: a call starts with `server_clock`
 -- nil (check.lua's `run` sets it so; a script's chunk is new each call).
 local server_clock = nil
