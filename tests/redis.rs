@@ -1403,6 +1403,7 @@ fn on_the_servers_clock_decisions_equal_the_memory_stores() {
                 let limit = Limit::new(format!("server-clock-{algorithm}-{attempt}"), policy);
                 let clock = ManualClock::starting_at(server_time());
                 let memory = Limiter::builder().clock(clock.clone()).build();
+                let mut first = true;
                 'run: for &(burst, pause) in &schedule {
                     for i in 0..burst {
                         // In step with the server's clock (and its phase in the counter's
@@ -1423,8 +1424,15 @@ fn on_the_servers_clock_decisions_equal_the_memory_stores() {
                         let agree = got.allowed() == expected.allowed()
                             && got.remaining() == expected.remaining()
                             && apart <= Duration::from_millis(60);
-                        if !agree && !same_ms {
-                            println!("{algorithm}: a check crossed a millisecond; again");
+                        // A new client's first check counts at the store's reading of the
+                        // server's clock, up to 12 ms behind it: within that of a window's
+                        // start, a counter's aligned windows may differ.
+                        let near_edge = std::mem::take(&mut first)
+                            && before.as_millis() % window.as_millis() < 12;
+                        if !agree && (!same_ms || near_edge) {
+                            println!(
+                                "{algorithm}: a check crossed a millisecond or an edge; again"
+                            );
                             straddled = true;
                             break 'run;
                         }
@@ -1436,7 +1444,8 @@ fn on_the_servers_clock_decisions_equal_the_memory_stores() {
                         assert_eq!(got.remaining(), expected.remaining(), "{algorithm}");
                         assert!(
                             apart <= Duration::from_millis(60),
-                            "{algorithm}: {a:?} vs {b:?}"
+                            "{algorithm}: {a:?} vs {b:?}, request {i} of a burst of {burst} \
+                             at {before:?}"
                         );
                     }
                     std::thread::sleep(Duration::from_millis(pause));
