@@ -354,6 +354,14 @@
 //! call) the most of it. The script now costs 6% more for a call of one check (one source serves both: the
 //! script's head reads which functions to make from the header, and the header is parsed
 //! into a table); it serves Redis before 7 and servers that refuse `FCALL` or `FUNCTION`.
+//! Profiled on a Redis 7.0.15 built with symbols (Debian's source), a busy client's call of
+//! 16 checks of a long log spent 13% of its instructions printing numbers: Redis 7.0 prints a
+//! Lua number given to `redis.call` with `"%.17g"` (glibc's multiple-precision digits). The
+//! numbers now go as `"%d"` text, each instant a call pushes printed once: a busy client's
+//! long log 31,900 → 29,400 instructions a check (`HOT=1`, 65,535 per 100 ms), a new
+//! client's 87,100 → 84,500; the others within 1%. What remains of a busy client's check
+//! is the Lua interpreter itself (`luaV_execute`, a third of the call, 7,600 instructions a
+//! check of the fixed window), its tables and calls.
 //! In the http bench (three runs, alternating with the revision before), the calls of the
 //! clients that came back took Redis 0.86–0.93 µs a request as functions against 1.00–1.29
 //! as scripts; the rest moved within the machine's noise:
