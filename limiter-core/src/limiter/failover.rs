@@ -341,7 +341,7 @@ mod tests {
     fn refusals_the_store_answered_leave_it_up() {
         let health = StoreHealth::new();
         for now in 0..10 {
-            let error = StoreError::msg("OOM").of_incident(now + 1).as_answered();
+            let error = StoreError::msg("OOM").of_incident(now + 1).of_refusal();
             health.failed_at(&[0], "test", &error, OnStoreError::FailOpen, now);
         }
         assert!(health.is_up(&[0]));

@@ -473,12 +473,12 @@ impl StoreError {
 
     /// The same error, as the backend's own answer (a refusal): the store is up.
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    pub(crate) fn as_answered(mut self) -> StoreError {
+    pub(crate) fn of_refusal(mut self) -> StoreError {
         self.0.answered = true;
         self
     }
 
-    /// Whether the backend answered it (see [`as_answered`](Self::as_answered)).
+    /// Whether the backend answered it (see [`of_refusal`](Self::of_refusal)).
     pub(crate) fn was_answered(&self) -> bool {
         self.0.answered
     }

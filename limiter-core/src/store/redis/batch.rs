@@ -178,7 +178,7 @@ impl RedisStore {
                         let error = StoreError::msg(message.clone()).of_incident(incident);
                         // Redis's own refusal: it is up (see `StoreError::was_answered`).
                         match answered {
-                            true => error.as_answered(),
+                            true => error.of_refusal(),
                             false => error,
                         }
                     };
