@@ -1641,6 +1641,51 @@ fn server_ms(server: &RedisServer) -> u64 {
     server_time(server).as_millis() as u64
 }
 
+/// A burst of one client's checks on the server's clock goes in few calls, most of them
+/// rejected: a call answers a rejected check's repeats from its first answer (a rejection
+/// records nothing, and a call's usual checks count at its one reading). Those answers are
+/// the ones the checks would get one by one: no unit left, and the wait a check sent
+/// alone right after gets, plus the time between (every algorithm).
+#[::std::prelude::v1::test]
+fn a_burst_of_one_clients_rejections_answers_as_one_by_one() {
+    let server = RedisServer::start();
+    let rt = runtime();
+    let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+    for algorithm in Algorithm::ALL {
+        let policy = Policy::for_algorithm(algorithm, 20, Duration::from_secs(60)).unwrap();
+        let limit = Limit::new(format!("busy-{algorithm}"), policy);
+        server.command(&["CONFIG", "RESETSTAT"]);
+        let started = Instant::now();
+        let burst = rt.block_on(futures_util::future::join_all(
+            (0..200).map(|_| store.check(&limit, b"busy", Duration::ZERO)),
+        ));
+        let burst: Vec<_> = burst.into_iter().map(Result::unwrap).collect();
+        let alone = rt
+            .block_on(store.check(&limit, b"busy", Duration::ZERO))
+            .unwrap();
+        let between = started.elapsed() + Duration::from_millis(1);
+        let admitted: Vec<u32> = burst
+            .iter()
+            .filter(|d| d.allowed())
+            .map(|d| d.remaining())
+            .collect();
+        assert_eq!(admitted, (0..20).rev().collect::<Vec<_>>(), "{algorithm}");
+        assert!(!alone.allowed(), "{algorithm}");
+        let wait = alone.retry_after().unwrap();
+        for rejected in burst.iter().filter(|d| !d.allowed()) {
+            assert_eq!(rejected.remaining(), 0, "{algorithm}");
+            let burst_wait = rejected.retry_after().unwrap();
+            assert!(
+                wait <= burst_wait && burst_wait <= wait + between,
+                "{algorithm}: {burst_wait:?} in the burst, {wait:?} alone, {between:?} later"
+            );
+        }
+        let calls = server.check_calls();
+        println!("{algorithm}: 201 checks in {calls} calls; alone, a wait of {wait:?}");
+        assert!(calls <= 50, "{algorithm}: {calls}");
+    }
+}
+
 /// The store's reading of the server's clock is used for 250 ms at most: a new client
 /// after a quiet moment goes to the script, whose call brings a new reading, and the next
 /// new client is a plain write again. (Real time here: what ages is the reading.)

@@ -701,24 +701,37 @@ local function run(KEYS, ARGV)
   local plan = ARGV[2]
   local given = 3
   local byte = string.byte
+  -- The usual checks this call rejected, by key: {policy, remaining, wait}. A rejection
+  -- records nothing and the call's usual checks count at its one reading, so the same
+  -- check of the same key again gets the same answer without being decided again (a busy
+  -- client's flood, most of its batch) — until a check of another kind runs.
+  local refused = nil
   for c = 1, #plan do
     local single = byte(plan, c)
     if single > 0 then
       clock = server_now()
       local key = names[first]
-      local admits, remaining, wait, used, _
-      if values[key] == false and policies[single][1] ~= 1 then
-        admits, remaining, wait, used = usual_fresh(single, key)
+      local known = refused and refused[key]
+      if known and known[1] == single then
+        reply[r + 1], reply[r + 2], reply[r + 3], r = 0, known[2], known[3], r + 3
       else
-        admits, remaining, wait, _, _, used = decide(single, key, 1, true)
-      end
-      if admits then
-        reply[r + 1], reply[r + 2], reply[r + 3], r = 1 + used - clock, remaining, wait, r + 3
-      else
-        reply[r + 1], reply[r + 2], reply[r + 3], r = 0, remaining, wait, r + 3
+        local admits, remaining, wait, used, _
+        if values[key] == false and policies[single][1] ~= 1 then
+          admits, remaining, wait, used = usual_fresh(single, key)
+        else
+          admits, remaining, wait, _, _, used = decide(single, key, 1, true)
+        end
+        if admits then
+          reply[r + 1], reply[r + 2], reply[r + 3], r = 1 + used - clock, remaining, wait, r + 3
+        else
+          reply[r + 1], reply[r + 2], reply[r + 3], r = 0, remaining, wait, r + 3
+          if not refused then refused = {} end
+          refused[key] = {single, remaining, wait}
+        end
       end
       first = first + 1
     else
+      refused = nil
       local arg = ARGV[given]
       given = given + 1
       local now, peek, rest = string.match(arg, '^(%d*);([012])(.*)$')
