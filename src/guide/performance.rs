@@ -386,8 +386,8 @@
 //!
 //! **Not reached** (issue 19's goals): Redis's command time per new client ≤ 0.5× the
 //! peer's (0.85–0.95× in the last runs above; on the next session's machine, three runs of
-//! this revision alternating with that one, 0.62–0.73× — `SET` 2.0–3.1 µs a request against
-//! the peer's transaction's 4.1–5.4 — with Redis CPU 0.71–0.76× and throughput 1.12–1.23×
+//! this revision alternating with that one, 0.62–0.73× — `SET` 1.9–2.7 µs a request against
+//! the peer's transaction's 3.5–5.4 — with Redis CPU 0.71–0.76× and throughput 1.12–1.23×
 //! the peer's, fixed window; the revision before, in the same runs, 0.66–0.75×, 0.72–0.82×
 //! and 0.95–1.14×; 5.1–5.8 µs against 5.3–6.7 in the runs before,
 //! where Redis shares its CPU with the load generator: the `SET` of a new key with an expiry
