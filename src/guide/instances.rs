@@ -37,7 +37,7 @@
 //! **When Redis fails** (an error, or no answer within the timeout), the
 //! [`OnStoreError`](crate::OnStoreError) policy decides for that check; three failed calls
 //! in a row mark Redis down, and it is then retried every 100 ms until it answers. A call
-//! Redis refuses (out of memory, no replicas, loading its data) fails its own checks only:
+//! Redis refuses (out of memory, no replicas, a save that failed) fails its own checks only:
 //! Redis is there, and the next checks still ask it, so a flood it can still reject is
 //! rejected (a breaker opened by new clients' refused writes let it through under
 //! `FailOpen`); such refusals are logged once a minute. Load is not a

@@ -189,6 +189,8 @@ impl StoreHealth {
         now: u64,
     ) {
         if error.was_answered() {
+            // Reachable: a part down (or failing) before is no longer, as after an answer.
+            self.answered(parts, store);
             let logged = self.refusal_logged.load(Ordering::Relaxed);
             let due = logged == 0 || now + 1 >= logged + REFUSAL_LOG_EVERY_MS;
             if due && self.refusal_logged.swap(now + 1, Ordering::Relaxed) == logged {
@@ -346,5 +348,14 @@ mod tests {
         }
         assert!(health.is_up(&[0]));
         assert!(health.should_try(&[0]));
+        // And show a part down before reachable again.
+        for incident in 100..103 {
+            let error = StoreError::msg("timed out").of_incident(incident);
+            health.failed_at(&[1], "test", &error, OnStoreError::FailOpen, 20);
+        }
+        assert!(!health.is_up(&[1]));
+        let refusal = StoreError::msg("OOM").of_incident(200).of_refusal();
+        health.failed_at(&[1], "test", &refusal, OnStoreError::FailOpen, 30);
+        assert!(health.is_up(&[1]));
     }
 }

@@ -212,13 +212,15 @@ impl CallError {
         matches!(self, CallError::Redis(e) if (e.is_connection_dropped() || e.is_connection_refusal()) && !e.is_timeout())
     }
 
-    /// Whether Redis answered the call (with an error of its own, or a reply the store
-    /// could not read): it is responsive, and the checks behind the call go on their own.
+    /// Whether Redis refused the call at once, as a server up and answering does: out of
+    /// memory (`OOM`), short of replicas (`NOREPLICAS`), a script of someone else's running
+    /// (`BUSY`), a failed save refusing writes (`MISCONF`). The checks behind it go on their
+    /// own. Not errors the client makes itself (a connection that failed to log in repeats
+    /// its error), nor ones a cluster client retries with a backoff (`LOADING`, `TRYAGAIN`,
+    /// `CLUSTERDOWN`): those may be a stall.
     pub(super) fn was_answered(&self) -> bool {
-        match self {
-            CallError::Redis(e) => e.code().is_some(),
-            CallError::Reply(_) => true,
-        }
+        matches!(self, CallError::Redis(e)
+            if matches!(e.code(), Some("OOM" | "NOREPLICAS" | "BUSY" | "MISCONF")))
     }
 
     pub(super) fn into_store_error(self) -> StoreError {

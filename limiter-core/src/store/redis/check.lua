@@ -723,6 +723,9 @@ local function run(KEYS, ARGV)
         end
         if admits then
           reply[r + 1], reply[r + 2], reply[r + 3], r = 1 + used - clock, remaining, wait, r + 3
+          -- (One key under two policies — a bucket with a delay and without share it — may
+          -- admit under one after refusing under the other: that answer is stale then.)
+          if refused then refused[key] = nil end
         else
           reply[r + 1], reply[r + 2], reply[r + 3], r = 0, remaining, wait, r + 3
           if not refused then refused = {} end

@@ -9,9 +9,15 @@ end
 
 -- A whole number as the text Redis takes it in: a number given to `redis.call` Redis 7.0
 -- prints with "%.17g" (glibc's multiple-precision digits, thousands of instructions, more
--- than many a command it is for); "%d" costs a tenth of that.
+-- than many a command it is for); "%d" costs a tenth of that — where Lua's integers are
+-- 64 bits (a C `long`): elsewhere (a 32-bit build, Windows) "%.0f", found at first use.
+local int_format = nil
 local function int(n)
-  return string.format('%d', n)
+  if not int_format then
+    int_format = '%.0f'
+    if string.format('%d', 2 ^ 40) == '1099511627776' then int_format = '%d' end
+  end
+  return string.format(int_format, n)
 end
 
 -- The server's clock (ms), read with `TIME` once a call: a call starts with `server_clock`
