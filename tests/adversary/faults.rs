@@ -329,9 +329,12 @@ fn a_new_client_on_a_slow_redis_is_counted_by_the_script() {
     let redis = RedisServer::start();
     let proxy = Proxy::start(redis.port());
     let rt = client();
-    // Loopback plays the proxy that names each client.
+    // Loopback plays the proxy that names each client; the calls are slow, not failed (a
+    // timeout well past their round trip, on a busy host too).
     let server = failing_closed_through_with(&proxy, &rt, |builder| {
-        builder.trusted_proxies(["127.0.0.1"])
+        builder
+            .trusted_proxies(["127.0.0.1"])
+            .store_timeout(Duration::from_millis(500))
     });
     rt.block_on(async {
         proxy.delay(Duration::from_millis(20));
