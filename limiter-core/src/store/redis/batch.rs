@@ -170,13 +170,14 @@ impl RedisStore {
                         }));
                     }
                 }
-                Err(Failed { error, answered }) => {
+                Err(error) => {
                     let message = error.to_string();
+                    // Redis's own refusal: it is up (see `StoreError::was_answered`).
+                    let answered = error.was_answered();
                     // One failure, however many checks it fails: the limiter counts it once.
                     let incident = INCIDENTS.fetch_add(1, Ordering::Relaxed);
                     let failed = || {
                         let error = StoreError::msg(message.clone()).of_incident(incident);
-                        // Redis's own refusal: it is up (see `StoreError::was_answered`).
                         match answered {
                             true => error.of_refusal(),
                             false => error,
@@ -248,36 +249,19 @@ impl RedisStore {
         &self,
         checks: &[CheckArgs],
         decided: &mut [Option<Vec<i64>>],
-    ) -> Result<(), Failed> {
+    ) -> Result<(), StoreError> {
         let call = async {
             let mut retried = false;
             loop {
                 match self.decide(checks, decided).await {
                     Ok(()) => return Ok(()),
                     Err(error) if !retried && error.is_transient() => retried = true,
-                    Err(error) => {
-                        return Err(Failed {
-                            answered: error.was_answered(),
-                            error: error.into_store_error(),
-                        })
-                    }
+                    Err(error) => return Err(error.into_store_error()),
                 }
             }
         };
-        match self.within(call).await {
-            Ok(result) => result,
-            Err(elapsed) => Err(Failed {
-                error: elapsed.into(),
-                answered: false,
-            }),
-        }
+        self.within(call).await?
     }
-}
-
-/// A call that failed: why, and whether Redis answered it (with an error) or not at all.
-struct Failed {
-    error: StoreError,
-    answered: bool,
 }
 
 /// A driver that stops early (its runtime shut down) gives its place back, so that the next

@@ -220,13 +220,20 @@ impl CallError {
     /// `CLUSTERDOWN`): those may be a stall.
     pub(super) fn was_answered(&self) -> bool {
         matches!(self, CallError::Redis(e)
-            if matches!(e.code(), Some("OOM" | "NOREPLICAS" | "BUSY" | "MISCONF")))
+            if super::functions::refused_up_front(e)
+                || matches!(e.code(), Some("BUSY" | "MISCONF")))
     }
 
+    /// The failure a check gets, marked a refusal where Redis [answered](Self::was_answered).
     pub(super) fn into_store_error(self) -> StoreError {
-        match self {
+        let refusal = self.was_answered();
+        let error = match self {
             CallError::Redis(e) => failure("Redis check failed", e),
             CallError::Reply(e) => e,
+        };
+        match refusal {
+            true => error.of_refusal(),
+            false => error,
         }
     }
 }

@@ -843,26 +843,25 @@ local function run(KEYS, ARGV)
         -- a cluster node whose slot is migrating refuses a key it no longer holds, and a
         -- refusal after a write would leave the call half done.
         -- As text, each instant printed once (a call's instants are mostly of one ms).
-        local texts, pushed = nil, nil
-        if from == #log.tail then
+        local pushing = #log.tail
+        if from == pushing then
           redis.call('RPUSH', key, int(log.tail[from]))
-          from = from + 1
-        elseif from < #log.tail then
-          texts, pushed = {}, {}
-        end
-        while from <= #log.tail do
-          local last = math.min(from + 999, #log.tail)
-          for i = from, last do
-            local at = log.tail[i]
-            local text = texts[at]
-            if not text then
-              text = int(at)
-              texts[at] = text
+        elseif from < pushing then
+          local texts, pushed = {}, {}
+          while from <= pushing do
+            local last = math.min(from + 999, pushing)
+            for i = from, last do
+              local at = log.tail[i]
+              local text = texts[at]
+              if not text then
+                text = int(at)
+                texts[at] = text
+              end
+              pushed[i - from + 1] = text
             end
-            pushed[i - from + 1] = text
+            redis.call('RPUSH', key, unpack(pushed, 1, last - from + 1))
+            from = last + 1
           end
-          redis.call('RPUSH', key, unpack(pushed, 1, last - from + 1))
-          from = last + 1
         end
         if drop > 0 then
           if remains then

@@ -191,6 +191,6 @@ pub(super) fn mended_alone(error: &redis::RedisError) -> bool {
 /// `noeviction`) or of replicas (`min-replicas-to-write`): what it does to a function that
 /// may write, where it runs a script and stops it at its first write only (a script that
 /// writes nothing, as a check it rejects, is answered).
-fn refused_up_front(error: &redis::RedisError) -> bool {
+pub(super) fn refused_up_front(error: &redis::RedisError) -> bool {
     matches!(error.code(), Some("OOM" | "NOREPLICAS"))
 }
