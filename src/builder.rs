@@ -432,9 +432,12 @@ impl LimiterBuilder {
         self
     }
 
-    /// Whether CORS preflights (`OPTIONS` with `Access-Control-Request-Method`) are counted
-    /// (default: no — a browser sends one before the request it asks about, which is; they
-    /// pass uncounted and without RateLimit fields, wherever the limit sits).
+    /// Whether CORS preflights (`OPTIONS` with `Access-Control-Request-Method`) that a CORS
+    /// layer answers stay counted (default: no — a browser sends one before the request it
+    /// asks about, which is). A [`RateLimit`](crate::RateLimit) middleware counts a preflight
+    /// as any request and gives it back when the answer is the CORS layer's own (it carries
+    /// `Access-Control-Allow-Methods`); a preflight that reaches a limited handler runs it,
+    /// and is counted whatever this says.
     pub fn count_preflights(mut self, on: bool) -> LimiterBuilder {
         self.http().count_preflights = on;
         self

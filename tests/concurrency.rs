@@ -383,6 +383,53 @@ mod on_redis {
         );
     }
 
+    /// A request gone after Redis granted its slot and before it read the answer (actix's
+    /// dispatcher drops a service's future unpolled when the connection resets on the poll
+    /// the answer woke) keeps none: the slot comes back, and is not renewed for good.
+    #[actix_web::test]
+    async fn a_slot_granted_to_a_request_gone_before_it_heard_is_given_back() {
+        use std::future::Future;
+        let server = RedisServer::start();
+        let store = RedisStore::connect(&server.url())
+            .await
+            .unwrap()
+            .lease(Duration::from_millis(300));
+        let limiter = Limiter::builder().store(store.clone()).build();
+        let limit = Concurrency::new("gone-before-heard", 1).unwrap();
+        for round in 0..3 {
+            {
+                let mut acquire = std::pin::pin!(limiter.acquire(&limit, b"k"));
+                let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+                assert!(acquire.as_mut().poll(&mut cx).is_pending(), "sent to Redis");
+                // Redis answers; the answer waits, unread.
+                for _ in 0..400 {
+                    if store.slots_taken(&limit, b"k").await.unwrap() == 1 {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            } // dropped unread
+              // More than three leases: a leaked lease would have been renewed all along.
+            tokio::time::sleep(Duration::from_millis(1_000)).await;
+            let taken = store.slots_taken(&limit, b"k").await.unwrap();
+            println!("round {round}: {taken} slot taken a second after its request went");
+            assert_eq!(taken, 0, "round {round}: the slot leaked");
+            let guard = limiter.acquire(&limit, b"k").await;
+            assert!(
+                guard.is_ok(),
+                "round {round}: the next request gets the slot"
+            );
+            drop(guard);
+            for _ in 0..400 {
+                if store.slots_taken(&limit, b"k").await.unwrap() == 0 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    }
+
     /// An instance that goes away holding slots leaks them for a lease at most.
     #[actix_web::test]
     async fn a_dead_instances_slots_expire_with_their_leases() {

@@ -1,5 +1,5 @@
-//! CORS beside the limits, with `actix-cors`: preflights are never counted (unless
-//! configured), wherever the limit sits, and the wrap order the guide shows keeps the CORS
+//! CORS beside the limits, with `actix-cors`: a preflight a CORS layer answers is never
+//! counted (unless configured), one that runs a handler always is, and the wrap order the guide shows keeps the CORS
 //! headers on a 429, so that a browser page can read its `Retry-After`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
@@ -153,4 +153,56 @@ async fn cors_wrapped_outside_the_middleware_puts_cors_on_its_429() {
     assert_eq!(refused.0, 429);
     assert_eq!(refused.1.as_deref(), Some(ORIGIN));
     assert_eq!(refused.2.as_deref(), Some("60"));
+}
+
+/// A preflight that reaches a limited handler runs it: it is counted like any request, so
+/// an `OPTIONS` flood on a route for every method runs the handler at most the limit's
+/// times — with the attribute, and with the middleware over a handler without `Cors`.
+#[actix_web::test]
+async fn a_preflight_that_runs_the_handler_is_counted() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static RAN: AtomicUsize = AtomicUsize::new(0);
+    static RAN_UNDER: AtomicUsize = AtomicUsize::new(0);
+
+    #[rate_limit(5, per = "1m", scope = "cors-any-method")]
+    async fn any_method() -> &'static str {
+        RAN.fetch_add(1, Ordering::SeqCst);
+        "ok"
+    }
+
+    let limit =
+        RateLimit::new(Policy::new(5, Duration::from_secs(60)).unwrap()).scope("cors-under");
+    let app = test::init_service(
+        App::new()
+            .app_data(limiter(false))
+            .service(web::resource("/login").to(any_method))
+            .service(
+                web::scope("/api")
+                    .wrap(limit)
+                    .default_service(web::to(|| async {
+                        RAN_UNDER.fetch_add(1, Ordering::SeqCst);
+                        "ok"
+                    })),
+            ),
+    )
+    .await;
+    let mut statuses = Vec::new();
+    let mut under = Vec::new();
+    for _ in 0..20 {
+        statuses.push(preflight(&app, "/login").await);
+        under.push(preflight(&app, "/api/items").await);
+    }
+    println!("20 preflights: attribute {statuses:?}, middleware {under:?}");
+    assert_eq!(
+        RAN.load(Ordering::SeqCst),
+        5,
+        "the handler ran {statuses:?}"
+    );
+    assert_eq!(
+        RAN_UNDER.load(Ordering::SeqCst),
+        5,
+        "the service ran {under:?}"
+    );
+    assert_eq!(statuses.iter().filter(|s| **s == 429).count(), 15);
+    assert_eq!(under.iter().filter(|s| **s == 429).count(), 15);
 }

@@ -151,7 +151,13 @@ fn offset_of(text: &str) -> Option<i32> {
         _ => return None,
     };
     let (hours, minutes) = rest.split_once(':')?;
-    let (hours, minutes): (i32, i32) = (hours.parse().ok()?, minutes.parse().ok()?);
+    // One or two digits each, as `Display` writes them: no sign of their own, and nothing
+    // that overflows (the range is checked where the offset is set).
+    let small = |digits: &str| {
+        (matches!(digits.len(), 1..=2) && digits.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| digits.bytes().fold(0, |n, b| n * 10 + i32::from(b - b'0')))
+    };
+    let (hours, minutes) = (small(hours)?, small(minutes)?);
     (minutes < 60).then_some(sign * (hours * 60 + minutes))
 }
 
@@ -233,9 +239,33 @@ mod tests {
             ("10 per month, utc+15:00", "14 hours"),
             ("10 per month, sliding_window", "takes an offset"),
             ("10 per 1s, delay 2s", "token_bucket"),
+            ("10 per day, utc+99999999:00", "not an offset"),
+            ("10 per day, utc+1073741826:00", "not an offset"),
+            ("10 per day, utc+02:-30", "not an offset"),
+            ("10 per day, utc+-2:00", "not an offset"),
         ] {
             let error = text.parse::<Policy>().unwrap_err().to_string();
             assert!(error.contains(says), "{text}: {error}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(
+            if std::env::var_os("LIMITER_THOROUGH").is_some() { 20_000 } else { 2_000 }
+        ))]
+
+        /// Any text: never a panic, and a policy read prints as text that reads back to it.
+        #[test]
+        fn any_text_is_a_policy_that_reads_back_or_an_error(
+            text in proptest::prop_oneof![
+                "[ -~]{0,80}",
+                "[0-9]{1,12} per (day|week|month), utc[+-][-+0-9]{0,12}:[-+0-9]{0,12}",
+                "[0-9]{1,12} per [0-9]{1,20}(ms|s|m|h|d)(, (token_bucket|fixed_window))?(, burst [0-9]{1,12})?(, delay [0-9]{1,12}(ms|s))?(, block [0-9]{1,20}(ms|s|m|h|d))?",
+            ]
+        ) {
+            if let Ok(policy) = text.parse::<Policy>() {
+                proptest::prop_assert_eq!(policy.to_string().parse::<Policy>().ok(), Some(policy));
+            }
         }
     }
 }

@@ -14,7 +14,7 @@ use super::keys::ClientKey;
 use super::limits::{HandlerLimits, LimitSpec};
 use super::observe::Outcome;
 use super::problem::Failure;
-use super::refund::{Owned, Refund};
+use super::refund::{Counts, Owned, Refund};
 use crate::{Charge, Decision, Limit, Limiter, Share, Verdict};
 
 /// What deciding a request came to, when it may go on.
@@ -97,6 +97,15 @@ impl Planned<'_> {
         self.spec.counters.add(self.limit.scope(), outcome);
     }
 
+    /// Which responses keep the request counted, where some may not: the limit's `count`
+    /// rule, and for a preflight a CORS layer may answer, every response but that answer.
+    fn counts(&self, preflight: bool) -> Option<Counts> {
+        self.spec
+            .options
+            .counts
+            .or(preflight.then_some(Counts::Always))
+    }
+
     /// Whether the request costs more than the limit ever allows at once.
     fn never_admitted(&self) -> bool {
         self.cost > self.limit.policy().capacity()
@@ -112,10 +121,9 @@ impl Limiter {
         req: &HttpRequest,
         limits: &HandlerLimits,
     ) -> Result<Decided, HttpResponse> {
-        if self.passes_preflight(req) {
-            return Ok(Decided::none());
-        }
-        if let Some(spec) = self.lean(limits) {
+        // A preflight a CORS layer may answer is counted, and given back if it does.
+        let preflight = self.gives_back_preflight(req, limits);
+        if let Some(spec) = self.lean(limits).filter(|_| !preflight) {
             return self.decide_one(req, limits, spec).await;
         }
         if self.is_exempt(req) {
@@ -186,7 +194,7 @@ impl Limiter {
                     counted = receipt.clone();
                     // Each limit that counts only some responses, with its own rule.
                     for (i, p) in enforced.iter().enumerate() {
-                        if let Some(counts) = p.spec.options.counts {
+                        if let Some(counts) = p.counts(preflight) {
                             let receipt = receipt.subset(vec![i]);
                             if receipt.counted_anything() {
                                 refunds.push((vec![p.owned()], receipt, counts));
@@ -277,7 +285,7 @@ impl Limiter {
                 match result {
                     Ok(checked) => {
                         let (answers, receipt) = checked.into_parts();
-                        if let Some(counts) = p.spec.options.counts {
+                        if let Some(counts) = p.counts(preflight) {
                             if receipt.counted_anything() {
                                 refunds.push((vec![p.owned()], receipt, counts));
                             }
@@ -442,17 +450,13 @@ impl Limiter {
     }
 
     /// Whether `req` is a CORS preflight (`OPTIONS` with `Access-Control-Request-Method`)
-    /// that passes uncounted: a browser sends one before the request it asks about, which
-    /// is counted, so that counting both would halve a browser client's budget — and a
-    /// refused preflight, without CORS headers, would hide the 429's `Retry-After` from
-    /// the page.
+    /// that a [`RateLimit`](crate::RateLimit) middleware counts and gives back when the
+    /// answer is a CORS layer's own (it ran no handler): a browser sends one before the
+    /// request it asks about, which is counted. A preflight that reaches a handler runs it,
+    /// and is counted as any request; `.count_preflights(true)` counts them all.
     #[inline]
-    pub(super) fn passes_preflight(&self, req: &HttpRequest) -> bool {
-        req.method() == actix_web::http::Method::OPTIONS
-            && !self.http().count_preflights
-            && req
-                .headers()
-                .contains_key(actix_web::http::header::ACCESS_CONTROL_REQUEST_METHOD)
+    pub(super) fn gives_back_preflight(&self, req: &HttpRequest, limits: &HandlerLimits) -> bool {
+        limits.around_service && !self.http().count_preflights && is_preflight(req)
     }
 
     /// Whether the limiter exempts `req`: its client address, or its own rule.
@@ -499,4 +503,18 @@ impl Limiter {
             None => LimitRef::Declared(&spec.limit),
         }
     }
+}
+
+/// Whether `req` is a CORS preflight: `OPTIONS` with `Access-Control-Request-Method`.
+pub(crate) fn is_preflight(req: &HttpRequest) -> bool {
+    req.method() == actix_web::http::Method::OPTIONS
+        && req
+            .headers()
+            .contains_key(actix_web::http::header::ACCESS_CONTROL_REQUEST_METHOD)
+}
+
+/// Whether `headers` are those of a CORS layer's answer to a preflight (`actix-cors` and its
+/// peers answer with `Access-Control-Allow-Methods`), which ran no handler.
+pub(crate) fn answered_by_cors(headers: &actix_web::http::header::HeaderMap) -> bool {
+    headers.contains_key(actix_web::http::header::ACCESS_CONTROL_ALLOW_METHODS)
 }

@@ -211,7 +211,7 @@ impl Limiter {
         req: &HttpRequest,
         limits: &HandlerLimits,
     ) -> Result<Slots, HttpResponse> {
-        if limits.in_flight.is_empty() || self.passes_preflight(req) || self.is_exempt(req) {
+        if limits.in_flight.is_empty() || self.is_exempt(req) {
             return Ok(Slots::none());
         }
         let mut guards = Vec::with_capacity(limits.in_flight.len());

@@ -40,8 +40,8 @@ impl Limiter {
         req: &HttpRequest,
         limits: &HandlerLimits,
     ) -> Option<Result<Decided, HttpResponse>> {
-        if self.passes_preflight(req) {
-            return Some(Ok(Decided::none()));
+        if self.gives_back_preflight(req, limits) {
+            return None;
         }
         let spec = self.lean(limits)?;
         let key = match spec.key.key_of(req, self) {

@@ -321,6 +321,9 @@ pub struct HandlerLimits {
     tiers: parking_lot::Mutex<Vec<Arc<Limit>>>,
     /// Its concurrency limits (`#[concurrency_limit]`), checked before the others.
     pub(crate) in_flight: Vec<super::in_flight::InFlightSpec>,
+    /// Whether a middleware checks them around a service, which a CORS layer inside it may
+    /// answer without a handler; a handler's limits are checked only where the handler runs.
+    pub(crate) around_service: bool,
 }
 
 impl HandlerLimits {
@@ -345,8 +348,15 @@ impl HandlerLimits {
             }),
             tiers: parking_lot::Mutex::new(Vec::new()),
             in_flight: Vec::new(),
+            around_service: false,
             limits,
         }
+    }
+
+    /// The limits of a middleware, checked around the service it wraps.
+    pub(crate) fn around_service(mut self) -> HandlerLimits {
+        self.around_service = true;
+        self
     }
 
     /// The limit of `declared`'s scope under `policy`, chosen for one request: made once,
@@ -432,7 +442,7 @@ impl Options {
             Cost::Computed(_) => words.push("cost=fn".to_string()),
         }
         match self.counts {
-            None => {}
+            None | Some(super::refund::Counts::Always) => {}
             Some(super::refund::Counts::Failures) => words.push("count=failures".to_string()),
             Some(super::refund::Counts::When(_)) => words.push("count=fn".to_string()),
         }

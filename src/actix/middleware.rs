@@ -160,7 +160,7 @@ where
         if let Some(choose) = &self.choose {
             spec = spec.resolve_policy(choose.clone());
         }
-        let limits = Arc::new(HandlerLimits::new(vec![spec]));
+        let limits = Arc::new(HandlerLimits::new(vec![spec]).around_service());
         limiter_core::__private::register(limits.clone());
         ready(Ok(RateLimitService {
             service: Rc::new(service),
@@ -247,8 +247,14 @@ where
             // `count = "failures"`: a success takes back what it was counted, before it
             // leaves.
             let status = response.status();
+            let by_cors = limits.around_service
+                && super::decide::is_preflight(response.request())
+                && super::decide::answered_by_cors(response.headers());
             for refund in decided.refund.into_iter().chain(inline_refunds) {
-                Box::pin(refund.take_back(&limiter, status)).await;
+                match by_cors {
+                    true => Box::pin(refund.give_back_all(&limiter)).await,
+                    false => Box::pin(refund.take_back(&limiter, status)).await,
+                }
             }
             Ok(response.map_into_left_body())
         })

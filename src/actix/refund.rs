@@ -16,6 +16,9 @@ pub(crate) enum Counts {
     Failures,
     /// Those the function says.
     When(fn(StatusCode) -> bool),
+    /// Every response: only a CORS layer's own answer to a preflight gives it back
+    /// ([`Refund::give_back_all`]).
+    Always,
 }
 
 impl Counts {
@@ -24,6 +27,7 @@ impl Counts {
         match self {
             Counts::Failures => status.as_u16() >= 400,
             Counts::When(counts) => counts(status),
+            Counts::Always => true,
         }
     }
 }
@@ -54,8 +58,18 @@ impl Refund {
     /// Takes back the charges a response of `status` does not count, before the response
     /// leaves: the client's next request finds them back.
     pub(crate) async fn take_back(self, limiter: &Limiter, status: StatusCode) {
+        self.give_back(limiter, |counts| !counts.keep(status)).await;
+    }
+
+    /// Takes back every charge, whatever its rule: the request ran no handler (a CORS
+    /// layer answered its preflight).
+    pub(crate) async fn give_back_all(self, limiter: &Limiter) {
+        self.give_back(limiter, |_| true).await;
+    }
+
+    async fn give_back(self, limiter: &Limiter, owed: impl Fn(Counts) -> bool) {
         for (charges, receipt, counts) in &self.checks {
-            if counts.keep(status) {
+            if !owed(*counts) {
                 continue;
             }
             let charges: Vec<Charge<'_>> = charges

@@ -46,8 +46,8 @@ pub(crate) struct HttpSettings {
     pub(crate) trace_keys: bool,
     /// Whether a 429's body is the IETF draft's `quota-exceeded` problem.
     pub(crate) quota_exceeded: bool,
-    /// Whether CORS preflights are counted (they are not by default: a browser sends one
-    /// before the request it asks about, which is counted).
+    /// Whether CORS preflights a CORS layer answers stay counted (they are given back by
+    /// default: a browser sends one before the request it asks about, which is counted).
     pub(crate) count_preflights: bool,
     /// Whether the most rejected clients of each scope are kept (for the routes page).
     pub(crate) track_rejected: bool,

@@ -80,11 +80,14 @@
 //!
 //! ## Browsers: CORS preflights and the wrap order
 //!
-//! A CORS preflight (`OPTIONS` with `Access-Control-Request-Method`) is never counted,
-//! wherever the limit sits: a browser sends one before the request it asks about, which is
-//! counted (`.count_preflights(true)` on the builder counts them too). With the attribute
-//! inside an `actix-cors` app, `Cors` answers preflights itself and puts its headers on the
-//! 429. With the `RateLimit` middleware, wrap `Cors` last — actix's last `.wrap` is the
+//! A CORS preflight (`OPTIONS` with `Access-Control-Request-Method`) answered by a CORS
+//! layer costs nothing: a browser sends one before the request it asks about, which is
+//! counted. A preflight that reaches a limited handler (a route for every method) runs it,
+//! and is counted as any request: an `OPTIONS` flood never runs a handler unlimited. The
+//! `RateLimit` middleware outside `Cors` counts a preflight and gives it back when the
+//! answer is `Cors`'s own (`Access-Control-Allow-Methods`); `.count_preflights(true)` on
+//! the builder keeps those counted too. With the attribute inside an `actix-cors` app,
+//! `Cors` answers preflights itself and puts its headers on the 429. With the `RateLimit` middleware, wrap `Cors` last — actix's last `.wrap` is the
 //! outermost — so that the middleware's 429 passes through it and carries
 //! `Access-Control-Allow-Origin`; without it a page cannot read `Retry-After`:
 //!

@@ -30,6 +30,10 @@ pub(super) struct Shard {
     /// The penalty records of its keys, by (limit id, fingerprint): few, only of clients
     /// that a limit with a penalty rejected.
     blocks: HashMap<(u64, u64), Block>,
+    /// How many of those records each limit holds, by limit id: room for a newcomer's
+    /// record comes from the limit that holds the most, so that one limit's flood of blocks
+    /// never lifts another's.
+    blocks_by_limit: Vec<(u64, usize)>,
     /// The requests in flight of its keys under concurrency limits, by (limit id,
     /// fingerprint): only keys with one in flight are held.
     in_flight: HashMap<(u64, u64), u32>,
@@ -96,31 +100,83 @@ impl Shard {
         bounds: Bounds,
     ) -> u64 {
         let id = (limit.id(), fp);
-        let most = most_blocks(bounds);
-        if !self.blocks.contains_key(&id) && self.blocks.len() >= most {
-            // A few records looked at, not all: a flood of blocks costs each a bounded
-            // time under the lock. One that no longer matters goes; else the one whose
-            // block ends first (which frees that client early: what an eviction can give).
-            let sample: Vec<((u64, u64), bool, u64)> = self
-                .blocks
-                .iter()
-                .take(16)
-                .map(|(&id, block)| (id, block.is_expired(now_ms), block.until_ms()))
-                .collect();
-            let victim = sample
-                .iter()
-                .find(|(_, expired, _)| *expired)
-                .or_else(|| sample.iter().min_by_key(|(_, _, until)| *until))
-                .map(|(id, _, _)| *id);
-            if let Some(victim) = victim {
-                self.blocks.remove(&victim);
-                self.evicted += 1;
+        if !self.blocks.contains_key(&id) {
+            if self.blocks.len() >= most_blocks(bounds) {
+                self.evict_block(limit.id(), now_ms);
             }
+            self.count_blocks(limit.id(), 1);
         }
         self.blocks
             .entry(id)
             .or_default()
             .start(now_ms, penalty, wait_ms)
+    }
+
+    /// Makes room for a record of the limit `newcomer`, from the limit that holds the most
+    /// records (the newcomer's own when it holds as many): a limit within its share never
+    /// loses a block to another's flood. Among a few of that limit's records, not all (a
+    /// flood of blocks costs each a bounded time under the lock), one that no longer
+    /// matters goes; else the one whose block ends first (which frees that client early:
+    /// what an eviction can give).
+    #[cold]
+    fn evict_block(&mut self, newcomer: u64, now_ms: u64) {
+        let own = self.blocks_of(newcomer);
+        let from = self
+            .blocks_by_limit
+            .iter()
+            .filter(|(_, held)| *held > own)
+            .max_by_key(|(_, held)| *held)
+            .map_or(newcomer, |(limit, _)| *limit);
+        let sample: Vec<((u64, u64), bool, u64)> = self
+            .blocks
+            .iter()
+            .filter(|((limit, _), _)| *limit == from)
+            .take(16)
+            .map(|(&id, block)| (id, block.is_expired(now_ms), block.until_ms()))
+            .collect();
+        let victim = sample
+            .iter()
+            .find(|(_, expired, _)| *expired)
+            .or_else(|| sample.iter().min_by_key(|(_, _, until)| *until))
+            .map(|(id, _, _)| *id);
+        if let Some(victim) = victim {
+            self.remove_block(victim);
+            self.evicted += 1;
+        }
+    }
+
+    /// The penalty records `limit_id` holds in this shard.
+    fn blocks_of(&self, limit_id: u64) -> usize {
+        self.blocks_by_limit
+            .iter()
+            .find(|(limit, _)| *limit == limit_id)
+            .map_or(0, |(_, held)| *held)
+    }
+
+    /// Counts `change` more records of `limit_id` (one added, or one removed).
+    fn count_blocks(&mut self, limit_id: u64, change: isize) {
+        match self
+            .blocks_by_limit
+            .iter()
+            .position(|(limit, _)| *limit == limit_id)
+        {
+            Some(i) => {
+                let held = &mut self.blocks_by_limit[i].1;
+                *held = held.saturating_add_signed(change);
+                if *held == 0 {
+                    self.blocks_by_limit.swap_remove(i);
+                }
+            }
+            None if change > 0 => self.blocks_by_limit.push((limit_id, change.unsigned_abs())),
+            None => {}
+        }
+    }
+
+    /// Removes one penalty record, and its count.
+    fn remove_block(&mut self, id: (u64, u64)) {
+        if self.blocks.remove(&id).is_some() {
+            self.count_blocks(id.0, -1);
+        }
     }
 
     /// Counts a request of `fp` against `limit` alone: [`check`](Self::check) without what
@@ -332,8 +388,8 @@ impl Shard {
 
     /// Holds a restored penalty record, within the records' room.
     pub(super) fn restore_block(&mut self, id: (u64, u64), block: Block, bounds: Bounds) {
-        if self.blocks.len() < most_blocks(bounds) {
-            self.blocks.insert(id, block);
+        if self.blocks.len() < most_blocks(bounds) && self.blocks.insert(id, block).is_none() {
+            self.count_blocks(id.0, 1);
         }
     }
 
@@ -365,7 +421,7 @@ impl Shard {
 
     /// Forgets `fp`'s state under `limit`, and its penalty record.
     pub(super) fn forget(&mut self, limit: &Limit, fp: u64) {
-        self.blocks.remove(&(limit.id(), fp));
+        self.remove_block((limit.id(), fp));
         let forgotten = self
             .tables
             .iter_mut()
@@ -421,6 +477,11 @@ impl Shard {
         // Tables left empty go, and their room with them.
         self.tables.retain(|t| t.len() > 0);
         self.blocks.retain(|_, block| !block.is_expired(now_ms));
+        self.blocks_by_limit.clear();
+        let ids: Vec<u64> = self.blocks.keys().map(|(limit, _)| *limit).collect();
+        for limit in ids {
+            self.count_blocks(limit, 1);
+        }
         if self.blocks.capacity() > 2 * self.blocks.len().max(4) {
             self.blocks.shrink_to_fit();
         }

@@ -162,7 +162,7 @@ impl Follower {
         let stored =
             tokio::time::timeout(timeout, connection.query::<Vec<(Vec<u8>, Vec<u8>)>>(&all));
         let (Ok(Ok(generation)), Ok(Ok(stored))) = (generation.await, stored.await) else {
-            self.failures += 1;
+            self.failures = self.failures.saturating_add(1);
             if self.failures == 3 {
                 tracing::warn!(
                     key = self.store.overrides_key().as_str(),
@@ -184,9 +184,8 @@ impl Follower {
         let mut seen = Vec::new();
         for (scope, text) in stored.into_iter().take(MOST_OVERRIDES) {
             let scope = String::from_utf8_lossy(&scope).into_owned();
-            let text = String::from_utf8_lossy(&text[..text.len().min(MOST_TEXT)]).into_owned();
             seen.push(scope.clone());
-            self.apply(limiter, scope, text);
+            self.apply(limiter, scope, read_override(&text));
         }
         let gone: Vec<String> = self
             .applied
@@ -210,7 +209,12 @@ impl Follower {
 
     /// Applies the stored `text` to `scope` if it is new and a policy; a text that is not
     /// one is reported once, and the last good policy stays.
-    fn apply(&mut self, limiter: &crate::Limiter, scope: String, text: String) {
+    fn apply(
+        &mut self,
+        limiter: &crate::Limiter,
+        scope: String,
+        (text, read): (String, Result<Policy, String>),
+    ) {
         if self
             .applied
             .get(&scope)
@@ -218,7 +222,7 @@ impl Follower {
         {
             return;
         }
-        match text.parse::<Policy>() {
+        match read {
             Ok(policy) => {
                 let before = match self.applied.remove(&scope) {
                     Some((_, before)) => before,
@@ -241,6 +245,60 @@ impl Follower {
                     );
                     self.reported.insert(scope, text);
                 }
+            }
+        }
+    }
+}
+
+/// A stored override as text (cut to [`MOST_TEXT`] bytes, for the reports) and its policy,
+/// or why it is left out: a value longer than any policy's text, or not UTF-8, is refused
+/// whole — never a prefix of it parsed, which could be another valid policy.
+fn read_override(raw: &[u8]) -> (String, Result<Policy, String>) {
+    let text = String::from_utf8_lossy(&raw[..raw.len().min(MOST_TEXT)]).into_owned();
+    let read = if raw.len() > MOST_TEXT {
+        Err(format!(
+            "{} bytes, longer than the {MOST_TEXT} a policy's text takes",
+            raw.len()
+        ))
+    } else {
+        match std::str::from_utf8(raw) {
+            Ok(whole) => whole.parse::<Policy>().map_err(|error| error.to_string()),
+            Err(_) => Err("not UTF-8 text".to_string()),
+        }
+    };
+    (text, read)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn an_over_long_or_broken_value_is_refused_whole() {
+        let long = format!("{}10 per 1h30m", " ".repeat(191));
+        assert!(long.len() > MOST_TEXT);
+        assert!(
+            read_override(long.as_bytes()).1.is_err(),
+            "a cut value parsed"
+        );
+        assert!(read_override(b"10 per 1m\xff").1.is_err());
+        assert_eq!(
+            read_override(b"10 per 1m").1,
+            Ok("10 per 1m".parse::<Policy>().unwrap())
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Never a panic; a value is read only whole, and then as the parser reads it.
+        #[test]
+        fn a_stored_value_is_its_whole_policy_or_refused(raw in proptest::collection::vec(any::<u8>(), 0..400)) {
+            let (_, read) = read_override(&raw);
+            if let Ok(policy) = read {
+                prop_assert!(raw.len() <= MOST_TEXT);
+                prop_assert_eq!(std::str::from_utf8(&raw).unwrap().parse::<Policy>().ok(), Some(policy));
             }
         }
     }

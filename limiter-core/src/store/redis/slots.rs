@@ -5,7 +5,9 @@
 //!
 //! Everything about a lease happens on the store's runtime, in one task from the script's
 //! answer on: a request that goes away while its slot is being taken (a timeout, a client
-//! gone) leaves no lease behind, since the task gives back a slot nobody received.
+//! gone) leaves no lease behind, since the task gives back a slot nobody received — and a
+//! slot sent to a request that goes before it reads it ([`Granted`]) is given back as the
+//! answer is dropped.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
@@ -60,7 +62,7 @@ impl RedisStore {
         let most = limit.max().get();
         let command = self.slots_call(&name, "a", lease, most);
         let slot = Slot::new(limit.id(), key, lease, 0);
-        let (answer, answered) = oneshot::channel();
+        let (answer, answered) = oneshot::channel::<Result<Option<Granted>, StoreError>>();
         let store = self.clone();
         self.inner.runtime.spawn(async move {
             let inner = &store.inner;
@@ -80,16 +82,22 @@ impl RedisStore {
                 }
             };
             let Ok(held @ 1..) = u32::try_from(held) else {
-                let _ = answer.send(Ok(Acquired::Full));
+                let _ = answer.send(Ok(None));
                 return;
             };
             let (stop, stopped) = oneshot::channel();
             inner.leases.0.lock().insert(lease, stop);
-            let slot = Slot::new(slot.limit(), slot.key(), lease, most.saturating_sub(held));
-            if answer.send(Ok(Acquired::Slot(slot))).is_err() {
-                // Nobody waits for it any more: given back now.
-                inner.leases.0.lock().remove(&lease);
-                store.remove_lease(&name, lease).await;
+            let granted = Granted {
+                store: Arc::downgrade(&store.inner),
+                slot: Some(Slot::new(
+                    slot.limit(),
+                    slot.key(),
+                    lease,
+                    most.saturating_sub(held),
+                )),
+            };
+            if answer.send(Ok(Some(granted))).is_err() {
+                // Nobody waits for it any more: the unsent answer, dropped, gave it back.
                 return;
             }
             let renewal =
@@ -97,9 +105,12 @@ impl RedisStore {
             drop(store);
             renewal.await;
         });
-        answered
-            .await
-            .unwrap_or_else(|_| Err(StoreError::msg("the Redis store's runtime stopped")))
+        match answered.await {
+            Ok(Ok(Some(granted))) => Ok(Acquired::Slot(granted.received())),
+            Ok(Ok(None)) => Ok(Acquired::Full),
+            Ok(Err(error)) => Err(error),
+            Err(_) => Err(StoreError::msg("the Redis store's runtime stopped")),
+        }
     }
 
     /// Renews `lease` every third of a lease until it is given back (its stop fires or is
@@ -186,6 +197,31 @@ impl RedisStore {
             .arg(format!("({now_ms}"))
             .arg("+inf");
         self.query(command).await
+    }
+}
+
+/// A slot Redis granted, on its way to the request that asked: given back when dropped
+/// unread — the request went away after Redis answered and before it heard (actix drops a
+/// service's future unpolled when its connection resets), which would otherwise leave a
+/// lease renewed for good.
+struct Granted {
+    store: Weak<super::Inner>,
+    slot: Option<Slot>,
+}
+
+impl Granted {
+    /// The slot, now the requester's to give back.
+    fn received(mut self) -> Slot {
+        self.slot.take().unwrap_or_else(|| Slot::new(0, &[], 0, 0))
+    }
+}
+
+impl Drop for Granted {
+    fn drop(&mut self) {
+        if let (Some(slot), Some(inner)) = (self.slot.take(), self.store.upgrade()) {
+            // Stops its renewal (its stop dropped) and removes its lease.
+            RedisStore { inner }.give_slot(&slot);
+        }
     }
 }
 
