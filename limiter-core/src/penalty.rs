@@ -108,7 +108,6 @@ impl Penalty {
 
     /// The numbers a store's script takes: the block, the strikes that escalate, their
     /// window and the escalated block, in ms (0s without an escalation).
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn to_numbers(self) -> [u64; 4] {
         match self.escalation {
             Some(e) => [self.block_ms, u64::from(e.after), e.within_ms, e.block_ms],

@@ -147,12 +147,13 @@ pub enum PolicyError {
     DelayOutOfRange(Duration),
 }
 
-/// What a policy counts by: every field but whether its algorithm was named.
+/// What a policy counts by: every field but whether its algorithm was named, and its burst
+/// as it counts (a bucket's burst given as its max is the same bucket).
 type Identity = (
     NonZeroU32,
     u64,
     Algorithm,
-    Option<NonZeroU32>,
+    NonZeroU32,
     Option<Penalty>,
     Option<Calendar>,
     u64,
@@ -164,7 +165,7 @@ impl Policy {
             self.max,
             self.window_ms,
             self.algorithm,
-            self.burst,
+            self.burst(),
             self.penalty,
             self.calendar,
             self.delay_ms,

@@ -216,10 +216,10 @@ fn crafted(bytes: &[u8], at: usize, field: &[u8]) -> Vec<u8> {
 #[test]
 fn a_crafted_file_cannot_block_anyone_or_panic() {
     // The header: magic 16, version 4, secret 16, probe 8, clock 8, wall 8, tables 4 (64
-    // bytes); a table: id 8, algorithm 1, max 4, window 8, burst 4, entries 4 (29); then
-    // each entry: fingerprint 8 and its state 8.
+    // bytes); a table: id 8, algorithm 1, max 4, window 8, burst 4, delay 8, penalty 32,
+    // entries 4 (69); then each entry: fingerprint 8 and its state 8.
     const CLOCK: usize = 52;
-    const STATE: usize = 64 + 29 + 8;
+    const STATE: usize = 64 + 69 + 8;
     for algorithm in [
         Algorithm::FixedWindow,
         Algorithm::TokenBucket,
@@ -291,13 +291,13 @@ fn damaged_foreign_old_and_missing_files_are_refused_with_their_reason() {
     assert!(restore(b"").is_err());
 
     let mut newer = good.clone();
-    newer[16..20].copy_from_slice(&2u32.to_le_bytes());
+    newer[16..20].copy_from_slice(&3u32.to_le_bytes());
     let error = restore(&newer).unwrap_err();
     assert!(
-        matches!(error, RestoreError::Version { found: 2, reads: 1 }),
+        matches!(error, RestoreError::Version { found: 3, reads: 2 }),
         "{error}"
     );
-    assert!(error.to_string().contains("format 2"), "{error}");
+    assert!(error.to_string().contains("format 3"), "{error}");
 
     std::fs::remove_file(&file.0).unwrap();
     let error = MemoryStore::new()
@@ -366,4 +366,119 @@ fn a_million_keys_are_written_and_read_in_well_under_a_second() {
         "{held} keys: saved in {saved:?}, read back in {read:?}, {bytes} bytes ({} per key)",
         bytes / held as u64
     );
+}
+
+/// The save file carries the whole policy: a bucket's delay comes back with it, a new
+/// client after the restart waits its turn instead of a 429, and a client holding tokens
+/// taken ahead keeps owing them.
+#[test]
+fn a_delay_and_tokens_taken_ahead_survive_a_restart() {
+    let smooth = Policy::for_algorithm(Algorithm::TokenBucket, 1, Duration::from_secs(1))
+        .unwrap()
+        .with_delay(Duration::from_secs(2))
+        .unwrap();
+    let limit = Limit::new("smooth", smooth);
+    // One shard: the new client's state sits beside the restored one.
+    let store = MemoryStore::with_max_keys(256);
+    let t = ms(10_000);
+    assert!(store.check_at(&limit, b"a", t).allowed());
+    assert_eq!(store.check_at(&limit, b"a", t).delayed(), Some(ms(1_000)));
+    let file = Scratch::new();
+    store.save_at(&file.0, t, wall()).unwrap();
+    let restored = MemoryStore::with_max_keys(256)
+        .restore_at(&file.0, t, wall())
+        .unwrap();
+    let a = restored.check_at(&limit, b"a", t);
+    assert_eq!(
+        a.delayed(),
+        Some(ms(2_000)),
+        "tokens taken ahead kept: {a:?}"
+    );
+    assert!(restored.check_at(&limit, b"b", t).allowed());
+    let b = restored.check_at(&limit, b"b", t);
+    assert_eq!(
+        b.delayed(),
+        Some(ms(1_000)),
+        "a new client waits its turn: {b:?}"
+    );
+}
+
+/// A file of many limits restored into a small store: a table is kept only with a state
+/// in it, and the store stays within its bytes.
+#[test]
+fn a_restore_of_many_limits_stays_within_the_stores_bytes() {
+    let store = MemoryStore::new();
+    for n in 0..3_000u32 {
+        let limit = Limit::new(
+            format!("limit-{n}"),
+            policy(Algorithm::FixedWindow, 5, 60, 1),
+        );
+        store.check_at(&limit, &n.to_be_bytes(), ms(1_000));
+    }
+    let file = Scratch::new();
+    store.save_at(&file.0, ms(1_000), wall()).unwrap();
+    let small = MemoryStore::with_bounds(1_000_000, 64 << 10)
+        .restore_at(&file.0, ms(1_000), wall())
+        .unwrap();
+    println!(
+        "3,000 limits into 64 KiB: {} keys, {} bytes",
+        small.len(),
+        small.bytes()
+    );
+    assert!(small.len() > 0);
+    assert!(small.bytes() <= small.max_bytes(), "{}", small.bytes());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(if std::env::var_os("LIMITER_THOROUGH").is_some() { 3_000 } else { 300 }))]
+
+    /// Any bytes of a file changed (its hash made to match): never a panic, a store within
+    /// its bounds, and nobody refused for longer than a month's quota waits.
+    #[test]
+    fn a_damaged_or_crafted_file_is_refused_or_bounded(
+        changes in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..12),
+    ) {
+        let limits = [
+            Limit::new("log", policy(Algorithm::SlidingWindow, 2, 60, 1)),
+            Limit::new(
+                "bucket",
+                policy(Algorithm::TokenBucket, 2, 1, 2).with_delay(ms(500)).unwrap()
+                    .with_penalty(limiter_core::Penalty::block(Duration::from_secs(900)).unwrap()),
+            ),
+            Limit::new(
+                "blocks",
+                policy(Algorithm::FixedWindow, 1, 60, 1)
+                    .with_penalty(limiter_core::Penalty::block(Duration::from_secs(900)).unwrap()),
+            ),
+        ];
+        let now = ms(1_000_000);
+        let store = MemoryStore::with_bounds(64, 1 << 20);
+        for limit in &limits {
+            for key in [b"a", b"b"] {
+                for _ in 0..3 {
+                    store.check_at(limit, key, now);
+                }
+            }
+        }
+        let file = Scratch::new();
+        store.save_at(&file.0, now, wall()).unwrap();
+        let mut bytes = std::fs::read(&file.0).unwrap();
+        let body = bytes.len() - 8;
+        for (at, byte) in changes {
+            bytes[at.index(body)] = byte;
+        }
+        let hash = fnv(&bytes[..body]);
+        bytes[body..].copy_from_slice(&hash.to_le_bytes());
+        std::fs::write(&file.0, &bytes).unwrap();
+        if let Ok(restored) = MemoryStore::with_bounds(64, 1 << 20).restore_at(&file.0, now, wall()) {
+            prop_assert!(restored.bytes() <= restored.max_bytes());
+            prop_assert!(restored.len() <= 64 + 8);
+            for limit in &limits {
+                for key in [b"a", b"b"] {
+                    let wait = restored.check_at(limit, key, now).retry_after().unwrap_or_default();
+                    prop_assert!(wait <= Duration::from_secs(31 * 86_400), "{wait:?}");
+                }
+            }
+        }
+    }
 }

@@ -99,3 +99,79 @@ fn a_store_of_ones_own_is_awaited_outside_a_runtime() {
         .collect();
     assert_eq!(decisions, [true, true, false]);
 }
+
+/// The policy is a value: whatever decides a request decides with its whole policy.
+mod whole_policy {
+    use super::*;
+    use limiter_core::{Algorithm, ManualClock, Penalty};
+
+    fn bucket(per_second: u32) -> Policy {
+        Policy::for_algorithm(Algorithm::TokenBucket, per_second, Duration::from_secs(1)).unwrap()
+    }
+
+    /// An override that names its algorithm keeps the declared delay (and penalty), as one
+    /// that names none does.
+    #[test]
+    fn an_override_naming_its_algorithm_keeps_the_declared_delay_and_penalty() {
+        let limiter = Limiter::builder().build();
+        let declared = Limit::new(
+            "smooth",
+            bucket(20)
+                .with_delay(Duration::from_secs(2))
+                .unwrap()
+                .with_penalty(Penalty::block(Duration::from_secs(60)).unwrap()),
+        );
+        for text in ["10 per 1s, token_bucket", "10 per 1s"] {
+            limiter.set_policy("smooth", text.parse().unwrap());
+            let applied = limiter.overridden(&declared).unwrap();
+            assert_eq!(
+                applied.policy().to_string(),
+                "10 per 1s, token_bucket, delay 2s, block 1m",
+                "{text}"
+            );
+        }
+        // Two declared limits of one scope, with and without a delay: each keeps its own.
+        let plain = Limit::new("smooth", bucket(20));
+        let applied = limiter.overridden(&plain).unwrap();
+        assert_eq!(applied.policy().delay(), None);
+        assert_eq!(
+            limiter.overridden(&declared).unwrap().policy().delay(),
+            Some(Duration::from_secs(2))
+        );
+    }
+
+    /// The memory store finds a limit's state by its whole policy: a delay an override (or a
+    /// per-request policy) adds is honoured, not the declared table's delay-less one.
+    #[test]
+    fn a_delay_added_by_an_override_is_honoured_in_memory() {
+        let clock = ManualClock::starting_at(Duration::from_secs(100));
+        let limiter = Limiter::builder().clock(clock.clone()).build();
+        let declared = Limit::new("queue", bucket(1));
+        // The declared table exists first.
+        assert!(limiter
+            .check(&declared, b"a")
+            .now_or_never()
+            .unwrap()
+            .unwrap()
+            .allowed());
+        limiter.set_policy("queue", "1 per 1s, token_bucket, delay 2s".parse().unwrap());
+        let applied = limiter.overridden(&declared).unwrap();
+        let check = |key: &[u8]| {
+            limiter
+                .check(&applied, key)
+                .now_or_never()
+                .unwrap()
+                .unwrap()
+        };
+        assert!(check(b"b").allowed());
+        let second = check(b"b");
+        assert_eq!(second.delayed(), Some(Duration::from_secs(1)), "{second:?}");
+        // A reset forgets the client in every table of its limit.
+        limiter
+            .reset("queue", b"b")
+            .now_or_never()
+            .unwrap()
+            .unwrap();
+        assert_eq!(check(b"b").delayed(), None);
+    }
+}

@@ -3,9 +3,9 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use crate::policy::{Algorithm, Policy};
+use crate::policy::Policy;
 use crate::store::Limit;
 
 use super::Limiter;
@@ -17,16 +17,19 @@ pub(super) type Overrides = HashMap<Box<str>, Arc<Override>>;
 pub(super) struct Override {
     given: Arc<Limit>,
     /// A policy that does not name its algorithm ([`Policy::new`]) keeps the declared one,
-    /// and one without a penalty the declared penalty (see [`Policy::over`]). The limit for each
-    /// declared algorithm, made on first use.
-    kept: [OnceLock<Arc<Limit>>; Algorithm::ALL.len()],
+    /// and one without a penalty or a delay the declared penalty or delay (see
+    /// [`Policy::over`]). The limit over each declared policy, made on first use.
+    kept: parking_lot::RwLock<Vec<(Policy, Arc<Limit>)>>,
 }
+
+/// The declared policies an override keeps a limit for, at most (a scope declares a few).
+const MOST_KEPT: usize = 16;
 
 impl Override {
     pub(super) fn new(scope: &str, policy: Policy) -> Arc<Override> {
         Arc::new(Override {
             given: Arc::new(Limit::new(scope.to_string(), policy)),
-            kept: Default::default(),
+            kept: parking_lot::RwLock::new(Vec::new()),
         })
     }
 
@@ -34,22 +37,24 @@ impl Override {
         &self.given
     }
 
-    /// The limit this override puts in place of `declared`.
-    fn over(&self, declared: &Limit, limiter: &Limiter) -> &Arc<Limit> {
+    /// The limit this override puts in place of `declared`: the given policy with what it
+    /// keeps of the declared one — its algorithm unless it names one, its penalty and its
+    /// delay unless it has its own — the whole policy, whatever the override names.
+    fn over(&self, declared: &Limit, limiter: &Limiter) -> Arc<Limit> {
         let policy = self.given.policy();
-        let algorithm = declared.policy().algorithm();
-        let keeps_algorithm = policy.names_algorithm() || policy.algorithm() == algorithm;
-        let keeps_penalty = policy.penalty().is_some() || declared.policy().penalty().is_none();
-        if keeps_algorithm && keeps_penalty {
-            return &self.given;
+        let declared = declared.policy();
+        if let Some((_, kept)) = self.kept.read().iter().find(|(d, _)| d == declared) {
+            return Arc::clone(kept);
         }
-        self.kept[algorithm as usize].get_or_init(|| match policy.over(declared.policy()) {
+        let kept = match policy.over(declared) {
+            Ok(kept) if kept == *policy => Arc::clone(&self.given),
             Ok(kept) => {
                 let limit = Arc::new(Limit::new(self.given.scope().to_string(), kept));
                 limiter.remember(&limit);
                 limit
             }
             Err(error) => {
+                let algorithm = declared.algorithm();
                 tracing::warn!(
                     scope = self.given.scope(),
                     "rate limit: the policy configured for this scope ({policy}) cannot keep \
@@ -59,7 +64,12 @@ impl Override {
                 );
                 Arc::clone(&self.given)
             }
-        })
+        };
+        let mut cache = self.kept.write();
+        if cache.len() < MOST_KEPT && !cache.iter().any(|(d, _)| d == declared) {
+            cache.push((*declared, Arc::clone(&kept)));
+        }
+        kept
     }
 }
 
@@ -74,7 +84,7 @@ impl Limiter {
         }
         let overrides = self.inner.overrides.load();
         let limit = overrides.get(declared.scope())?.over(declared, self);
-        (limit.policy() != declared.policy()).then(|| Arc::clone(limit))
+        (limit.policy() != declared.policy()).then_some(limit)
     }
 
     /// Changes the policy of every handler and middleware of `scope`, from the next request

@@ -5,8 +5,10 @@
 //! fingerprints' secret (2 × `u64`), a probe fingerprint (`u64`: the fingerprint of a fixed
 //! key, which a build hashing otherwise would not reproduce), the clock reading and the wall
 //! time (ms since the UNIX epoch) it was saved at (2 × `u64`), the number of tables (`u32`);
-//! per table its limit's id (`u64`), its policy (algorithm `u8`, max `u32`, window in ms
-//! `u64`, burst `u32`, 0 for none) and its entries (`u32`), each a fingerprint (`u64`) and
+//! per table its limit's id (`u64`), its whole policy (algorithm `u8`, max `u32`, window in
+//! ms `u64`, burst `u32`, 0 for none; then its delay in ms and its penalty as block,
+//! strikes, their window and the escalated block, in ms: 5 × `u64`, 0s for none) and its
+//! entries (`u32`), each a fingerprint (`u64`) and
 //! the state: 64 bits, or for a sliding log its length (`u16`) and stamps (`u32` each);
 //! last, an FNV-1a hash (`u64`) of everything before it.
 
@@ -21,9 +23,15 @@ use crate::algorithm::calendar::{Calendar, Period};
 use crate::penalty::Block;
 use crate::{Algorithm, Clock, Policy};
 
+/// The longest a restored block lasts from its save: 31 days, a month quota's longest wait
+/// (the longest a penalty's block is stretched to), so a crafted file blocks nobody for good.
+const MOST_BLOCK_MS: u64 = 31 * 86_400_000;
+
 const MAGIC: &[u8; 16] = b"limiter:memory\0\0";
 /// The format this build writes and reads.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
+/// The first format, whose policies have no delay and no penalty: still read.
+const FIRST_VERSION: u32 = 1;
 /// The key whose fingerprint the file carries, to tell a build that hashes otherwise.
 const PROBE: &[u8] = b"limiter: the probe of a saved memory store";
 /// A clock that moved within this much of the wall time across the downtime kept running
@@ -157,6 +165,10 @@ impl MemoryStore {
                     _ => 0,
                 };
                 out.extend_from_slice(&burst.to_le_bytes());
+                put(&mut out, policy.delay().map_or(0, |delay| millis(delay)));
+                for number in policy.penalty().map_or([0; 4], |p| p.to_numbers()) {
+                    put(&mut out, number);
+                }
                 let entries_at = out.len();
                 out.extend_from_slice(&0u32.to_le_bytes());
                 let mut entries = 0u32;
@@ -239,7 +251,7 @@ impl MemoryStore {
             at: MAGIC.len(),
         };
         let version = file.u32()?;
-        if version != VERSION {
+        if !(FIRST_VERSION..=VERSION).contains(&version) {
             return Err(RestoreError::Version {
                 found: version,
                 reads: VERSION,
@@ -279,7 +291,7 @@ impl MemoryStore {
         let mut stamps = Vec::new();
         for _ in 0..file.u32()? {
             let limit_id = file.u64()?;
-            let policy = file.policy()?;
+            let policy = file.policy(version)?;
             for _ in 0..file.u32()? {
                 let fp = file.u64()?;
                 let state = match policy.algorithm() {
@@ -312,6 +324,12 @@ impl MemoryStore {
                 if count > 16 || expires <= saved_ms.saturating_add(moved.elapsed_ms) {
                     continue;
                 }
+                // No block lasts longer than a month's quota waits (a crafted end is held
+                // to it), and no strike is later than the save.
+                let latest = saved_ms.saturating_add(MOST_BLOCK_MS);
+                let until = until.min(latest);
+                let expires = expires.min(latest).max(until);
+                let strikes: Vec<u64> = strikes.into_iter().filter(|&s| s <= saved_ms).collect();
                 let shift = |at: u64| at.saturating_add_signed(moved.by_ms);
                 let block = Block::from_parts(
                     shift(until),
@@ -488,7 +506,35 @@ impl Reader<'_> {
         self.take().map(u64::from_le_bytes)
     }
 
-    fn policy(&mut self) -> Result<Policy, RestoreError> {
+    /// A table's whole policy, as `version` writes it.
+    fn policy(&mut self, version: u32) -> Result<Policy, RestoreError> {
+        let policy = self.counting()?;
+        if version == FIRST_VERSION {
+            return Ok(policy);
+        }
+        let no_build = |_| RestoreError::Corrupt("a policy no build makes");
+        let too_many = |_| RestoreError::Corrupt("a policy no build makes");
+        let policy = match self.u64()? {
+            0 => policy,
+            delay_ms => policy
+                .with_delay(Duration::from_millis(delay_ms))
+                .map_err(no_build)?,
+        };
+        let [block, after, within, long] = [self.u64()?, self.u64()?, self.u64()?, self.u64()?];
+        Ok(match block {
+            0 => policy,
+            block => {
+                let after = u32::try_from(after).map_err(too_many)?;
+                policy.with_penalty(
+                    crate::Penalty::__from_attribute(block, after, within, long)
+                        .map_err(no_build)?,
+                )
+            }
+        })
+    }
+
+    /// What a policy counts by: algorithm, max, window, burst (or calendar).
+    fn counting(&mut self) -> Result<Policy, RestoreError> {
         let [algorithm] = self.take::<1>()?;
         let (max, window_ms, burst) = (self.u32()?, self.u64()?, self.u32()?);
         let algorithm = *Algorithm::ALL

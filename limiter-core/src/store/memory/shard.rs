@@ -45,8 +45,7 @@ impl Shard {
     /// and go, and their tables must not pile up.
     #[inline]
     fn table_index(&mut self, limit: &Limit, now_ms: u64) -> usize {
-        let id = limit.id();
-        match self.tables.iter().position(|t| t.limit_id() == id) {
+        match self.tables.iter().position(|t| t.counts_for(limit)) {
             Some(position) => position,
             None => self.new_table(limit, now_ms),
         }
@@ -189,8 +188,7 @@ impl Shard {
         now_ms: u64,
         bounds: Bounds,
     ) -> Decision {
-        let id = limit.id();
-        if let Some(table) = self.tables.iter_mut().find(|t| t.limit_id() == id) {
+        if let Some(table) = self.tables.iter_mut().find(|t| t.counts_for(limit)) {
             if !table.sweep_due(now_ms) {
                 table.seen(now_ms);
                 if let Some(slot) = table.find(fp) {
@@ -356,7 +354,7 @@ impl Shard {
     }
 
     pub(super) fn undo(&mut self, limit: &Limit, fp: u64, prior: Prior) {
-        if let Some(table) = self.tables.iter_mut().find(|t| t.limit_id() == limit.id()) {
+        if let Some(table) = self.tables.iter_mut().find(|t| t.counts_for(limit)) {
             table.undo(fp, prior);
         }
     }
@@ -369,7 +367,7 @@ impl Shard {
         now_ms: u64,
         cost: u32,
     ) {
-        if let Some(table) = self.tables.iter_mut().find(|t| t.limit_id() == limit.id()) {
+        if let Some(table) = self.tables.iter_mut().find(|t| t.counts_for(limit)) {
             table.refund(fp, mark, now_ms, cost);
         }
     }
@@ -419,16 +417,14 @@ impl Shard {
         self.in_flight.get(&(limit_id, fp)).copied().unwrap_or(0)
     }
 
-    /// Forgets `fp`'s state under `limit`, and its penalty record.
+    /// Forgets `fp`'s state under `limit` — in every table of its id, whatever delay or
+    /// penalty it counts with, as its one Redis key is — and its penalty record.
     pub(super) fn forget(&mut self, limit: &Limit, fp: u64) {
         self.remove_block((limit.id(), fp));
-        let forgotten = self
-            .tables
-            .iter_mut()
-            .find(|t| t.limit_id() == limit.id())
-            .is_some_and(|table| table.forget(fp));
-        if forgotten {
-            self.keys -= 1;
+        for table in self.tables.iter_mut() {
+            if table.limit_id() == limit.id() && table.forget(fp) {
+                self.keys -= 1;
+            }
         }
     }
 
@@ -452,19 +448,35 @@ impl Shard {
         if self.keys >= bounds.keys {
             return false;
         }
-        let t = match self.tables.iter().position(|t| t.limit_id() == limit_id) {
-            Some(t) => t,
+        let found = self
+            .tables
+            .iter()
+            .position(|t| t.limit_id() == limit_id && *t.policy() == policy);
+        let added = match found {
+            Some(t) => {
+                let table = &self.tables[t];
+                let used = self.bytes() - table.bytes() + table.bytes_after_insert();
+                used <= bounds.bytes
+                    && self.tables[t].restore(fp, state, moved, bounds.bytes - used)
+            }
+            // A table is kept only with a state in it, and counted with its place among
+            // the tables: a crafted file of many limits, each of one state refused, adds
+            // nothing.
             None => {
-                self.tables.push(Table::of(limit_id, policy, now_ms));
-                self.tables.len() - 1
+                let mut table = Table::of(limit_id, policy, now_ms);
+                let place = match self.tables.len() < self.tables.capacity() {
+                    true => 0,
+                    false => self.tables.capacity().max(4) * std::mem::size_of::<Table>(),
+                };
+                let used = self.bytes() + place + table.bytes_after_insert();
+                let added =
+                    used <= bounds.bytes && table.restore(fp, state, moved, bounds.bytes - used);
+                if added {
+                    self.tables.push(table);
+                }
+                added
             }
         };
-        let table = &self.tables[t];
-        let used = self.bytes() - table.bytes() + table.bytes_after_insert();
-        if *table.policy() != policy || used > bounds.bytes {
-            return false;
-        }
-        let added = self.tables[t].restore(fp, state, moved, bounds.bytes - used);
         if added {
             self.keys += 1;
         }

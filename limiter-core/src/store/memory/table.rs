@@ -100,6 +100,13 @@ impl Table {
         self.limit_id
     }
 
+    /// Whether it counts `limit`: its id and its whole policy (a delay or a penalty changes
+    /// a decision but not the id, which names the limit's Redis keys).
+    #[inline]
+    pub(super) fn counts_for(&self, limit: &Limit) -> bool {
+        self.limit_id == limit.id() && self.policy == *limit.policy()
+    }
+
     pub(super) fn policy(&self) -> &Policy {
         &self.policy
     }
