@@ -703,6 +703,156 @@ fn refused_writes_of_a_full_redis_do_not_open_the_limit_for_others() {
     assert_eq!(outcomes, ["rejected"; 10]);
 }
 
+/// A call's rejections stay rejections whatever else it carries: on a server that refuses
+/// writes — out of memory, short of replicas, after a failed save — a flood over its limit,
+/// batched with admissions of existing clients and with new clients, is still rejected;
+/// only the admissions (which had to count) fail and meet the fault policy, and nothing of
+/// them is counted. Both ways (the library, the script); and under `FailOpen` the flood
+/// stays rejected.
+#[::std::prelude::v1::test]
+fn refused_writes_keep_the_rejections_of_mixed_calls() {
+    type Refuse = fn(&RedisServer);
+    let cases: [(&str, Refuse, [&str; 2]); 3] = [
+        (
+            "full",
+            |s| {
+                s.command(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
+                s.command(&["CONFIG", "SET", "maxmemory", "1"]);
+            },
+            ["maxmemory", "0"],
+        ),
+        (
+            "no-replicas",
+            |s| {
+                s.command(&["CONFIG", "SET", "min-replicas-to-write", "1"]);
+            },
+            ["min-replicas-to-write", "0"],
+        ),
+        (
+            "misconf",
+            fail_a_save,
+            ["stop-writes-on-bgsave-error", "no"],
+        ),
+    ];
+    for (scope, refuse, allow) in cases {
+        for (server, way) in both_ways() {
+            mixed_flood_while(&server, way, scope, refuse, allow);
+        }
+    }
+}
+
+fn mixed_flood_while(
+    server: &RedisServer,
+    way: Way,
+    scope: &str,
+    refuse: fn(&RedisServer),
+    [name, value]: [&str; 2],
+) {
+    let rt = runtime();
+    let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+    let limit = Limit::new(
+        format!("{scope}-{way:?}"),
+        Policy::new(2, Duration::from_secs(60)).unwrap(),
+    );
+    let check = |key: &[u8]| rt.block_on(store.check(&limit, key, Duration::ZERO));
+    let key = |kind: &str, i: usize| format!("{kind}-{i}").into_bytes();
+    for i in 0..10 {
+        for _ in 0..2 {
+            assert!(check(&key("flood", i)).unwrap().allowed());
+        }
+    }
+    for i in 0..100 {
+        assert!(check(&key("client", i)).unwrap().allowed());
+    }
+    refuse(server);
+    // Each flood check between an existing client's admission and a new client's, at once.
+    let keys: Vec<Vec<u8>> = (0..100)
+        .flat_map(|i| [key("flood", i % 10), key("client", i), key("new", i)])
+        .collect();
+    let answers = rt.block_on(futures_util::future::join_all(
+        keys.iter().map(|k| store.check(&limit, k, Duration::ZERO)),
+    ));
+    let (mut rejected, mut failed) = (0, 0);
+    for (k, answer) in keys.iter().zip(&answers) {
+        if k.starts_with(b"flood") {
+            let decision = answer.as_ref().unwrap_or_else(|e| {
+                panic!("{scope} {way:?}: a rejection met the fault policy: {e}")
+            });
+            assert!(!decision.allowed(), "{scope} {way:?}: {decision:?}");
+            assert!(decision.retry_after().unwrap() > Duration::from_secs(50));
+            rejected += 1;
+        } else {
+            assert!(
+                answer.is_err(),
+                "{scope} {way:?}: admitted unwritten: {answer:?}"
+            );
+            failed += 1;
+        }
+    }
+    println!("{scope} {way:?}: {rejected} flood checks rejected, {failed} admissions failed");
+    way.was_taken(server);
+    // Under FailOpen too: the flood is rejected, the admissions let through uncounted.
+    let limiter = Limiter::builder()
+        .store(store.clone())
+        .on_store_error(OnStoreError::FailOpen)
+        .build();
+    for i in 0..10 {
+        let flood = rt
+            .block_on(limiter.check(&limit, &key("flood", i)))
+            .unwrap();
+        assert!(
+            !flood.allowed(),
+            "{scope} {way:?} under FailOpen: {flood:?}"
+        );
+    }
+    server.command(&["CONFIG", "SET", name, value]);
+    // Nothing the refused calls admitted was counted.
+    for i in 0..100 {
+        let decision = check(&key("client", i)).unwrap();
+        assert!(
+            decision.allowed() && decision.remaining() == 0,
+            "{scope} {way:?}: {decision:?}"
+        );
+    }
+}
+
+/// A save that failed (its child killed) with saving on: the server refuses writes with
+/// `MISCONF` until told otherwise.
+fn fail_a_save(server: &RedisServer) {
+    server.command(&["CONFIG", "SET", "save", "3600 1"]);
+    server.command(&["CONFIG", "SET", "rdb-key-save-delay", "1000000"]);
+    server.command(&["BGSAVE"]);
+    let pid = server.pid();
+    let started = Instant::now();
+    let child = loop {
+        let children =
+            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+        if let Some(child) = children.split_whitespace().next() {
+            break child.to_string();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "no save started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    std::process::Command::new("kill")
+        .args(["-9", &child])
+        .status()
+        .unwrap();
+    while !server
+        .text(&["INFO", "persistence"])
+        .contains("rdb_last_bgsave_status:err")
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the save did not fail"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    server.command(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+}
+
 /// A client over its limit is rejected, and a new client's check fails, while the server
 /// is configured with `refuse` (`CONFIG SET` pairs); `allow` lets it write again.
 fn still_rejects_a_flood_while(scope: &str, refuse: &[&[&str; 2]], allow: &[&str; 2]) {

@@ -643,6 +643,74 @@ local function parse(header)
   return {min_ttl, policies, strings, at}
 end
 
+-- Writes every state a call's checks changed, once, with the expiry it needs from now.
+-- `wrote` tells whether a write went through: a server that refuses writes (out of memory,
+-- short of replicas, a failed save) refuses the first one.
+local wrote
+local function write_all()
+  for i = 1, #order do
+    local key = order[i]
+    local ttl = dirty[key]
+    if type(ttl) == 'number' then ttl = int(ttl) end
+    redis.call('SET', key, values[key], 'PX', ttl)
+    wrote = true
+  end
+  if log_order then
+    for _, key in ipairs(log_order) do
+      local log = logs[key]
+      if log.off > 0 or #log.tail > 0 then
+        -- The instants to push, and how many of those read to drop: every one read, and perhaps
+        -- some pushed since, once `off` reaches past them.
+        local from, drop = 1, log.off
+        if log.off >= log.loaded then from, drop = log.off - log.loaded + 1, log.loaded end
+        -- Whether anything is left of the key once it is written.
+        local remains = from <= #log.tail or drop < log.loaded
+        -- Pushed before the old ones are trimmed, so that the key never stops existing midway:
+        -- a cluster node whose slot is migrating refuses a key it no longer holds, and a
+        -- refusal after a write would leave the call half done.
+        -- As text, each instant printed once (a call's instants are mostly of one ms).
+        local pushing = #log.tail
+        if from == pushing then
+          redis.call('RPUSH', key, int(log.tail[from]))
+          wrote = true
+        elseif from < pushing then
+          local texts, pushed = {}, {}
+          while from <= pushing do
+            local last = math.min(from + 999, pushing)
+            for i = from, last do
+              local at = log.tail[i]
+              local text = texts[at]
+              if not text then
+                text = int(at)
+                texts[at] = text
+              end
+              pushed[i - from + 1] = text
+            end
+            redis.call('RPUSH', key, unpack(pushed, 1, last - from + 1))
+            wrote = true
+            from = last + 1
+          end
+        end
+        if drop > 0 then
+          if remains then
+            redis.call('LTRIM', key, int(drop), '-1')
+          else
+            redis.call('DEL', key)
+          end
+        end
+        if log.need and remains then keep(key, log.need, log.give, log.fresh) end
+      end
+    end
+  end
+end
+
+-- Whether `e`, an error a write raised, is a server refusing writes.
+local function refuses_writes(e)
+  local text = type(e) == 'table' and e.err or tostring(e)
+  return string.find(text, '^%-?OOM') or string.find(text, '^%-?MISCONF')
+    or string.find(text, '^%-?NOREPLICAS')
+end
+
 -- Decides a call: see scripts.rs.
 local function run(KEYS, ARGV)
   encode, decode = struct.pack, struct.unpack
@@ -822,56 +890,14 @@ local function run(KEYS, ARGV)
   -- The server's reading, if one was taken: the reading every check without a `now` was
   -- decided at, so that a check can be given back exactly.
   reply[r + 1] = server_clock or 0
-  -- Every state the checks changed, written once, with the expiry it needs from now.
-  for i = 1, #order do
-    local key = order[i]
-    local ttl = dirty[key]
-    if type(ttl) == 'number' then ttl = int(ttl) end
-    redis.call('SET', key, values[key], 'PX', ttl)
-  end
-  if log_order then
-    for _, key in ipairs(log_order) do
-      local log = logs[key]
-      if log.off > 0 or #log.tail > 0 then
-        -- The instants to push, and how many of those read to drop: every one read, and perhaps
-        -- some pushed since, once `off` reaches past them.
-        local from, drop = 1, log.off
-        if log.off >= log.loaded then from, drop = log.off - log.loaded + 1, log.loaded end
-        -- Whether anything is left of the key once it is written.
-        local remains = from <= #log.tail or drop < log.loaded
-        -- Pushed before the old ones are trimmed, so that the key never stops existing midway:
-        -- a cluster node whose slot is migrating refuses a key it no longer holds, and a
-        -- refusal after a write would leave the call half done.
-        -- As text, each instant printed once (a call's instants are mostly of one ms).
-        local pushing = #log.tail
-        if from == pushing then
-          redis.call('RPUSH', key, int(log.tail[from]))
-        elseif from < pushing then
-          local texts, pushed = {}, {}
-          while from <= pushing do
-            local last = math.min(from + 999, pushing)
-            for i = from, last do
-              local at = log.tail[i]
-              local text = texts[at]
-              if not text then
-                text = int(at)
-                texts[at] = text
-              end
-              pushed[i - from + 1] = text
-            end
-            redis.call('RPUSH', key, unpack(pushed, 1, last - from + 1))
-            from = last + 1
-          end
-        end
-        if drop > 0 then
-          if remains then
-            redis.call('LTRIM', key, int(drop), '-1')
-          else
-            redis.call('DEL', key)
-          end
-        end
-        if log.need and remains then keep(key, log.need, log.give, log.fresh) end
-      end
+  -- A server that refuses writes refuses the first: then the call's rejections are
+  -- answered as decided, and what it admitted, which had to count, is undecided (-4).
+  wrote = false
+  local written, e = pcall(write_all)
+  if not written then
+    if wrote or not refuses_writes(e) then error(e) end
+    for i = 1, r, 3 do
+      if reply[i] >= 1 then reply[i] = -4 end
     end
   end
   return reply

@@ -355,23 +355,30 @@ impl RedisStore {
         let open: Vec<usize> = (0..checks.len())
             .filter(|&i| decided[i].is_none())
             .collect();
-        if let Some(connection) = self.inner.connection.one_server() {
-            self.first_checks(&connection, checks, &open, decided)
-                .await?;
+        let first = match self.inner.connection.one_server() {
+            Some(connection) => self.first_checks(&connection, checks, &open, decided).await,
+            None => Ok(()),
+        };
+        // A server that refused a new client's write still decides the rest: its
+        // rejections stand, whatever the call carried (the refused checks keep the refusal).
+        match &first {
+            Err(error) if !error.was_answered() => return first,
+            _ => {}
         }
         let rest: Vec<usize> = open.into_iter().filter(|&i| decided[i].is_none()).collect();
         if rest.is_empty() {
-            return Ok(());
+            return first;
         }
         if self.inner.connection.is_cluster() {
-            return self.call_on_node(checks, rest, decided).await;
+            self.call_on_node(checks, rest, decided).await?;
+            return first;
         }
         let rest_checks: Vec<&CheckArgs> = rest.iter().map(|&i| &checks[i]).collect();
         let replies = self.call(&rest_checks).await?;
         for (i, reply) in rest.into_iter().zip(replies) {
             decided[i] = Some(reply);
         }
-        Ok(())
+        first
     }
 
     /// Sends the `open` checks that are new clients' first ones as plain writes, and with

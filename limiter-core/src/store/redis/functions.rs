@@ -13,7 +13,8 @@
 //! call sent again; if it still cannot be, the call goes as the script. A server that
 //! refuses functions (Redis before 7, an ACL or a plan that forbids `FCALL` or `FUNCTION`)
 //! gets scripts from then on, as before libraries were used; one that refuses a call for
-//! want of memory or replicas gets that call as the script (see [`refused_up_front`]).
+//! want of memory, replicas or a good save gets that call as the script (see
+//! [`refused_up_front`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::LazyLock;
@@ -188,9 +189,10 @@ pub(super) fn mended_alone(error: &redis::RedisError) -> bool {
 }
 
 /// Whether a server refused a call before running it for want of memory (`maxmemory` with
-/// `noeviction`) or of replicas (`min-replicas-to-write`): what it does to a function that
-/// may write, where it runs a script and stops it at its first write only (a script that
-/// writes nothing, as a check it rejects, is answered).
+/// `noeviction`), of replicas (`min-replicas-to-write`) or of a good save (`MISCONF`): what
+/// it does to a function that may write, where it runs a script and refuses its first write
+/// only — which check.lua catches, answering the call's rejections as decided and its
+/// admissions as undecided.
 pub(super) fn refused_up_front(error: &redis::RedisError) -> bool {
-    matches!(error.code(), Some("OOM" | "NOREPLICAS"))
+    matches!(error.code(), Some("OOM" | "NOREPLICAS" | "MISCONF"))
 }

@@ -629,6 +629,17 @@ impl RedisStore {
                 .collect(),
         };
         let reply = self.batched(check).await?;
+        // Admitted where the server refused to write it (check.lua): undecided, so the
+        // fault policy answers it; the call's rejections stand.
+        if reply
+            .chunks_exact(3)
+            .any(|answer| answer[0] == reply::UNWRITTEN)
+        {
+            return Err(StoreError::msg(
+                "Redis refused to write (out of memory, short of replicas, or a failed save)",
+            )
+            .of_refusal());
+        }
         let clock = reply[3 * charges.len()];
         Ok(charges
             .iter()

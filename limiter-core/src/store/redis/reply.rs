@@ -3,7 +3,8 @@
 //!
 //! The script answers three numbers per limit: `counted, remaining, wait_ns`. `counted` is 0
 //! when the limit rejects the check, -2 when it rejects it and a block of its penalty
-//! starts, -3 when the client's block refuses it, -1 when it would admit it but counted
+//! starts, -3 when the client's block refuses it, -4 when it would count it but the server
+//! refused the write ([`UNWRITTEN`]), -1 when it would admit it but counted
 //! nothing (another limit rejected it, or the check only peeked), and else `1 + d`, `d` being how
 //! far the instant the script counted at lies after the call's clock reading (a reading
 //! earlier than the key's state is counted at the state's newest instant). From that
@@ -11,6 +12,10 @@
 //! writes it.
 
 use std::time::Duration;
+
+/// The answer of a limit whose check the script would have counted, but the server refused
+/// to write (out of memory, short of replicas, a failed save): undecided.
+pub(super) const UNWRITTEN: i64 = -4;
 
 use crate::{Algorithm, Decision, Limit, Policy};
 
