@@ -402,7 +402,9 @@ impl LimiterBuilder {
 
     /// The most requests waiting for their turn at once (`delay = "..."`, over every
     /// limit), default [`DEFAULT_MOST_WAITING`](Self::DEFAULT_MOST_WAITING): one more
-    /// is refused at once with its 429, its place given back.
+    /// is refused at once with its 429, its place given back — unless its limit holds fewer
+    /// than its share of the places (the bound over the limits waiting): one limit's flood
+    /// never takes another's places, and the line holds at most twice the bound.
     ///
     /// ```
     /// use limiter::Limiter;

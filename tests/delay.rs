@@ -418,3 +418,48 @@ async fn a_dry_run_of_a_delay_checked_in_the_handler_waits_for_nothing() {
         "{new:?}"
     );
 }
+
+/// Places in the line are budgeted per limit: one limit's flood of waiting requests (its
+/// clients each holding places ahead) fills the line, and another limit's request still
+/// gets a place — it waits its turn, not a 429.
+#[actix_web::test]
+async fn one_limits_flood_of_waiting_requests_takes_no_other_limits_place() {
+    tokio::time::pause();
+    let clock = ManualClock::starting_at(Duration::from_secs(1_770_000_000));
+    let limiter = Limiter::builder()
+        .clock(clock.clone())
+        .most_waiting(4)
+        .build();
+    let app = Rc::new(test::init_service(App::new().app_data(limiter).configure(routes)).await);
+    // Eight clients of `smooth` each spend its 10 and queue 2 ahead: the line is full.
+    let mut flood = Vec::new();
+    for client in 0..8u8 {
+        let from = format!("198.51.100.{client}:1");
+        for _ in 0..12 {
+            let app = Rc::clone(&app);
+            let from = from.clone();
+            flood.push(tokio::task::spawn_local(async move {
+                get_from(&*app, "/smooth", &from).await.status().as_u16()
+            }));
+        }
+    }
+    for _ in 0..50 {
+        tokio::task::yield_now().await;
+    }
+    // `patient`'s client: its first runs, its second waits a second for its token.
+    assert_eq!(get_from(&*app, "/patient", CLIENT).await.status(), 200);
+    let second = get_from(&*app, "/patient", CLIENT).await;
+    let refused = {
+        let mut statuses = Vec::new();
+        for request in flood {
+            statuses.push(request.await.unwrap());
+        }
+        statuses.iter().filter(|s| **s == 429).count()
+    };
+    println!(
+        "smooth's flood: {refused} of 96 refused for a full line; patient: {}",
+        second.status()
+    );
+    assert!(refused > 0, "the line was full");
+    assert_eq!(second.status(), 200, "patient's request took its place");
+}

@@ -1,14 +1,16 @@
 //! `delay = "2s"` at run time: a request a token bucket admitted ahead of its tokens waits
 //! for them — asleep on the runtime's timer, never holding a worker thread — then runs.
-//! Waiting requests are bounded in total ([`LimiterBuilder::most_waiting`]); per key the
-//! delay bounds them (a bucket holds at most `delay / interval` places ahead). A request
+//! Waiting requests are bounded in total ([`LimiterBuilder::most_waiting`]), and budgeted per
+//! limit: with every place taken, a limit holding fewer than its share (the bound over the
+//! limits waiting) still gets one, so one limit's flood never takes another's places (at
+//! most twice the bound in all); per key the delay bounds them (a bucket holds at most
+//! `delay / interval` places ahead). A request
 //! that goes away while it waits gives its place back: its tokens are refunded, exactly, as
 //! its receipt says. A full queue answers 429 at once, its place given back too.
 //!
 //! [`LimiterBuilder::most_waiting`]: crate::LimiterBuilder::most_waiting
 
 use std::future::Future;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use actix_web::http::StatusCode;
@@ -16,9 +18,43 @@ use actix_web::http::StatusCode;
 use super::refund::{Counts, Owned, Refund};
 use crate::{Limiter, Receipt};
 
-/// The requests waiting for their turn now, over a limiter.
+/// The requests waiting for their turn now, over a limiter, and by limit (its id).
 #[derive(Debug, Default)]
-pub(crate) struct Waiting(AtomicUsize);
+pub(crate) struct Waiting(parking_lot::Mutex<(usize, Vec<(u64, usize)>)>);
+
+impl Waiting {
+    /// Takes a place for a request of the limit `id`: one of `most` in all, or — all taken —
+    /// one of the limit's share of them.
+    fn take(&self, id: u64, most: usize) -> bool {
+        let mut waiting = self.0.lock();
+        let (total, by_limit) = &mut *waiting;
+        let at = by_limit.iter().position(|(limit, _)| *limit == id);
+        let own = at.map_or(0, |at| by_limit[at].1);
+        let limits = by_limit.len() + usize::from(at.is_none());
+        if *total >= most && own >= most / limits {
+            return false;
+        }
+        *total += 1;
+        match at {
+            Some(at) => by_limit[at].1 += 1,
+            None => by_limit.push((id, 1)),
+        }
+        true
+    }
+
+    /// Gives a place of the limit `id` back.
+    fn give(&self, id: u64) {
+        let mut waiting = self.0.lock();
+        let (total, by_limit) = &mut *waiting;
+        *total = total.saturating_sub(1);
+        if let Some(at) = by_limit.iter().position(|(limit, _)| *limit == id) {
+            by_limit[at].1 -= 1;
+            if by_limit[at].1 == 0 {
+                by_limit.swap_remove(at);
+            }
+        }
+    }
+}
 
 /// A place taken ahead: given back (refunded) unless the request waited its turn.
 struct Place<'l> {
@@ -28,21 +64,26 @@ struct Place<'l> {
 
 impl Drop for Place<'_> {
     fn drop(&mut self) {
-        let Some(refund) = self.refund.take() else {
-            return;
-        };
-        // The request went away while it waited: its tokens go back — at once from memory,
-        // else in the runtime's time (the request's own future is gone). Without a runtime
-        // (it is shutting down) a networked store keeps the place until its token is back.
-        let limiter = self.limiter.clone();
-        let mut giving = Box::pin(async move { refund.take_back(&limiter, StatusCode::OK).await });
-        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        if giving.as_mut().poll(&mut cx).is_pending() {
-            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                drop(runtime.spawn(giving));
-            }
+        // The request went away while it waited: its tokens go back.
+        if let Some(refund) = self.refund.take() {
+            drop(give_back(self.limiter, refund));
         }
     }
+}
+
+/// Gives `refund` back whatever becomes of the request that asks: at once where the store
+/// answers at once (memory), else in a task of the runtime's, which the request's going
+/// away does not stop — its handle, to await it. Without a runtime (it is shutting down) a
+/// networked store keeps the place until its token is back.
+fn give_back(limiter: &Limiter, refund: Refund) -> Option<tokio::task::JoinHandle<()>> {
+    let limiter = limiter.clone();
+    let mut giving = Box::pin(async move { refund.take_back(&limiter, StatusCode::OK).await });
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    if giving.as_mut().poll(&mut cx).is_ready() {
+        return None;
+    }
+    let runtime = tokio::runtime::Handle::try_current().ok()?;
+    Some(runtime.spawn(giving))
 }
 
 /// What a delayed admission says once its wait is over: nothing left, and its token's
@@ -52,12 +93,12 @@ pub(crate) fn after_the_wait(decision: crate::Decision, policy: &crate::Policy) 
     crate::Decision::allow(decision.limit(), 0, interval)
 }
 
-/// Counts one more waiting request while it lives.
-struct InLine<'w>(&'w Waiting);
+/// A place of the limit (its id) in the line while it lives.
+struct InLine<'w>(&'w Waiting, u64);
 
 impl Drop for InLine<'_> {
     fn drop(&mut self) {
-        self.0 .0.fetch_sub(1, Ordering::Relaxed);
+        self.0.give(self.1);
     }
 }
 
@@ -76,15 +117,22 @@ impl Limiter {
         charges: Vec<Owned>,
         receipt: Receipt,
     ) -> bool {
+        // The place is the limit's that delays it.
+        let id = charges
+            .iter()
+            .find(|(limit, _, _)| limit.policy().delay().is_some())
+            .map_or(0, |(limit, _, _)| limit.id());
         let refund = Refund::new(vec![(charges, receipt, Counts::When(never))]);
         let waiting = &self.http().waiting;
-        let most = self.http().most_waiting;
-        if waiting.0.fetch_add(1, Ordering::Relaxed) >= most {
-            waiting.0.fetch_sub(1, Ordering::Relaxed);
-            refund.take_back(self, StatusCode::OK).await;
+        if !waiting.take(id, self.http().most_waiting) {
+            // Back before the refusal answers (its fields say where the limits stand then),
+            // and back all the same if the request goes meanwhile.
+            if let Some(giving) = give_back(self, refund) {
+                let _ = giving.await;
+            }
             return false;
         }
-        let _in_line = InLine(waiting);
+        let _in_line = InLine(waiting, id);
         let mut place = Place {
             limiter: self,
             refund: Some(refund),
