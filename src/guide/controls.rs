@@ -244,8 +244,12 @@
 //! takes a slot before its rates are decided (a request refused for concurrency takes
 //! nothing from them) and holds it until its response's body is sent; the slot is a guard
 //! ([`SlotGuard`](crate::SlotGuard)) that gives itself back when dropped, so a rate
-//! limit's 429, an extractor's error, a panic, a client that goes away and a streaming body
-//! cut short all give it back (`tests/concurrency.rs` runs each). Refused: `429`,
+//! limit's 429, an extractor's error, a panic and a streaming body cut short all give it
+//! back (`tests/concurrency.rs` runs each); so does a request dropped after the store
+//! granted its slot and before it read the answer (on Redis the answer itself is a guard).
+//! A client that hangs up does not stop its handler: actix's HTTP/1 keeps a running handler
+//! to its end, and the handler holds its slot until then — the slot is taken by what runs.
+//! A delayed request that has not started its handler gives its place back when dropped. Refused: `429`,
 //! `Retry-After: 1`, `RateLimit-Policy: "NAME";q=2;qu="concurrent-requests"`.
 //!
 //! On Redis a slot is a lease (a sorted set per client and limit, scored by expiry), taken
