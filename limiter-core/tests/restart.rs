@@ -425,7 +425,7 @@ fn a_restore_of_many_limits_stays_within_the_stores_bytes() {
         small.len(),
         small.bytes()
     );
-    assert!(small.len() > 0);
+    assert!(!small.is_empty());
     assert!(small.bytes() <= small.max_bytes(), "{}", small.bytes());
 }
 

@@ -165,7 +165,7 @@ impl MemoryStore {
                     _ => 0,
                 };
                 out.extend_from_slice(&burst.to_le_bytes());
-                put(&mut out, policy.delay().map_or(0, |delay| millis(delay)));
+                put(&mut out, policy.delay().map_or(0, millis));
                 for number in policy.penalty().map_or([0; 4], |p| p.to_numbers()) {
                     put(&mut out, number);
                 }
