@@ -140,8 +140,9 @@ mod whole_policy {
         );
     }
 
-    /// The memory store finds a limit's state by its whole policy: a delay an override (or a
-    /// per-request policy) adds is honoured, not the declared table's delay-less one.
+    /// The memory store decides with the request's whole policy, in the limit's one budget:
+    /// a delay an override (or a per-request policy) adds is honoured, not the declared
+    /// table's delay-less policy, and what the client used before it still counts.
     #[test]
     fn a_delay_added_by_an_override_is_honoured_in_memory() {
         let clock = ManualClock::starting_at(Duration::from_secs(100));
@@ -163,10 +164,13 @@ mod whole_policy {
                 .unwrap()
                 .unwrap()
         };
+        // One budget: `a`'s token, taken before the override, is still taken — it waits.
+        let a = check(b"a");
+        assert_eq!(a.delayed(), Some(Duration::from_secs(1)), "{a:?}");
         assert!(check(b"b").allowed());
         let second = check(b"b");
         assert_eq!(second.delayed(), Some(Duration::from_secs(1)), "{second:?}");
-        // A reset forgets the client in every table of its limit.
+        // A reset forgets the client.
         limiter
             .reset("queue", b"b")
             .now_or_never()

@@ -455,7 +455,7 @@ impl Limiter {
     /// request it asks about, which is counted. A preflight that reaches a handler runs it,
     /// and is counted as any request; `.count_preflights(true)` counts them all.
     #[inline]
-    pub(super) fn gives_back_preflight(&self, req: &HttpRequest, limits: &HandlerLimits) -> bool {
+    pub(crate) fn gives_back_preflight(&self, req: &HttpRequest, limits: &HandlerLimits) -> bool {
         limits.around_service && !self.http().count_preflights && is_preflight(req)
     }
 

@@ -31,7 +31,7 @@ impl Waiting {
         let at = by_limit.iter().position(|(limit, _)| *limit == id);
         let own = at.map_or(0, |at| by_limit[at].1);
         let limits = by_limit.len() + usize::from(at.is_none());
-        if *total >= most && own >= most / limits {
+        if *total >= most && (own >= most / limits || *total >= 2 * most) {
             return false;
         }
         *total += 1;

@@ -247,14 +247,18 @@ where
             // `count = "failures"`: a success takes back what it was counted, before it
             // leaves.
             let status = response.status();
-            let by_cors = limits.around_service
-                && super::decide::is_preflight(response.request())
+            // A preflight a CORS layer answered ran no handler: what it was counted goes
+            // back. (Limits checked inside a handler ran one: their rules hold.)
+            let by_cors = limiter.gives_back_preflight(response.request(), &limits)
                 && super::decide::answered_by_cors(response.headers());
-            for refund in decided.refund.into_iter().chain(inline_refunds) {
+            if let Some(refund) = decided.refund {
                 match by_cors {
                     true => Box::pin(refund.give_back_all(&limiter)).await,
                     false => Box::pin(refund.take_back(&limiter, status)).await,
                 }
+            }
+            for refund in inline_refunds {
+                Box::pin(refund.take_back(&limiter, status)).await;
             }
             Ok(response.map_into_left_body())
         })

@@ -85,8 +85,11 @@
 //! counted. A preflight that reaches a limited handler (a route for every method) runs it,
 //! and is counted as any request: an `OPTIONS` flood never runs a handler unlimited. The
 //! `RateLimit` middleware outside `Cors` counts a preflight and gives it back when the
-//! answer is `Cors`'s own (`Access-Control-Allow-Methods`); `.count_preflights(true)` on
-//! the builder keeps those counted too. With the attribute inside an `actix-cors` app,
+//! answer is `Cors`'s own (it carries `Access-Control-Allow-Methods`: a handler of your own
+//! that answers preflights with it is taken for a CORS layer); `.count_preflights(true)` on
+//! the builder keeps those counted too. A preflight is decided as any request there: a
+//! client over its budget gets the 429 (without CORS headers, as its requests would), and a
+//! `ConcurrencyLimit` outside `Cors` holds a slot while `Cors` answers. With the attribute inside an `actix-cors` app,
 //! `Cors` answers preflights itself and puts its headers on the 429. With the `RateLimit` middleware, wrap `Cors` last — actix's last `.wrap` is the
 //! outermost — so that the middleware's 429 passes through it and carries
 //! `Access-Control-Allow-Origin`; without it a page cannot read `Retry-After`:
@@ -221,8 +224,11 @@
 //! compile error.
 //!
 //! The wait is a timer, not a thread. The requests waiting at once are bounded,
-//! [`LimiterBuilder::most_waiting`](crate::LimiterBuilder::most_waiting) (1,024 by default):
-//! one more is refused at once, its place given back: a 429 whose `Retry-After` is the wait
+//! [`LimiterBuilder::most_waiting`](crate::LimiterBuilder::most_waiting) (1,024 by default),
+//! and budgeted per limit: with the line full, a limit holding fewer than its share (the
+//! bound over the limits waiting) still gets a place, so one limit's flood never takes
+//! another's (at most twice the bound in all). Beyond that one more is refused at once, its
+//! place given back: a 429 whose `Retry-After` is the wait
 //! it would have had, with the RateLimit fields of every limit of the handler as they stand
 //! once its units are back, counted, traced and listed among the scope's rejected clients
 //! as any rejection is. Per client the delay bounds them (`delay / interval` places ahead).

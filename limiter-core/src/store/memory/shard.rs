@@ -46,7 +46,10 @@ impl Shard {
     #[inline]
     fn table_index(&mut self, limit: &Limit, now_ms: u64) -> usize {
         match self.tables.iter().position(|t| t.counts_for(limit)) {
-            Some(position) => position,
+            Some(position) => {
+                self.tables[position].decides_as(limit);
+                position
+            }
             None => self.new_table(limit, now_ms),
         }
     }
@@ -189,6 +192,7 @@ impl Shard {
         bounds: Bounds,
     ) -> Decision {
         if let Some(table) = self.tables.iter_mut().find(|t| t.counts_for(limit)) {
+            let table = table.decides_as(limit);
             if !table.sweep_due(now_ms) {
                 table.seen(now_ms);
                 if let Some(slot) = table.find(fp) {
@@ -355,7 +359,7 @@ impl Shard {
 
     pub(super) fn undo(&mut self, limit: &Limit, fp: u64, prior: Prior) {
         if let Some(table) = self.tables.iter_mut().find(|t| t.counts_for(limit)) {
-            table.undo(fp, prior);
+            table.decides_as(limit).undo(fp, prior);
         }
     }
 
@@ -368,7 +372,7 @@ impl Shard {
         cost: u32,
     ) {
         if let Some(table) = self.tables.iter_mut().find(|t| t.counts_for(limit)) {
-            table.refund(fp, mark, now_ms, cost);
+            table.decides_as(limit).refund(fp, mark, now_ms, cost);
         }
     }
 
@@ -417,14 +421,16 @@ impl Shard {
         self.in_flight.get(&(limit_id, fp)).copied().unwrap_or(0)
     }
 
-    /// Forgets `fp`'s state under `limit` — in every table of its id, whatever delay or
-    /// penalty it counts with, as its one Redis key is — and its penalty record.
+    /// Forgets `fp`'s state under `limit`, and its penalty record.
     pub(super) fn forget(&mut self, limit: &Limit, fp: u64) {
         self.remove_block((limit.id(), fp));
-        for table in self.tables.iter_mut() {
-            if table.limit_id() == limit.id() && table.forget(fp) {
-                self.keys -= 1;
-            }
+        let forgotten = self
+            .tables
+            .iter_mut()
+            .find(|t| t.counts_for(limit))
+            .is_some_and(|table| table.forget(fp));
+        if forgotten {
+            self.keys -= 1;
         }
     }
 
@@ -448,10 +454,9 @@ impl Shard {
         if self.keys >= bounds.keys {
             return false;
         }
-        let found = self
-            .tables
-            .iter()
-            .position(|t| t.limit_id() == limit_id && *t.policy() == policy);
+        // One table per limit id, as one budget: a saved policy that differs in its delay or
+        // penalty only counts the same budget (the live limit's policy decides).
+        let found = self.tables.iter().position(|t| t.limit_id() == limit_id);
         let added = match found {
             Some(t) => {
                 let table = &self.tables[t];

@@ -100,11 +100,23 @@ impl Table {
         self.limit_id
     }
 
-    /// Whether it counts `limit`: its id and its whole policy (a delay or a penalty changes
-    /// a decision but not the id, which names the limit's Redis keys).
+    /// Whether it counts `limit`'s budget: its id, which names the budget (as its Redis keys)
+    /// — the same for a limit whose delay or penalty an override or a per-request policy
+    /// changes. Then [`decides_as`](Self::decides_as) makes its policy the request's.
     #[inline]
     pub(super) fn counts_for(&self, limit: &Limit) -> bool {
-        self.limit_id == limit.id() && self.policy == *limit.policy()
+        self.limit_id == limit.id()
+    }
+
+    /// Decides with `limit`'s whole policy from now on: the policy is a value, whatever
+    /// decides the request (a declared limit, an override, a per-request policy, a restored
+    /// table), never the one the table happened to be made with.
+    #[inline]
+    pub(super) fn decides_as(&mut self, limit: &Limit) -> &mut Table {
+        if self.policy != *limit.policy() {
+            self.policy = *limit.policy();
+        }
+        self
     }
 
     pub(super) fn policy(&self) -> &Policy {

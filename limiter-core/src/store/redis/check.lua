@@ -706,9 +706,10 @@ end
 
 -- Whether `e`, an error a write raised, is a server refusing writes.
 local function refuses_writes(e)
+  -- (A table on Redis 7 and Valkey; text on Redis 6, after the script's place.)
   local text = type(e) == 'table' and e.err or tostring(e)
-  return string.find(text, '^%-?OOM') or string.find(text, '^%-?MISCONF')
-    or string.find(text, '^%-?NOREPLICAS')
+  return string.find(text, 'OOM ', 1, true) or string.find(text, 'MISCONF ', 1, true)
+    or string.find(text, 'NOREPLICAS ', 1, true)
 end
 
 -- Decides a call: see scripts.rs.
@@ -891,13 +892,18 @@ local function run(KEYS, ARGV)
   -- decided at, so that a check can be given back exactly.
   reply[r + 1] = server_clock or 0
   -- A server that refuses writes refuses the first: then the call's rejections are
-  -- answered as decided, and what it admitted, which had to count, is undecided (-4).
+  -- answered as decided, and what it admitted, which had to count, is undecided (-4); a
+  -- block that could not be recorded is answered as a plain rejection.
   wrote = false
   local written, e = pcall(write_all)
   if not written then
     if wrote or not refuses_writes(e) then error(e) end
     for i = 1, r, 3 do
-      if reply[i] >= 1 then reply[i] = -4 end
+      if reply[i] >= 1 then
+        reply[i] = -4
+      elseif reply[i] == -2 then
+        reply[i] = 0
+      end
     end
   end
   return reply
