@@ -130,6 +130,16 @@ mod whole_policy {
                 "{text}"
             );
         }
+        // The case: a declared delay, no penalty, an override naming its algorithm.
+        let delayed = Limit::new(
+            "queued",
+            bucket(20).with_delay(Duration::from_secs(2)).unwrap(),
+        );
+        limiter.set_policy("queued", "10 per 1s, token_bucket".parse().unwrap());
+        assert_eq!(
+            limiter.overridden(&delayed).unwrap().policy().to_string(),
+            "10 per 1s, token_bucket, delay 2s"
+        );
         // Two declared limits of one scope, with and without a delay: each keeps its own.
         let plain = Limit::new("smooth", bucket(20));
         let applied = limiter.overridden(&plain).unwrap();
