@@ -277,11 +277,13 @@ impl Budgets {
                 builder.store(store)
             }
         };
-        let builder = match pair.controls.contains(&Control::Override) {
-            true => builder.policy(&format!("m-{}", pair.name), "5 per 5s".parse().unwrap()),
-            false => builder,
-        };
-        builder.build()
+        let limiter = builder.build();
+        // Set while serving, as configuration and `limiter-cli set` do.
+        if pair.controls.contains(&Control::Override) {
+            let policy = "5 per 5s, token_bucket".parse().unwrap();
+            limiter.set_policy(&format!("m-{}", pair.name), policy);
+        }
+        limiter
     }
 
     /// The budgets after a restart: in memory, what a save and a restore keep.
