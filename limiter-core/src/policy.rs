@@ -614,6 +614,22 @@ impl Policy {
         })
     }
 
+    /// Whether `other` has this policy's delay and penalty: what a policy changes of a
+    /// decision beyond how it counts.
+    #[inline]
+    pub(crate) fn same_extras(&self, other: &Policy) -> bool {
+        self.delay_ms == other.delay_ms && self.penalty == other.penalty
+    }
+
+    /// This policy, counting as it does, with `other`'s delay and penalty.
+    pub(crate) fn with_extras_of(self, other: &Policy) -> Policy {
+        Policy {
+            delay_ms: other.delay_ms,
+            penalty: other.penalty,
+            ..self
+        }
+    }
+
     /// The longest `delay`: a minute (a request that waits longer is better refused).
     pub const MAX_DELAY: Duration = Duration::from_secs(60);
 

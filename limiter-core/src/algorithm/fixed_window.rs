@@ -106,11 +106,12 @@ impl FixedWindow {
             };
         }
         let ends_in = ms(window - self.start.age(now_ms));
-        if cost <= max - self.count {
+        // (Saturating: a state never holds more than `max`, and a damaged one must not panic.)
+        if cost <= max.saturating_sub(self.count) {
             self.count += cost;
             Decision::allow_ns(max, max - self.count, ends_in)
         } else {
-            Decision::reject_leaving_ns(max, max - self.count, ends_in)
+            Decision::reject_leaving_ns(max, max.saturating_sub(self.count), ends_in)
         }
     }
 

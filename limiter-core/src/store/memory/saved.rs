@@ -324,18 +324,15 @@ impl MemoryStore {
                 if count > 16 || expires <= saved_ms.saturating_add(moved.elapsed_ms) {
                     continue;
                 }
-                // No block lasts longer than a month's quota waits (a crafted end is held
-                // to it), and no strike is later than the save.
-                let latest = saved_ms.saturating_add(MOST_BLOCK_MS);
-                let until = until.min(latest);
-                let expires = expires.min(latest).max(until);
-                let strikes: Vec<u64> = strikes.into_iter().filter(|&s| s <= saved_ms).collect();
+                // No restored block lasts longer than a month's quota waits from now (a
+                // crafted end, or a crafted reading of the save's clock, is held to it), and
+                // no strike is later than the save.
                 let shift = |at: u64| at.saturating_add_signed(moved.by_ms);
-                let block = Block::from_parts(
-                    shift(until),
-                    shift(expires),
-                    strikes.into_iter().map(shift).collect(),
-                );
+                let latest = now_ms.saturating_add(MOST_BLOCK_MS);
+                let until = shift(until).min(latest);
+                let expires = shift(expires).min(latest).max(until);
+                let strikes = strikes.into_iter().filter(|&s| s <= saved_ms).map(shift);
+                let block = Block::from_parts(until, expires, strikes.collect());
                 let shard = &store.inner.shards[store.shard_of(fp)].0;
                 shard
                     .lock()

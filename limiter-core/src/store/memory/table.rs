@@ -108,13 +108,15 @@ impl Table {
         self.limit_id == limit.id()
     }
 
-    /// Decides with `limit`'s whole policy from now on: the policy is a value, whatever
+    /// Decides with `limit`'s delay and penalty from now on: the policy is a value, whatever
     /// decides the request (a declared limit, an override, a per-request policy, a restored
-    /// table), never the one the table happened to be made with.
+    /// table), never the one the table happened to be made with. How it counts is the id's
+    /// (the same for every limit found here) and stays the table's own: its states were held
+    /// to it (a restored file's, checked as plausible under it).
     #[inline]
     pub(super) fn decides_as(&mut self, limit: &Limit) -> &mut Table {
-        if self.policy != *limit.policy() {
-            self.policy = *limit.policy();
+        if !self.policy.same_extras(limit.policy()) {
+            self.policy = self.policy.with_extras_of(limit.policy());
         }
         self
     }
