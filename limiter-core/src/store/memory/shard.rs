@@ -455,7 +455,7 @@ impl Shard {
             return false;
         }
         // One table per limit id, as one budget: a saved policy that differs in its delay or
-        // penalty only counts the same budget (the live limit's policy decides).
+        // penalty only counts the same budget (the live limit's delay and penalty decide).
         let found = self.tables.iter().position(|t| t.limit_id() == limit_id);
         let added = match found {
             Some(t) => {
@@ -494,11 +494,15 @@ impl Shard {
         // Tables left empty go, and their room with them.
         self.tables.retain(|t| t.len() > 0);
         self.blocks.retain(|_, block| !block.is_expired(now_ms));
-        self.blocks_by_limit.clear();
-        let ids: Vec<u64> = self.blocks.keys().map(|(limit, _)| *limit).collect();
-        for limit in ids {
-            self.count_blocks(limit, 1);
+        // Counted again from what is left, in place of the counts of those gone.
+        let mut by_limit: Vec<(u64, usize)> = Vec::new();
+        for (limit, _) in self.blocks.keys() {
+            match by_limit.iter_mut().find(|(id, _)| id == limit) {
+                Some((_, held)) => *held += 1,
+                None => by_limit.push((*limit, 1)),
+            }
         }
+        self.blocks_by_limit = by_limit;
         if self.blocks.capacity() > 2 * self.blocks.len().max(4) {
             self.blocks.shrink_to_fit();
         }

@@ -102,7 +102,8 @@ impl Table {
 
     /// Whether it counts `limit`'s budget: its id, which names the budget (as its Redis keys)
     /// — the same for a limit whose delay or penalty an override or a per-request policy
-    /// changes. Then [`decides_as`](Self::decides_as) makes its policy the request's.
+    /// changes. Then [`decides_as`](Self::decides_as) gives it the request's delay and
+    /// penalty.
     #[inline]
     pub(super) fn counts_for(&self, limit: &Limit) -> bool {
         self.limit_id == limit.id()
