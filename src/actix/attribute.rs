@@ -11,7 +11,7 @@ use actix_web::{FromRequest, HttpRequest, HttpResponse, Responder};
 use super::fields::{HeaderOptions, RateLimitFields, Write};
 use super::in_flight::Slots;
 use super::limits::HandlerLimits;
-use super::refund::Refund;
+use super::pipeline::{self, settle::Refund};
 use crate::Limiter;
 
 /// The request and its body stream, taken in one extraction: the guarded handler's only
@@ -67,9 +67,9 @@ where
     // What is awaited only on the way less taken — a check under way in a networked store,
     // a refused request's body, a refund — is boxed there: this future, which every
     // request of the handler allocates and moves, holds none of their state.
-    let decided = match limiter.decide_now(&req, limits) {
+    let decided = match pipeline::run_now(limiter, &req, limits) {
         Some(decided) => decided,
-        None => Box::pin(limiter.decide(&req, limits)).await,
+        None => Box::pin(pipeline::run(limiter, &req, limits)).await,
     };
     let decided = match decided {
         Ok(decided) => decided,

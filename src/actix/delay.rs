@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use actix_web::http::StatusCode;
 
-use super::refund::{Counts, Owned, Refund};
+use super::pipeline::settle::{Counts, Owned, Refund};
 use crate::{Limiter, Receipt};
 
 /// The requests waiting for their turn now, over a limiter, and by limit (its id).

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
 
-use super::refund::Refund;
+use super::pipeline::settle::Refund;
 use crate::{Decision, Policy};
 
 /// `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers-10).
@@ -186,6 +186,12 @@ impl RateLimitFields {
     /// its response says so in [`X_RATELIMIT_DRY_RUN`].
     pub(crate) fn let_through(&mut self, names: Vec<Cow<'static, str>>) {
         self.let_through = names;
+    }
+
+    /// Each decision with its member's name and policy, where they are named.
+    pub(crate) fn named(&self) -> impl Iterator<Item = (Member, Decision)> + '_ {
+        let members = self.members.iter().flatten().cloned();
+        members.zip(self.decisions().copied())
     }
 
     fn decisions(&self) -> impl Iterator<Item = &Decision> {

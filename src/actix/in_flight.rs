@@ -211,7 +211,7 @@ impl Limiter {
         req: &HttpRequest,
         limits: &HandlerLimits,
     ) -> Result<Slots, HttpResponse> {
-        if limits.in_flight.is_empty() || self.is_exempt(req) {
+        if limits.in_flight.is_empty() || super::pipeline::is_exempt(self, req) {
             return Ok(Slots::none());
         }
         let mut guards = Vec::with_capacity(limits.in_flight.len());
@@ -221,7 +221,7 @@ impl Limiter {
                 .key
                 .key_for(req, self)
                 .await
-                .map_err(|error| self.key_failure(limits, &error))?;
+                .map_err(|error| super::respond::key_failure(self, limits, &error))?;
             match self.acquire(&spec.limit, key.as_bytes()).await {
                 Ok(guard) => {
                     count(spec.limit.scope(), Outcome::Allowed);
@@ -236,7 +236,7 @@ impl Limiter {
                     );
                     // The guards taken so far go with `guards`: given back now.
                     let decision = Decision::reject(spec.limit.max().get(), Duration::from_secs(1));
-                    let mut response = self.rejection(None, None, &spec.name, decision);
+                    let mut response = super::respond::rejection(self, None, &spec.name, decision);
                     let headers = response.headers_mut();
                     if let Ok(value) = HeaderValue::from_str(&spec.policy_member()) {
                         headers.insert(HeaderName::from_static("ratelimit-policy"), value);
@@ -248,7 +248,11 @@ impl Limiter {
                 }
                 Err(NoSlot::Unavailable) => {
                     count(spec.limit.scope(), Outcome::StoreError);
-                    return Err(self.failure(Some(limits), Failure::StoreUnavailable));
+                    return Err(super::respond::failure(
+                        self,
+                        Some(limits),
+                        Failure::StoreUnavailable,
+                    ));
                 }
             }
             if !policy.is_empty() {

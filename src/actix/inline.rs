@@ -1,20 +1,12 @@
 //! Limits decided inside a handler, once what the request says is known (the username in a
 //! login form): [`check`], with the attribute's responses, fields and fault policy.
 
-use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt;
 
-use actix_web::{HttpMessage, HttpRequest, HttpResponse, ResponseError};
+use actix_web::{HttpRequest, HttpResponse, ResponseError};
 
-use std::sync::Arc;
-
-use super::fields::{InlineChecks, Member};
-use super::keys::ClientKey;
-use super::observe::Outcome;
-use super::problem::Failure;
-use super::refund::Refund;
-use crate::{Charge, Limit, Limiter, Share, StoreError, Verdict};
+use crate::{Limit, Limiter};
 
 /// A request a [`check`] turned away: return it with `?`, and actix answers with the
 /// limiter's 429 (or its configured rejection response), or the 503 of a store that
@@ -115,99 +107,7 @@ async fn check_inline(
     failures_only: bool,
 ) -> Result<(), Rejected> {
     let limiter = Limiter::of(req);
-    let overridden = limiter.overridden(limit);
-    let limit = overridden.as_deref().unwrap_or(limit);
-    // So that `Limiter::reset` finds this budget: a limit checked inline is declared nowhere.
-    limiter.remember(limit);
-    let key = ClientKey::checked(key.as_bytes());
-    // On trial (a dry run, or a client outside the scope's enforced share): decided and
-    // counted, never waited for nor refused, as a handler's limit on trial.
-    let enforced = limiter.enforces_in(limit.scope(), Share::ALL, &key);
-    let charge = [Charge::new(limit, key.as_bytes())];
-    let mut check = limiter.check_all(&charge);
-    let result = match check.take_ready() {
-        Some(result) => result,
-        None => check.await,
-    };
-    let result = result.and_then(|checked| {
-        let (decisions, receipt) = checked.into_parts();
-        decisions
-            .into_iter()
-            .next()
-            .map(|decision| (decision, receipt))
-            .ok_or_else(|| StoreError::msg("the store answered nothing"))
-    });
-    let (decision, receipt) = match limiter.verdict(result) {
-        Verdict::Decided(decided) => decided,
-        Verdict::Unlimited => {
-            super::observe::count(limit.scope(), Outcome::StoreError);
-            return Ok(());
-        }
-        Verdict::Unavailable => {
-            super::observe::count(limit.scope(), Outcome::StoreError);
-            if !enforced {
-                return Ok(());
-            }
-            let response = limiter.failure(None, Failure::StoreUnavailable);
-            return Err(Rejected::new(response));
-        }
-    };
-    // Admitted ahead of its tokens (a bucket's `delay`): it waits its turn, as a handler's
-    // limit does — or, the queue full, is refused, its place given back: a rejection of
-    // this limit for the wait it would have had, counted, traced and in the fields as one.
-    let decision = match decision.delayed() {
-        Some(delay) if !enforced => {
-            Limiter::would_have_waited(limit.scope(), "checked", delay);
-            decision
-        }
-        Some(delay) => {
-            let place = vec![(Arc::new(limit.clone()), key.clone(), 1)];
-            match limiter.wait_turn(delay, place, receipt.clone()).await {
-                true => super::delay::after_the_wait(decision, limit.policy()),
-                false => crate::Decision::reject(limit.policy().max().get(), delay),
-            }
-        }
-        None => decision,
-    };
-    let refund = (failures_only && decision.allowed())
-        .then(|| Refund::one(Arc::new(limit.clone()), key.clone(), receipt));
-    // A rejection of a limit on trial: let through, and said so.
-    let let_through = !enforced && !decision.allowed();
-    let name = super::fields::field_name(Cow::Owned(limit.scope().to_string()));
-    let member = Member {
-        name: name.clone(),
-        policy: *limit.policy(),
-    };
-    {
-        InlineChecks::made();
-        let mut extensions = req.extensions_mut();
-        if extensions.get::<InlineChecks>().is_none() {
-            extensions.insert(InlineChecks::default());
-        }
-        if let Some(inline) = extensions.get_mut::<InlineChecks>() {
-            inline.checks.push((member, decision));
-            inline.refunds.extend(refund);
-            if let_through {
-                inline.let_through.push(name.clone());
-            }
-        }
-    }
-    if let_through {
-        // The fallback memory's answer counts as the store's error, as for a handler's.
-        let outcome = match decision.by_fallback() {
-            true => Outcome::StoreError,
-            false => Outcome::DryRun,
-        };
-        super::observe::count(limit.scope(), outcome);
-        Limiter::would_have_rejected(limit.scope(), "checked", &decision);
-        return Ok(());
-    }
-    super::observe::count(limit.scope(), Outcome::of(&decision));
-    if decision.allowed() {
-        return Ok(());
-    }
-    limiter.rejection_event(limit.scope(), "checked", &key, Some(decision));
-    Err(Rejected::new(
-        limiter.rejection(None, None, &name, decision),
-    ))
+    super::pipeline::run_inline(limiter, req, limit, key, failures_only)
+        .await
+        .map_err(Rejected::new)
 }

@@ -34,7 +34,7 @@ pub(crate) struct Options {
     pub(crate) cost: Cost,
     /// Which responses keep the request counted (`count = "failures"`, `count = fn`);
     /// `None`: all of them.
-    pub(crate) counts: Option<super::refund::Counts>,
+    pub(crate) counts: Option<super::pipeline::settle::Counts>,
     /// The share of clients it is enforced on ([`Share::NONE`]: a dry run).
     pub(crate) enforce: Share,
     pub(crate) policy: Option<Resolver<Policy>>,
@@ -153,14 +153,14 @@ impl LimitSpec {
     /// request is counted, then taken back when its response is a success
     /// (`count = "failures"`).
     pub fn failures_only(mut self) -> LimitSpec {
-        self.options.counts = Some(super::refund::Counts::Failures);
+        self.options.counts = Some(super::pipeline::settle::Counts::Failures);
         self
     }
 
     /// Only requests whose response `counts` says so are counted: an admitted request is
     /// counted, then taken back when `counts(status)` is `false` (`count = path`).
     pub fn count_when(mut self, counts: fn(actix_web::http::StatusCode) -> bool) -> LimitSpec {
-        self.options.counts = Some(super::refund::Counts::When(counts));
+        self.options.counts = Some(super::pipeline::settle::Counts::When(counts));
         self
     }
 
@@ -442,9 +442,11 @@ impl Options {
             Cost::Computed(_) => words.push("cost=fn".to_string()),
         }
         match self.counts {
-            None | Some(super::refund::Counts::Always) => {}
-            Some(super::refund::Counts::Failures) => words.push("count=failures".to_string()),
-            Some(super::refund::Counts::When(_)) => words.push("count=fn".to_string()),
+            None | Some(super::pipeline::settle::Counts::Always) => {}
+            Some(super::pipeline::settle::Counts::Failures) => {
+                words.push("count=failures".to_string())
+            }
+            Some(super::pipeline::settle::Counts::When(_)) => words.push("count=fn".to_string()),
         }
         if self.exempt.is_some() {
             words.push("exempt=fn".to_string());

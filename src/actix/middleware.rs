@@ -16,6 +16,7 @@ use actix_web::{Error, HttpMessage, HttpResponse};
 use super::fields::Write;
 use super::keys::KeySpec;
 use super::limits::{HandlerLimits, LimitSpec};
+use super::pipeline::{self, settle};
 use super::resolve::Resolver;
 use crate::{Limit, Limiter, Policy, Share};
 
@@ -223,9 +224,9 @@ where
             let limiter = Limiter::of(req.request()).clone();
             // As in the attribute's handler: what the common request never awaits is boxed
             // where it is awaited, so that this future stays small.
-            let decided = match limiter.decide_now(req.request(), &limits) {
+            let decided = match pipeline::run_now(&limiter, req.request(), &limits) {
                 Some(decided) => decided,
-                None => Box::pin(limiter.decide(req.request(), &limits)).await,
+                None => Box::pin(pipeline::run(&limiter, req.request(), &limits)).await,
             };
             let decided = match decided {
                 Ok(decided) => decided,
@@ -249,8 +250,8 @@ where
             let status = response.status();
             // A preflight a CORS layer answered ran no handler: what it was counted goes
             // back. (Limits checked inside a handler ran one: their rules hold.)
-            let by_cors = limiter.gives_back_preflight(response.request(), &limits)
-                && super::decide::answered_by_cors(response.headers());
+            let by_cors = settle::gives_back_preflight(&limiter, response.request(), &limits)
+                && settle::answered_by_cors(response.headers());
             if let Some(refund) = decided.refund {
                 match by_cors {
                     true => Box::pin(refund.give_back_all(&limiter)).await,

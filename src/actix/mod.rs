@@ -31,7 +31,6 @@
 
 pub(crate) mod attribute;
 pub(crate) mod body;
-pub(crate) mod decide;
 pub(crate) mod delay;
 pub(crate) mod enforcement;
 pub(crate) mod fields;
@@ -41,14 +40,13 @@ pub(crate) mod in_flight_middleware;
 pub(crate) mod inline;
 pub(crate) mod jitter;
 pub(crate) mod keys;
-pub(crate) mod lean;
 pub(crate) mod limits;
 pub(crate) mod middleware;
 pub(crate) mod mistakes;
 pub(crate) mod observe;
+pub(crate) mod pipeline;
 pub(crate) mod problem;
 pub(crate) mod proxy;
-pub(crate) mod refund;
 pub(crate) mod rejected;
 pub(crate) mod reset;
 pub(crate) mod resolve;

@@ -1,12 +1,16 @@
-//! What a response that does not count takes back (`count = "failures"`, `count = fn`,
-//! `check_failures`): the charges a request was counted, kept past its decision, the
-//! receipts of their checks, and which responses keep them counted.
+//! The last stage: what a response that does not count takes back (`count = "failures"`,
+//! `count = fn`, `check_failures`, a preflight a CORS layer answered): the charges a
+//! request was counted, kept past its decision, the receipts of their checks, and which
+//! responses keep them counted.
 
 use std::sync::Arc;
 
 use actix_web::http::StatusCode;
 
-use super::keys::ClientKey;
+use actix_web::HttpRequest;
+
+use crate::actix::keys::ClientKey;
+use crate::actix::limits::HandlerLimits;
 use crate::{Charge, Limit, Limiter, Receipt};
 
 /// Which responses keep a request counted: `count = "failures"`, or `count = fn`.
@@ -48,13 +52,6 @@ impl Refund {
         Refund { checks }
     }
 
-    /// One unit of `limit` for `key`, counted as `receipt` says, kept for failures.
-    pub(crate) fn one(limit: Arc<Limit>, key: ClientKey, receipt: Receipt) -> Refund {
-        Refund {
-            checks: vec![(vec![(limit, key, 1)], receipt, Counts::Failures)],
-        }
-    }
-
     /// Takes back the charges a response of `status` does not count, before the response
     /// leaves: the client's next request finds them back.
     pub(crate) async fn take_back(self, limiter: &Limiter, status: StatusCode) {
@@ -79,4 +76,32 @@ impl Refund {
             let _ = limiter.refund(&charges, receipt).await;
         }
     }
+}
+
+/// Whether `req` is a CORS preflight (`OPTIONS` with `Access-Control-Request-Method`)
+/// that a [`RateLimit`](crate::RateLimit) middleware counts and gives back when the
+/// answer is a CORS layer's own (it ran no handler): a browser sends one before the
+/// request it asks about, which is counted. A preflight that reaches a handler runs it,
+/// and is counted as any request; `.count_preflights(true)` counts them all.
+#[inline]
+pub(crate) fn gives_back_preflight(
+    limiter: &Limiter,
+    req: &HttpRequest,
+    limits: &HandlerLimits,
+) -> bool {
+    limits.around_service && !limiter.http().count_preflights && is_preflight(req)
+}
+
+/// Whether `req` is a CORS preflight: `OPTIONS` with `Access-Control-Request-Method`.
+pub(crate) fn is_preflight(req: &HttpRequest) -> bool {
+    req.method() == actix_web::http::Method::OPTIONS
+        && req
+            .headers()
+            .contains_key(actix_web::http::header::ACCESS_CONTROL_REQUEST_METHOD)
+}
+
+/// Whether `headers` are those of a CORS layer's answer to a preflight (`actix-cors` and its
+/// peers answer with `Access-Control-Allow-Methods`), which ran no handler.
+pub(crate) fn answered_by_cors(headers: &actix_web::http::header::HeaderMap) -> bool {
+    headers.contains_key(actix_web::http::header::ACCESS_CONTROL_ALLOW_METHODS)
 }

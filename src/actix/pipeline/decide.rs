@@ -1,0 +1,149 @@
+//! The second stage: the planned limits counted in the store. The enforced ones at once,
+//! all or nothing (one round trip to a networked store); then each limit on trial alone,
+//! so that a limit on trial never turns another's admission into a refusal.
+
+use super::each::Each;
+use super::plan::{Plan, Planned};
+use super::settle::Owned;
+use crate::actix::jitter::jittered;
+use crate::{Charge, Decision, Limiter, Receipt, StoreError, Verdict};
+
+/// What the store counted for a request: a decision per planned limit (`None` for one not
+/// decided: on trial and not yet checked, or its store failed), the receipt of the
+/// enforced limits' check, and what each limit that counts only some responses may take
+/// back.
+pub(super) struct Counted {
+    pub(super) decisions: Each<Option<Decision>>,
+    pub(super) receipt: Option<Receipt>,
+    pub(super) refunds: Vec<(Vec<Owned>, Receipt, super::settle::Counts)>,
+}
+
+impl Counted {
+    fn nothing(len: usize) -> Counted {
+        Counted {
+            decisions: Each::filled(len, || None),
+            receipt: None,
+            refunds: Vec::new(),
+        }
+    }
+}
+
+/// The one limit of a plan that needs no receipt, where that is the whole plan: it is
+/// checked alone, which neither allocates nor keeps what the check counted.
+fn alone<'p, 's>(plan: &'p Plan<'s>) -> Option<&'p Planned<'s>> {
+    match plan.items() {
+        [p] if !p.dry_run && p.cost == 1 && !p.needs_receipt() => Some(p),
+        _ => None,
+    }
+}
+
+/// [`enforced`] without a future, where the plan is one limit checked alone and the store
+/// answers at once. `None` otherwise, having counted nothing.
+#[inline]
+pub(super) fn enforced_now(limiter: &Limiter, plan: &Plan<'_>) -> Option<Verdict<Counted>> {
+    let p = alone(plan)?;
+    // A check that is not answered at once has not started: dropping it counts nothing.
+    let result = limiter.check(&p.limit, p.key.as_bytes()).take_ready()?;
+    Some(one_decided(limiter, p, result))
+}
+
+fn one_decided(
+    limiter: &Limiter,
+    p: &Planned<'_>,
+    result: Result<Decision, StoreError>,
+) -> Verdict<Counted> {
+    match limiter.verdict(result) {
+        Verdict::Decided(decision) => Verdict::Decided(Counted {
+            decisions: Each::One(Some(jittered(decision, p.jitter_ms()))),
+            receipt: None,
+            refunds: Vec::new(),
+        }),
+        Verdict::Unlimited => Verdict::Unlimited,
+        Verdict::Unavailable => Verdict::Unavailable,
+    }
+}
+
+/// Counts the plan's enforced limits in one check of the store, all or nothing.
+pub(super) async fn enforced(limiter: &Limiter, plan: &Plan<'_>) -> Verdict<Counted> {
+    if let Some(p) = alone(plan) {
+        let mut check = limiter.check(&p.limit, p.key.as_bytes());
+        let result = match check.take_ready() {
+            Some(result) => result,
+            None => check.await,
+        };
+        return one_decided(limiter, p, result);
+    }
+    let items = plan.items();
+    let enforced: Vec<&Planned<'_>> = items.iter().filter(|p| !p.dry_run).collect();
+    if enforced.is_empty() {
+        return Verdict::Decided(Counted::nothing(items.len()));
+    }
+    let charges: Vec<Charge<'_>> = enforced.iter().map(|p| p.charge()).collect();
+    let mut check = limiter.check_all(&charges);
+    let result = match check.take_ready() {
+        Some(result) => result,
+        None => check.await,
+    };
+    let (answers, receipt) = match limiter.verdict(result) {
+        Verdict::Decided(checked) => checked.into_parts(),
+        Verdict::Unlimited => return Verdict::Unlimited,
+        Verdict::Unavailable => return Verdict::Unavailable,
+    };
+    let mut counted = Counted::nothing(items.len());
+    let mut answers = answers.into_iter();
+    for (slot, p) in counted.decisions.as_mut_slice().iter_mut().zip(items) {
+        if !p.dry_run {
+            *slot = answers.next().map(|d| jittered(d, p.jitter_ms()));
+        }
+    }
+    // Each limit that counts only some responses, with its own rule.
+    for (i, p) in enforced.iter().enumerate() {
+        if let Some(counts) = p.counts {
+            let receipt = receipt.subset([i]);
+            if receipt.counted_anything() {
+                counted.refunds.push((vec![p.owned()], receipt, counts));
+            }
+        }
+    }
+    counted.receipt = Some(receipt);
+    Verdict::Decided(counted)
+}
+
+/// Counts each limit on trial alone, once the enforced ones admitted the request: its
+/// decision (`None` where its store failed) goes into `counted`.
+pub(super) async fn on_trial(limiter: &Limiter, plan: &Plan<'_>, counted: &mut Counted) {
+    let items = plan.items();
+    for (slot, p) in counted
+        .decisions
+        .as_mut_slice()
+        .iter_mut()
+        .zip(items)
+        .filter(|(_, p)| p.dry_run)
+    {
+        *slot = if p.never_admitted() {
+            Some(Decision::reject(
+                p.limit.policy().max().get(),
+                std::time::Duration::ZERO,
+            ))
+        } else {
+            let charges = [p.charge()];
+            let mut check = limiter.check_all(&charges);
+            let result = match check.take_ready() {
+                Some(result) => result,
+                None => check.await,
+            };
+            match result {
+                Ok(checked) => {
+                    let (answers, receipt) = checked.into_parts();
+                    if let Some(counts) = p.counts {
+                        if receipt.counted_anything() {
+                            counted.refunds.push((vec![p.owned()], receipt, counts));
+                        }
+                    }
+                    answers.into_iter().next()
+                }
+                Err(_) => None,
+            }
+        };
+    }
+}
