@@ -34,12 +34,12 @@ pub use limiter_core::*;
 pub use limiter_core::Verdict;
 
 mod actix;
-mod builder;
+
 pub mod guide;
 mod limiter;
 
-pub use crate::builder::LimiterBuilder;
 pub use crate::limiter::Limiter;
+pub use crate::limiter::LimiterBuilder;
 pub use actix::enforcement::{InvalidShare, Share};
 pub use actix::in_flight_middleware::{ConcurrencyLimit, ConcurrencyLimitService};
 pub use actix::inline::{check, check_failures, Rejected};

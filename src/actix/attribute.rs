@@ -8,8 +8,9 @@ use std::marker::PhantomData;
 use actix_web::body::BoxBody;
 use actix_web::{FromRequest, HttpRequest, HttpResponse, Responder};
 
+use super::body;
 use super::fields::{HeaderOptions, RateLimitFields, Write};
-use super::in_flight::Slots;
+use super::in_flight::{self, Slots};
 use super::limits::HandlerLimits;
 use super::pipeline::{self, settle::Refund};
 use crate::Limiter;
@@ -54,12 +55,12 @@ where
     // Slots first: a request over its concurrency limit takes nothing from its rates.
     let slots = match limits.in_flight.is_empty() {
         true => Slots::none(),
-        false => match Box::pin(limiter.take_slots(&req, limits)).await {
+        false => match Box::pin(in_flight::take_slots(limiter, &req, limits)).await {
             Ok(slots) => slots,
-            Err(response) if limiter.bodiless(&req) => return Guarded(response, PhantomData),
+            Err(response) if body::bodiless(&req) => return Guarded(response, PhantomData),
             // As any refusal: the body is read only when small and quick.
             Err(response) => {
-                let answer = limiter.answer_refused(&req, &mut payload, response);
+                let answer = body::answer_refused(limiter.http(), &req, &mut payload, response);
                 return Guarded(Box::pin(answer).await, PhantomData);
             }
         },
@@ -73,13 +74,13 @@ where
     };
     let decided = match decided {
         Ok(decided) => decided,
-        Err(response) if limiter.bodiless(&req) => return Guarded(response, PhantomData),
+        Err(response) if body::bodiless(&req) => return Guarded(response, PhantomData),
         Err(response) => {
             // A refused request's slots go back before its body is awaited: a blocked
             // client sending slow bodies must not hold the slots of the requests it shares
             // them with.
             drop(slots);
-            let answer = limiter.answer_refused(&req, &mut payload, response);
+            let answer = body::answer_refused(limiter.http(), &req, &mut payload, response);
             return Guarded(Box::pin(answer).await, PhantomData);
         }
     };

@@ -107,39 +107,37 @@ fn never(_: StatusCode) -> bool {
     false
 }
 
-impl Limiter {
-    /// Waits `delay` for the turn of a request its limits admitted ahead (`charges`,
-    /// counted as `receipt` says). `false` when the queue is full: the place is given back
-    /// and the request is to be refused.
-    pub(crate) async fn wait_turn(
-        &self,
-        delay: Duration,
-        charges: Vec<Owned>,
-        receipt: Receipt,
-    ) -> bool {
-        // The place is the limit's that delays it.
-        let id = charges
-            .iter()
-            .find(|(limit, _, _)| limit.policy().delay().is_some())
-            .map_or(0, |(limit, _, _)| limit.id());
-        let refund = Refund::new(vec![(charges, receipt, Counts::When(never))]);
-        let waiting = &self.http().waiting;
-        if !waiting.take(id, self.http().most_waiting) {
-            // Back before the refusal answers (its fields say where the limits stand then),
-            // and back all the same if the request goes meanwhile.
-            if let Some(giving) = give_back(self, refund) {
-                let _ = giving.await;
-            }
-            return false;
+/// Waits `delay` for the turn of a request its limits admitted ahead (`charges`,
+/// counted as `receipt` says). `false` when the queue is full: the place is given back
+/// and the request is to be refused.
+pub(crate) async fn wait_turn(
+    limiter: &Limiter,
+    delay: Duration,
+    charges: Vec<Owned>,
+    receipt: Receipt,
+) -> bool {
+    // The place is the limit's that delays it.
+    let id = charges
+        .iter()
+        .find(|(limit, _, _)| limit.policy().delay().is_some())
+        .map_or(0, |(limit, _, _)| limit.id());
+    let refund = Refund::new(vec![(charges, receipt, Counts::When(never))]);
+    let waiting = &limiter.http().waiting;
+    if !waiting.take(id, limiter.http().most_waiting) {
+        // Back before the refusal answers (its fields say where the limits stand then),
+        // and back all the same if the request goes meanwhile.
+        if let Some(giving) = give_back(limiter, refund) {
+            let _ = giving.await;
         }
-        let _in_line = InLine(waiting, id);
-        let mut place = Place {
-            limiter: self,
-            refund: Some(refund),
-        };
-        tokio::time::sleep(delay).await;
-        // Its turn: the place is the request's now.
-        place.refund = None;
-        true
+        return false;
     }
+    let _in_line = InLine(waiting, id);
+    let mut place = Place {
+        limiter,
+        refund: Some(refund),
+    };
+    tokio::time::sleep(delay).await;
+    // Its turn: the place is the request's now.
+    place.refund = None;
+    true
 }

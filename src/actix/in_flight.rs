@@ -202,71 +202,69 @@ fn append(headers: &mut actix_web::http::header::HeaderMap, name: &'static str, 
     }
 }
 
-impl Limiter {
-    /// Takes a slot of every concurrency limit of `limits` for `req`, or the response that
-    /// refuses it (429, `Retry-After: 1`: a slot is given back when some request of the
-    /// client ends, which nobody can tell in advance).
-    pub(crate) async fn take_slots(
-        &self,
-        req: &HttpRequest,
-        limits: &HandlerLimits,
-    ) -> Result<Slots, HttpResponse> {
-        if limits.in_flight.is_empty() || super::pipeline::is_exempt(self, req) {
-            return Ok(Slots::none());
-        }
-        let mut guards = Vec::with_capacity(limits.in_flight.len());
-        let (mut policy, mut state) = (String::new(), String::new());
-        for spec in &limits.in_flight {
-            let key = spec
-                .key
-                .key_for(req, self)
-                .await
-                .map_err(|error| super::respond::key_failure(self, limits, &error))?;
-            match self.acquire(&spec.limit, key.as_bytes()).await {
-                Ok(guard) => {
-                    count(spec.limit.scope(), Outcome::Allowed);
-                    guards.push(guard);
-                }
-                Err(NoSlot::Full) => {
-                    count(spec.limit.scope(), Outcome::Rejected);
-                    tracing::debug!(
-                        scope = spec.limit.scope(),
-                        key = %spec.key.kind(),
-                        "rate limit: a request over its concurrency limit"
-                    );
-                    // The guards taken so far go with `guards`: given back now.
-                    let decision = Decision::reject(spec.limit.max().get(), Duration::from_secs(1));
-                    let mut response = super::respond::rejection(self, None, &spec.name, decision);
-                    let headers = response.headers_mut();
-                    if let Ok(value) = HeaderValue::from_str(&spec.policy_member()) {
-                        headers.insert(HeaderName::from_static("ratelimit-policy"), value);
-                    }
-                    if let Ok(value) = HeaderValue::from_str(&format!("\"{}\";r=0", spec.name)) {
-                        headers.insert(HeaderName::from_static("ratelimit"), value);
-                    }
-                    return Err(response);
-                }
-                Err(NoSlot::Unavailable) => {
-                    count(spec.limit.scope(), Outcome::StoreError);
-                    return Err(super::respond::failure(
-                        self,
-                        Some(limits),
-                        Failure::StoreUnavailable,
-                    ));
-                }
-            }
-            if !policy.is_empty() {
-                policy.push_str(", ");
-                state.push_str(", ");
-            }
-            policy.push_str(&spec.policy_member());
-            state.push_str(&format!("\"{}\";r={}", spec.name, remaining(&guards)));
-        }
-        Ok(Slots {
-            guards,
-            fields: Some((policy, state)),
-        })
+/// Takes a slot of every concurrency limit of `limits` for `req`, or the response that
+/// refuses it (429, `Retry-After: 1`: a slot is given back when some request of the
+/// client ends, which nobody can tell in advance).
+pub(crate) async fn take_slots(
+    limiter: &Limiter,
+    req: &HttpRequest,
+    limits: &HandlerLimits,
+) -> Result<Slots, HttpResponse> {
+    if limits.in_flight.is_empty() || super::pipeline::is_exempt(limiter, req) {
+        return Ok(Slots::none());
     }
+    let mut guards = Vec::with_capacity(limits.in_flight.len());
+    let (mut policy, mut state) = (String::new(), String::new());
+    for spec in &limits.in_flight {
+        let key = spec
+            .key
+            .key_for(req, limiter.http())
+            .await
+            .map_err(|error| super::respond::key_failure(limiter, limits, &error))?;
+        match limiter.acquire(&spec.limit, key.as_bytes()).await {
+            Ok(guard) => {
+                count(spec.limit.scope(), Outcome::Allowed);
+                guards.push(guard);
+            }
+            Err(NoSlot::Full) => {
+                count(spec.limit.scope(), Outcome::Rejected);
+                tracing::debug!(
+                    scope = spec.limit.scope(),
+                    key = %spec.key.kind(),
+                    "rate limit: a request over its concurrency limit"
+                );
+                // The guards taken so far go with `guards`: given back now.
+                let decision = Decision::reject(spec.limit.max().get(), Duration::from_secs(1));
+                let mut response = super::respond::rejection(limiter, None, &spec.name, decision);
+                let headers = response.headers_mut();
+                if let Ok(value) = HeaderValue::from_str(&spec.policy_member()) {
+                    headers.insert(HeaderName::from_static("ratelimit-policy"), value);
+                }
+                if let Ok(value) = HeaderValue::from_str(&format!("\"{}\";r=0", spec.name)) {
+                    headers.insert(HeaderName::from_static("ratelimit"), value);
+                }
+                return Err(response);
+            }
+            Err(NoSlot::Unavailable) => {
+                count(spec.limit.scope(), Outcome::StoreError);
+                return Err(super::respond::failure(
+                    limiter,
+                    Some(limits),
+                    Failure::StoreUnavailable,
+                ));
+            }
+        }
+        if !policy.is_empty() {
+            policy.push_str(", ");
+            state.push_str(", ");
+        }
+        policy.push_str(&spec.policy_member());
+        state.push_str(&format!("\"{}\";r={}", spec.name, remaining(&guards)));
+    }
+    Ok(Slots {
+        guards,
+        fields: Some((policy, state)),
+    })
 }
 
 /// The slots left of the last limit after its slot was taken, as far as known.

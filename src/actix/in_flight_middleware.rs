@@ -120,10 +120,14 @@ where
         let limits = Arc::clone(&self.limits);
         Box::pin(async move {
             let limiter = Limiter::of(req.request()).clone();
-            let mut slots = match limiter.take_slots(req.request(), &limits).await {
+            let mut slots = match super::in_flight::take_slots(&limiter, req.request(), &limits)
+                .await
+            {
                 Ok(slots) => slots,
                 // As any refusal: the body is read only when small and quick.
-                Err(response) => return Ok(Box::pin(limiter.refuse(req, response)).await),
+                Err(response) => {
+                    return Ok(Box::pin(super::middleware::refuse(&limiter, req, response)).await)
+                }
             };
             // Lent while the wrapped services run: a refusal among them gives them back
             // before it awaits a slow body, instead of holding them meanwhile.

@@ -10,7 +10,7 @@ use actix_web::HttpRequest;
 
 use super::proxy::{client_of, unmap, Client, Contradiction, ForwardingHeaders};
 use super::resolve::{self, Resolution, Resolver};
-use crate::Limiter;
+use super::settings::HttpSettings;
 
 /// How a limit picks the client key (the `key = ...` of `#[rate_limit]`).
 #[derive(Clone, Debug)]
@@ -208,17 +208,17 @@ impl KeySpec {
     pub(crate) async fn key_for(
         &self,
         req: &HttpRequest,
-        limiter: &Limiter,
+        http: &HttpSettings,
     ) -> Result<ClientKey, KeyError> {
         match self {
             KeySpec::Resolved(resolver) if resolver.is_async() => {
-                let timeout = limiter.http().resolver_timeout;
+                let timeout = http.resolver_timeout;
                 match resolve::within(resolver, req, timeout, "key").await {
                     Some(key) => Ok(ClientKey::of(Kind::Function, key.as_bytes())),
-                    None => ip_key(req, limiter),
+                    None => ip_key(req, http),
                 }
             }
-            _ => self.key_of(req, limiter),
+            _ => self.key_of(req, http),
         }
     }
 
@@ -226,12 +226,12 @@ impl KeySpec {
     pub(crate) fn key_of(
         &self,
         req: &HttpRequest,
-        limiter: &Limiter,
+        http: &HttpSettings,
     ) -> Result<ClientKey, KeyError> {
         let value = match self {
             KeySpec::Ip => None,
             KeySpec::Global => return Ok(ClientKey::of(Kind::Global, b"")),
-            KeySpec::User => match limiter.http().user_key.as_deref() {
+            KeySpec::User => match http.user_key.as_deref() {
                 Some(resolve) => resolve(req).map(|id| ClientKey::of(Kind::User, id.as_bytes())),
                 None => {
                     super::mistakes::user_key_without_resolver();
@@ -256,25 +256,25 @@ impl KeySpec {
         };
         match value {
             Some(key) => Ok(key),
-            None => ip_key(req, limiter),
+            None => ip_key(req, http),
         }
     }
 }
 
 /// The client's address as a key: the peer, or the address a trusted proxy vouched for;
 /// IPv4-mapped IPv6 counted as IPv4, IPv6 cut to its prefix, ports ignored.
-fn ip_key(req: &HttpRequest, limiter: &Limiter) -> Result<ClientKey, KeyError> {
-    match client(req, limiter)? {
-        Client::Address(ip) => Ok(ip_key_of(ip, limiter.ipv6_prefix())),
+fn ip_key(req: &HttpRequest, http: &HttpSettings) -> Result<ClientKey, KeyError> {
+    match client(req, http)? {
+        Client::Address(ip) => Ok(ip_key_of(ip, http.ipv6_prefix)),
         Client::Obfuscated(id) => Ok(ClientKey::tagged(tag::OBFUSCATED, id.as_bytes())),
     }
 }
 
 /// Who `req` comes from, as the limiter counts it: its peer, or the client a trusted proxy
 /// vouched for.
-pub(crate) fn client(req: &HttpRequest, limiter: &Limiter) -> Result<Client, KeyError> {
+pub(crate) fn client(req: &HttpRequest, http: &HttpSettings) -> Result<Client, KeyError> {
     let peer = req.peer_addr().ok_or(KeyError::NoClientAddress)?.ip();
-    let trusted = limiter.trusted_proxies();
+    let trusted = &http.trusted_proxies;
     if trusted.is_empty() {
         super::mistakes::forwarded_by_an_untrusted_private_peer(peer, || {
             let headers = req.headers();
@@ -285,14 +285,14 @@ pub(crate) fn client(req: &HttpRequest, limiter: &Limiter) -> Result<Client, Key
     if !trusted.contains(peer) {
         return Ok(Client::Address(unmap(peer)));
     }
-    if let Some(name) = one_address_header(limiter.http().forwarding_headers) {
+    if let Some(name) = one_address_header(http.forwarding_headers) {
         let named = one_address(req, name);
         super::mistakes::trusted_proxy_said(named.is_some(), false);
         return Ok(Client::Address(named.unwrap_or(unmap(peer))));
     }
     let forwarded = Values::of(req, &header::FORWARDED);
     let x_forwarded_for = Values::of(req, &X_FORWARDED_FOR);
-    let (read, other) = match limiter.http().forwarding_headers {
+    let (read, other) = match http.forwarding_headers {
         ForwardingHeaders::Both => (
             !forwarded.as_slice().is_empty() || !x_forwarded_for.as_slice().is_empty(),
             false,
@@ -311,7 +311,7 @@ pub(crate) fn client(req: &HttpRequest, limiter: &Limiter) -> Result<Client, Key
         | ForwardingHeaders::XRealIp => (true, false),
     };
     super::mistakes::trusted_proxy_said(read, other);
-    let headers = limiter.http().forwarding_headers;
+    let headers = http.forwarding_headers;
     let client = client_of(
         peer,
         forwarded.as_slice(),

@@ -13,6 +13,7 @@ use actix_web::body::{BoxBody, EitherBody, MessageBody};
 use actix_web::dev::{Service, ServiceRequest, ServiceResponse, Transform};
 use actix_web::{Error, HttpMessage, HttpResponse};
 
+use super::body;
 use super::fields::Write;
 use super::keys::KeySpec;
 use super::limits::{HandlerLimits, LimitSpec};
@@ -170,24 +171,27 @@ where
     }
 }
 
-impl Limiter {
-    /// Answers a middleware's refused `req` with `response`, its body read only when small
-    /// and quick (else the connection closes after it), as every refusal.
-    pub(crate) async fn refuse(
-        &self,
-        mut req: ServiceRequest,
-        response: HttpResponse,
-    ) -> ServiceResponse {
-        let response = match self.bodiless(req.request()) {
-            true => response,
-            false => {
-                let mut payload = req.take_payload();
-                Box::pin(self.answer_refused(req.request(), &mut payload, response)).await
-            }
-        };
-        let (request, _) = req.into_parts();
-        ServiceResponse::new(request, response)
-    }
+/// The response of a refused request, its body read only when small and quick.
+pub(crate) async fn refuse(
+    limiter: &Limiter,
+    mut req: ServiceRequest,
+    response: HttpResponse,
+) -> ServiceResponse {
+    let response = match body::bodiless(req.request()) {
+        true => response,
+        false => {
+            let mut payload = req.take_payload();
+            Box::pin(body::answer_refused(
+                limiter.http(),
+                req.request(),
+                &mut payload,
+                response,
+            ))
+            .await
+        }
+    };
+    let (request, _) = req.into_parts();
+    ServiceResponse::new(request, response)
 }
 
 /// The service [`RateLimit`] wraps around another.
@@ -231,7 +235,7 @@ where
             let decided = match decided {
                 Ok(decided) => decided,
                 Err(response) => {
-                    let refused = Box::pin(limiter.refuse(req, response)).await;
+                    let refused = Box::pin(refuse(&limiter, req, response)).await;
                     return Ok(refused.map_into_right_body());
                 }
             };

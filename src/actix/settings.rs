@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix_web::{HttpRequest, HttpResponse};
 
@@ -11,7 +12,18 @@ use super::fields::HeaderOptions;
 use super::problem::{Failure, Rejection};
 use super::proxy::{ForwardingHeaders, TrustedProxies};
 use super::rejected::RejectedClients;
-use crate::LimiterBuilder;
+
+/// The most requests waiting for their turn at once (`delay`), by default.
+pub(crate) const DEFAULT_MOST_WAITING: usize = 1_024;
+
+/// How long an `async` key or policy function may take by default.
+pub(crate) const DEFAULT_RESOLVER_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// The largest body a refused request has read and dropped, by default.
+pub(crate) const DEFAULT_KEEP_ALIVE_BODY_LIMIT: usize = 16 * 1024;
+
+/// How long a refused request's small body may take to arrive, by default.
+pub(crate) const DEFAULT_KEEP_ALIVE_BODY_TIME: Duration = Duration::from_millis(200);
 
 pub(crate) type UserKey = dyn Fn(&HttpRequest) -> Option<String> + Send + Sync;
 pub(crate) type ExemptWhen = dyn Fn(&HttpRequest) -> bool + Send + Sync;
@@ -75,8 +87,8 @@ impl Default for HttpSettings {
                 ietf: true,
                 legacy: false,
             },
-            keep_alive_body_limit: LimiterBuilder::DEFAULT_KEEP_ALIVE_BODY_LIMIT,
-            keep_alive_body_time: LimiterBuilder::DEFAULT_KEEP_ALIVE_BODY_TIME,
+            keep_alive_body_limit: DEFAULT_KEEP_ALIVE_BODY_LIMIT,
+            keep_alive_body_time: DEFAULT_KEEP_ALIVE_BODY_TIME,
             exempt: TrustedProxies::none(),
             exempt_when: None,
             dry_run: false,
@@ -87,8 +99,8 @@ impl Default for HttpSettings {
             track_rejected: true,
             rejected: RejectedClients::default(),
             waiting: Default::default(),
-            most_waiting: LimiterBuilder::DEFAULT_MOST_WAITING,
-            resolver_timeout: LimiterBuilder::DEFAULT_RESOLVER_TIMEOUT,
+            most_waiting: DEFAULT_MOST_WAITING,
+            resolver_timeout: DEFAULT_RESOLVER_TIMEOUT,
         }
     }
 }

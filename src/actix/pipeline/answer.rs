@@ -195,7 +195,7 @@ async fn wait_turn(
         .filter(|p| !p.dry_run)
         .map(Planned::owned)
         .collect();
-    if !limiter.wait_turn(delay, charges, receipt.clone()).await {
+    if !crate::actix::delay::wait_turn(limiter, delay, charges, receipt.clone()).await {
         let (p, refused, fields) = refused_for_the_queue(plan, decisions, delay);
         p.counted(Outcome::Rejected);
         rejected_event(limiter, p, Some(refused));

@@ -163,7 +163,7 @@ pub(super) async fn plan<'s>(
         }
         let key = spec
             .key
-            .key_for(req, limiter)
+            .key_for(req, limiter.http())
             .await
             .map_err(|error| respond::key_failure(limiter, limits, &error))?;
         items.push(Planned {
@@ -209,7 +209,7 @@ pub(super) fn plan_now<'s>(
     if !lean {
         return None;
     }
-    let key = match spec.key.key_of(req, limiter) {
+    let key = match spec.key.key_of(req, limiter.http()) {
         Ok(key) => key,
         Err(error) => return Some(Err(respond::key_failure(limiter, limits, &error))),
     };
@@ -280,7 +280,7 @@ pub(crate) fn is_exempt(limiter: &Limiter, req: &HttpRequest) -> bool {
         return false;
     }
     matches!(
-        crate::actix::keys::client(req, limiter),
+        crate::actix::keys::client(req, limiter.http()),
         Ok(crate::Client::Address(ip)) if http.exempt.contains(ip)
     )
 }

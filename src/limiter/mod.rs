@@ -1,16 +1,20 @@
-//! The [`Limiter`] a service uses: the engine's limiter (store, clock, fault policy, the
+//! The [`Limiter`] a service uses, in one place: the engine's limiter (store, clock, fault policy, the
 //! limits configuration sets), with who the client is and what responses look like. Its
-//! public methods are all here (and [`reset`](Limiter::reset) beside the `Subject` it
-//! takes); its builder is in `builder.rs`.
+//! public methods are all here (the engine's in `engine.rs`); its builder is in
+//! `builder.rs`.
 
-use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use actix_web::HttpRequest;
 
 use crate::actix::settings::HttpSettings;
-use crate::{Client, Failure, LimiterBuilder, RejectedClient, Share, TrustedProxies};
+
+mod builder;
+mod engine;
+mod mistakes;
+use crate::{Check, Client, Failure, RejectedClient, Share, Subject, TrustedProxies};
+pub use builder::LimiterBuilder;
 
 /// Decides requests: reads its clock, asks its store, applies its policy when the store
 /// fails — and knows who a request's client is, and how a rejection is answered.
@@ -20,10 +24,9 @@ use crate::{Client, Failure, LimiterBuilder, RejectedClient, Share, TrustedProxi
 /// built inside the closure would exist once per worker, and multiply the limit. Handlers
 /// that find no `Limiter` in their app data use [`Limiter::global`].
 ///
-/// It derefs to the engine's limiter, whose methods it has:
-/// [`check`](limiter_core::Limiter::check), [`check_all`](limiter_core::Limiter::check_all),
-/// [`refund`](limiter_core::Limiter::refund), [`set_policy`](limiter_core::Limiter::set_policy)
-/// and the others.
+/// It has the engine's methods ([`check`](Self::check), [`check_all`](Self::check_all),
+/// [`refund`](Self::refund), [`set_policy`](Self::set_policy) and the others, in
+/// `engine.rs`), and [`engine`](Self::engine) hands out the engine's limiter itself.
 ///
 /// ```
 /// use std::time::Duration;
@@ -97,11 +100,11 @@ impl Limiter {
             .or_else(|| req.app_data::<std::sync::Arc<Limiter>>().map(|a| &**a));
         match found {
             Some(limiter) => {
-                crate::actix::mistakes::serving(limiter);
+                mistakes::serving(limiter);
                 limiter
             }
             None => {
-                crate::actix::mistakes::counted_by_the_global_limiter();
+                mistakes::counted_by_the_global_limiter();
                 Limiter::global()
             }
         }
@@ -112,7 +115,7 @@ impl Limiter {
     /// [`ipv6_prefix`](Self::ipv6_prefix); see [`client_ip`](crate::client_ip)). For logs,
     /// and for checking a proxy setup. `Err` says why there is none.
     pub fn client(&self, req: &HttpRequest) -> Result<Client, Failure> {
-        crate::actix::keys::client(req, self).map_err(|error| match error {
+        crate::actix::keys::client(req, self.http()).map_err(|error| match error {
             crate::actix::keys::KeyError::NoClientAddress => Failure::NoClientAddress,
             crate::actix::keys::KeyError::Contradiction(_) => Failure::ContradictoryForwarding,
         })
@@ -183,12 +186,45 @@ impl Limiter {
             .top(scope, self.now(), |key| key.shown(http.trace_keys))
     }
 
+    /// Forgets `subject`'s state under every limit of `scope` (as declared, as overridden,
+    /// and under each policy chosen per request): its next request starts afresh. In
+    /// memory and in Redis alike; `Err` only when the store fails.
+    ///
+    /// ```
+    /// use std::net::IpAddr;
+    /// use limiter::{Limiter, Subject};
+    /// let limiter = Limiter::builder().build();
+    /// // A support tool unblocks a customer who mistyped their password too often
+    /// // (`.await` it in a handler; the in-memory store answers at once).
+    /// let address: IpAddr = "203.0.113.7".parse().unwrap();
+    /// limiter.reset("login", Subject::Address(address)).now_or_never().unwrap()?;
+    /// limiter.reset("login-username", Subject::Checked("ann")).now_or_never().unwrap()?;
+    /// # Ok::<(), limiter::StoreError>(())
+    /// ```
+    pub fn reset<'a>(&'a self, scope: &'a str, subject: Subject<'_>) -> Check<'a, ()> {
+        let key = subject.key(self.ipv6_prefix());
+        Check::pending(async move { self.engine().reset(scope, key.as_bytes()).await })
+    }
+
+    /// The key a store counts `subject` under, with this limiter's IPv6 grouping: for tools
+    /// that look a client up in a store (`RedisStore::status`, feature `redis`).
+    ///
+    /// ```
+    /// use limiter::{Limiter, Subject};
+    /// let limiter = Limiter::builder().build();
+    /// assert_eq!(limiter.store_key(Subject::User("ann")), b"uann");
+    /// ```
+    pub fn store_key(&self, subject: Subject<'_>) -> Vec<u8> {
+        subject.key(self.ipv6_prefix()).as_bytes().to_vec()
+    }
+
     /// The scopes [`rejected_clients`](Self::rejected_clients) has clients of, sorted.
     pub(crate) fn scopes_rejecting(&self) -> Vec<String> {
         self.http().rejected.scopes()
     }
 
-    /// The engine's limiter, which this one derefs to.
+    /// The engine's limiter: the same store, clock and fault policy, for code written
+    /// against `limiter_core`.
     pub fn engine(&self) -> &limiter_core::Limiter {
         &self.engine
     }
@@ -212,15 +248,6 @@ impl Limiter {
     /// The name of the thread it was built on.
     pub(crate) fn built_on(&self) -> Option<&str> {
         self.http.built_on.as_deref()
-    }
-}
-
-impl Deref for Limiter {
-    type Target = limiter_core::Limiter;
-
-    #[inline]
-    fn deref(&self) -> &limiter_core::Limiter {
-        &self.engine
     }
 }
 

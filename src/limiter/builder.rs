@@ -10,7 +10,7 @@ use std::time::Duration;
 use actix_web::{HttpRequest, HttpResponse};
 
 use crate::actix::proxy::ProxyNet;
-use crate::actix::settings::HttpSettings;
+use crate::actix::settings::{self, HttpSettings};
 use crate::limiter::{Http, BUILT};
 use crate::{
     Clock, Failure, ForwardingHeaders, InvalidNetwork, Limiter, OnStoreError, Policy, Rejection,
@@ -170,17 +170,17 @@ impl LimiterBuilder {
     // ---- who the client is, and what responses look like ----------------------------
 
     /// The most requests waiting for their turn at once (`delay`), by default: 1,024.
-    pub const DEFAULT_MOST_WAITING: usize = 1_024;
+    pub const DEFAULT_MOST_WAITING: usize = settings::DEFAULT_MOST_WAITING;
 
     /// How long an `async` key or policy function may take by default: 100 ms.
-    pub const DEFAULT_RESOLVER_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(100);
+    pub const DEFAULT_RESOLVER_TIMEOUT: std::time::Duration = settings::DEFAULT_RESOLVER_TIMEOUT;
 
     /// The largest body a refused request has read and dropped, by default: 16 KiB.
-    pub const DEFAULT_KEEP_ALIVE_BODY_LIMIT: usize = 16 * 1024;
+    pub const DEFAULT_KEEP_ALIVE_BODY_LIMIT: usize = settings::DEFAULT_KEEP_ALIVE_BODY_LIMIT;
 
     /// How long a refused request's small body may take to arrive, by default: 200 ms.
     pub const DEFAULT_KEEP_ALIVE_BODY_TIME: std::time::Duration =
-        crate::actix::body::DEFAULT_KEEP_ALIVE_BODY_TIME;
+        settings::DEFAULT_KEEP_ALIVE_BODY_TIME;
 
     /// Refused requests whose `Content-Length` is at most `bytes` (default
     /// [`DEFAULT_KEEP_ALIVE_BODY_LIMIT`](Self::DEFAULT_KEEP_ALIVE_BODY_LIMIT)) have their
