@@ -12,8 +12,6 @@ use std::borrow::Cow;
 use std::num::NonZeroU32;
 use std::sync::OnceLock;
 
-use crate::Limiter;
-
 /// A cap on requests in flight: at most `max` of one key at once, under a scope.
 ///
 /// Its [`id`](Concurrency::id) is the first 8 bytes (big-endian) of the SHA-1 of
@@ -139,55 +137,6 @@ pub enum Acquired {
     Slot(Slot),
     /// None free: `max` requests of the key are in flight.
     Full,
-}
-
-/// A slot held: given back when dropped. Hold it for as long as the request runs, up to
-/// the end of its response.
-#[must_use = "the slot is given back when the guard is dropped"]
-#[derive(Debug)]
-pub struct SlotGuard {
-    held: Option<(Limiter, Held, Slot)>,
-}
-
-/// Where a slot was taken: in the limiter's store, or in its fallback memory while the
-/// store was away.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Held {
-    Store,
-    Fallback,
-}
-
-impl SlotGuard {
-    /// A guard that holds nothing: what a request gets when the store could not be asked
-    /// and the fault policy lets it through.
-    pub fn none() -> SlotGuard {
-        SlotGuard { held: None }
-    }
-
-    /// A guard of `slot`, taken where `held` says, given back through `limiter`.
-    pub(crate) fn of(limiter: &Limiter, held: Held, slot: Slot) -> SlotGuard {
-        SlotGuard {
-            held: Some((limiter.clone(), held, slot)),
-        }
-    }
-
-    /// Whether it holds a slot.
-    pub fn holds(&self) -> bool {
-        self.held.is_some()
-    }
-
-    /// The key's slots still free when this one was taken (0 when it holds none).
-    pub fn left(&self) -> u32 {
-        self.held.as_ref().map_or(0, |(_, _, slot)| slot.left())
-    }
-}
-
-impl Drop for SlotGuard {
-    fn drop(&mut self) {
-        if let Some((limiter, held, slot)) = self.held.take() {
-            limiter.release_slot(held, &slot);
-        }
-    }
 }
 
 /// Why a request got no slot.

@@ -34,11 +34,11 @@ mod registry;
 mod store;
 
 pub use clock::{Clock, ManualClock, PreciseClock, SystemClock};
-pub use concurrency::{Acquired, Concurrency, NoSlot, Slot, SlotGuard};
+pub use concurrency::{Acquired, Concurrency, NoSlot, Slot};
 pub use decision::Decision;
 #[doc(hidden)]
 pub use limiter::Verdict;
-pub use limiter::{Limiter, LimiterBuilder, OnStoreError, RETRY_INTERVAL};
+pub use limiter::{Limiter, LimiterBuilder, OnStoreError, SlotGuard, RETRY_INTERVAL};
 pub use penalty::{Escalation, Penalty};
 pub use policy::{Algorithm, Policy, PolicyError};
 pub use policy_text::InvalidPolicy;

@@ -416,24 +416,6 @@ pub fn routes() -> Routes {
     Routes(routes)
 }
 
-impl crate::Limiter {
-    /// [`routes`], each limit as this limiter applies it: a policy its configuration
-    /// replaced ([`LimiterBuilder::policy`](crate::LimiterBuilder::policy),
-    /// [`set_policy`](crate::Limiter::set_policy)) is shown instead, marked `configured`.
-    pub fn routes(&self) -> Routes {
-        let mut routes = routes();
-        for route in &mut routes.0 {
-            for entry in &mut route.limits {
-                if let Some(configured) = self.overridden(&entry.limit) {
-                    entry.limit = Limit::clone(&configured);
-                    entry.options.push("configured".to_string());
-                }
-            }
-        }
-        routes
-    }
-}
-
 fn location(place: Option<(&'static str, u32)>) -> String {
     match place {
         Some((file, line)) => format!("{file}:{line}"),

@@ -60,7 +60,7 @@ impl Default for LimiterBuilder {
 
 impl LimiterBuilder {
     /// How long a networked store may take per check, by default: 50 ms.
-    pub const DEFAULT_STORE_TIMEOUT: Duration = Duration::from_millis(50);
+    pub const DEFAULT_STORE_TIMEOUT: Duration = crate::store::DEFAULT_TIMEOUT;
 
     /// How many rejections of a networked store an instance remembers, by default.
     pub const DEFAULT_REJECTION_CACHE: usize = 65_536;
@@ -289,7 +289,8 @@ impl LimiterBuilder {
         };
         #[cfg(feature = "redis")]
         if let Some(redis) = &self.follows {
-            redis.follow_overrides(limiter.downgrade());
+            let mut following = super::following::Following::new(limiter.downgrade());
+            redis.follow_overrides(move |reading| following.take(reading));
         }
         limiter
     }

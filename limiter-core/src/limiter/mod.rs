@@ -5,6 +5,8 @@
 mod builder;
 mod failover;
 mod fallback;
+#[cfg(feature = "redis")]
+mod following;
 mod overrides;
 mod rejections;
 mod slots;
@@ -13,6 +15,7 @@ pub use builder::LimiterBuilder;
 use overrides::Overrides;
 
 pub use failover::{OnStoreError, Verdict, RETRY_INTERVAL};
+pub use slots::SlotGuard;
 
 use std::any::Any;
 use std::fmt;

@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::policy::Policy;
+use crate::registry::Routes;
 use crate::store::Limit;
 
 use super::Limiter;
@@ -154,5 +155,23 @@ impl Limiter {
             .load()
             .get(scope)
             .map(|entry| *entry.given().policy())
+    }
+}
+
+impl Limiter {
+    /// [`routes`](crate::routes), each limit as this limiter applies it: a policy its configuration
+    /// replaced ([`LimiterBuilder::policy`](crate::LimiterBuilder::policy),
+    /// [`set_policy`](crate::Limiter::set_policy)) is shown instead, marked `configured`.
+    pub fn routes(&self) -> Routes {
+        let mut routes = crate::registry::routes();
+        for route in &mut routes.0 {
+            for entry in &mut route.limits {
+                if let Some(configured) = self.overridden(&entry.limit) {
+                    entry.limit = Limit::clone(&configured);
+                    entry.options.push("configured".to_string());
+                }
+            }
+        }
+        routes
     }
 }

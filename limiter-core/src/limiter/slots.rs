@@ -1,7 +1,7 @@
 //! Taking and giving back concurrency slots, under the limiter's timeout and fault policy.
 
 use super::{Backend, Limiter};
-use crate::concurrency::{Acquired, Held, NoSlot, SlotGuard};
+use crate::concurrency::{Acquired, NoSlot};
 use crate::store::{Check, Store};
 use crate::{Concurrency, OnStoreError, Slot};
 
@@ -68,6 +68,55 @@ impl Limiter {
             (Held::Fallback, _) => self.inner.fallback.memory().release_slot(slot),
             (Held::Store, Backend::Memory(memory)) => memory.release_slot(slot),
             (Held::Store, Backend::Other(store)) => store.release(slot),
+        }
+    }
+}
+
+/// A slot held: given back when dropped. Hold it for as long as the request runs, up to
+/// the end of its response.
+#[must_use = "the slot is given back when the guard is dropped"]
+#[derive(Debug)]
+pub struct SlotGuard {
+    held: Option<(Limiter, Held, Slot)>,
+}
+
+/// Where a slot was taken: in the limiter's store, or in its fallback memory while the
+/// store was away.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Held {
+    Store,
+    Fallback,
+}
+
+impl SlotGuard {
+    /// A guard that holds nothing: what a request gets when the store could not be asked
+    /// and the fault policy lets it through.
+    pub fn none() -> SlotGuard {
+        SlotGuard { held: None }
+    }
+
+    /// A guard of `slot`, taken where `held` says, given back through `limiter`.
+    pub(crate) fn of(limiter: &Limiter, held: Held, slot: Slot) -> SlotGuard {
+        SlotGuard {
+            held: Some((limiter.clone(), held, slot)),
+        }
+    }
+
+    /// Whether it holds a slot.
+    pub fn holds(&self) -> bool {
+        self.held.is_some()
+    }
+
+    /// The key's slots still free when this one was taken (0 when it holds none).
+    pub fn left(&self) -> u32 {
+        self.held.as_ref().map_or(0, |(_, _, slot)| slot.left())
+    }
+}
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        if let Some((limiter, held, slot)) = self.held.take() {
+            limiter.release_slot(held, &slot);
         }
     }
 }

@@ -12,6 +12,10 @@ use std::time::Duration;
 use crate::concurrency::Acquired;
 use crate::{Concurrency, Decision, Policy, Slot};
 
+/// How long a check may wait for a networked store by default, before the fault policy
+/// answers it.
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_millis(50);
+
 mod memory;
 mod receipt;
 #[cfg(feature = "redis")]
@@ -19,6 +23,8 @@ mod redis;
 
 pub use receipt::{Checked, Receipt};
 
+#[cfg(feature = "redis")]
+pub(crate) use self::redis::Reading;
 #[cfg(feature = "redis")]
 pub use self::redis::RedisStore;
 pub use memory::{MemoryStore, RestoreError};

@@ -12,6 +12,7 @@ mod keys;
 mod node_batches;
 mod nodes;
 mod overrides;
+pub(crate) use overrides::Reading;
 mod probe;
 mod refund;
 mod renewable;
@@ -172,7 +173,7 @@ impl Inner {
 }
 
 /// The store's timeout until a limiter gives it its own.
-const DEFAULT_TIMEOUT: Duration = crate::LimiterBuilder::DEFAULT_STORE_TIMEOUT;
+const DEFAULT_TIMEOUT: Duration = super::DEFAULT_TIMEOUT;
 
 impl RedisStore {
     /// Connects to `url` (`redis://host:port/db`), failing if Redis cannot be reached now.

@@ -1,15 +1,13 @@
 //! Acting without a deploy: policies stored in Redis, which every instance of the fleet
 //! follows. The hash `PREFIX:overrides` maps a scope to a policy as text (`"10 per 1m"`, see
 //! [`Policy`'s `FromStr`](crate::Policy#impl-FromStr-for-Policy)); each limiter over this
-//! store reads it every second (by default) and sets what changed with
-//! [`set_policy`](crate::Limiter::set_policy), or takes back with
-//! [`clear_policy`](crate::Limiter::clear_policy) what was removed.
+//! store reads it every second (by default) and hands the reading to the limiter, which
+//! sets what changed as [`set_policy`](crate::Limiter::set_policy) would, and takes back
+//! what was removed.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use super::RedisStore;
-use crate::limiter::WeakLimiter;
 use crate::{Limit, Policy, StoreError};
 
 /// How often a limiter reads the overrides, unless told otherwise.
@@ -101,43 +99,47 @@ impl RedisStore {
         format!("{}:overrides", self.inner.prefix)
     }
 
-    /// Starts reading the overrides for `limiter`, on the store's own thread, at once and
-    /// then every interval, until the limiter is gone.
-    pub(crate) fn follow_overrides(&self, limiter: WeakLimiter) {
+    /// Reads the overrides and the tools' resets on the store's own thread, at once and
+    /// then every interval, and hands each reading to `take` (`None`: that reading failed),
+    /// until `take` says nobody follows any more. The store only reads: what a reading
+    /// changes is the limiter's to apply.
+    pub(crate) fn follow_overrides(
+        &self,
+        mut take: impl FnMut(Option<Reading>) -> bool + Send + 'static,
+    ) {
         let Some(every) = self.inner.overrides_every else {
             return;
         };
         let every = every.max(MIN_EVERY);
-        let mut follower = Follower {
+        let mut reader = Reader {
             store: self.clone(),
-            generation: None,
-            applied: HashMap::new(),
-            reported: HashMap::new(),
             failures: 0,
             readings: 0,
         };
         self.inner.runtime.spawn(async move {
             loop {
-                let Some(limiter) = limiter.upgrade() else {
+                let reading = reader.read(every.max(DEFAULT_EVERY)).await;
+                if !take(reading) {
                     return;
-                };
-                follower.read(&limiter, every.max(DEFAULT_EVERY)).await;
-                drop(limiter);
+                }
                 tokio::time::sleep(every).await;
             }
         });
     }
 }
 
-/// What one limiter's follower knows between readings.
-struct Follower {
+/// One reading of what Redis stores for the fleet: the count of tools' resets, and the
+/// overrides, each scope with its text and its policy (or why it is left out).
+pub(crate) struct Reading {
+    /// The resets counter (`None`: absent).
+    pub(crate) generation: Option<i64>,
+    /// Scope, and its stored text read.
+    pub(crate) stored: Vec<(String, (String, Result<Policy, String>))>,
+}
+
+/// What the reader of one limiter knows between readings.
+struct Reader {
     store: RedisStore,
-    /// The resets counter last read (`Some(None)`: read, and absent).
-    generation: Option<Option<i64>>,
-    /// Scope → the text applied, and the policy the scope had before the first one.
-    applied: HashMap<String, (String, Option<Policy>)>,
-    /// Scope → a text reported as not a policy (reported once).
-    reported: HashMap<String, String>,
     /// Readings failed in a row.
     failures: u32,
     /// Readings made, for what is done every so many.
@@ -148,12 +150,9 @@ struct Follower {
 /// `RedisStore::register_again`).
 const REGISTER_EVERY: u64 = 60;
 
-impl Follower {
-    async fn read(&mut self, limiter: &crate::Limiter, timeout: Duration) {
+impl Reader {
+    async fn read(&mut self, timeout: Duration) -> Option<Reading> {
         let connection = &self.store.inner.connection;
-        // A reset made by a tool (`reset_everywhere`): what this instance remembers of
-        // rejections may be of the client reset. The first reading has no baseline:
-        // forgetting costs only a few checks in the store.
         let mut get = redis::cmd("GET");
         get.arg(self.store.resets_key());
         let mut all = redis::cmd("HGETALL");
@@ -170,83 +169,24 @@ impl Follower {
                      what was applied stays"
                 );
             }
-            return;
+            return None;
         };
         self.failures = 0;
         self.readings += 1;
         if self.readings.is_multiple_of(REGISTER_EVERY) {
             self.store.register_again().await;
         }
-        if self.generation.is_none_or(|seen| seen != generation) {
-            limiter.forget_remembered();
-        }
-        self.generation = Some(generation);
-        let mut seen = Vec::new();
-        for (scope, text) in stored.into_iter().take(MOST_OVERRIDES) {
-            let scope = String::from_utf8_lossy(&scope).into_owned();
-            seen.push(scope.clone());
-            self.apply(limiter, scope, read_override(&text));
-        }
-        let gone: Vec<String> = self
-            .applied
-            .keys()
-            .filter(|scope| !seen.contains(scope))
-            .cloned()
+        let stored = stored
+            .into_iter()
+            .take(MOST_OVERRIDES)
+            .map(|(scope, text)| {
+                (
+                    String::from_utf8_lossy(&scope).into_owned(),
+                    read_override(&text),
+                )
+            })
             .collect();
-        for scope in gone {
-            if let Some((_, before)) = self.applied.remove(&scope) {
-                match before {
-                    Some(policy) => limiter.set_policy(&scope, policy),
-                    None => limiter.clear_policy(&scope),
-                }
-                tracing::warn!(
-                    scope = scope.as_str(),
-                    "rate limit: a policy removed from Redis is taken back"
-                );
-            }
-        }
-    }
-
-    /// Applies the stored `text` to `scope` if it is new and a policy; a text that is not
-    /// one is reported once, and the last good policy stays.
-    fn apply(
-        &mut self,
-        limiter: &crate::Limiter,
-        scope: String,
-        (text, read): (String, Result<Policy, String>),
-    ) {
-        if self
-            .applied
-            .get(&scope)
-            .is_some_and(|(applied, _)| *applied == text)
-        {
-            return;
-        }
-        match read {
-            Ok(policy) => {
-                let before = match self.applied.remove(&scope) {
-                    Some((_, before)) => before,
-                    None => limiter.policy(&scope),
-                };
-                limiter.set_policy(&scope, policy);
-                tracing::warn!(
-                    scope = scope.as_str(),
-                    %policy,
-                    "rate limit: a policy stored in Redis is applied"
-                );
-                self.applied.insert(scope, (text, before));
-            }
-            Err(error) => {
-                if self.reported.get(&scope) != Some(&text) {
-                    tracing::warn!(
-                        scope = scope.as_str(),
-                        "rate limit: the override stored in Redis is left out ({error}); \
-                         the last good policy stays"
-                    );
-                    self.reported.insert(scope, text);
-                }
-            }
-        }
+        Some(Reading { generation, stored })
     }
 }
 
