@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use super::{Limiter, WeakLimiter};
-use crate::store::Reading;
+use crate::store::{Reading, Stored};
 use crate::Policy;
 
 /// What one limiter knows of the stored overrides between readings.
@@ -80,12 +80,7 @@ impl Following {
 
     /// Applies the stored `text` to `scope` if it is new and a policy; a text that is not
     /// one is reported once, and the last good policy stays.
-    fn apply(
-        &mut self,
-        limiter: &Limiter,
-        scope: String,
-        (text, read): (String, Result<Policy, String>),
-    ) {
+    fn apply(&mut self, limiter: &Limiter, scope: String, (text, read): Stored) {
         if self
             .applied
             .get(&scope)

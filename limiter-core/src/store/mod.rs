@@ -24,9 +24,9 @@ mod redis;
 pub use receipt::{Checked, Receipt};
 
 #[cfg(feature = "redis")]
-pub(crate) use self::redis::Reading;
-#[cfg(feature = "redis")]
 pub use self::redis::RedisStore;
+#[cfg(feature = "redis")]
+pub(crate) use self::redis::{Reading, Stored};
 pub use memory::{MemoryStore, RestoreError};
 
 /// A policy under a scope name: the unit a budget belongs to. Keys are counted per limit,

@@ -12,7 +12,7 @@ mod keys;
 mod node_batches;
 mod nodes;
 mod overrides;
-pub(crate) use overrides::Reading;
+pub(crate) use overrides::{Reading, Stored};
 mod probe;
 mod refund;
 mod renewable;

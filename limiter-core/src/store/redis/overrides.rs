@@ -134,8 +134,11 @@ pub(crate) struct Reading {
     /// The resets counter (`None`: absent).
     pub(crate) generation: Option<i64>,
     /// Scope, and its stored text read.
-    pub(crate) stored: Vec<(String, (String, Result<Policy, String>))>,
+    pub(crate) stored: Vec<(String, Stored)>,
 }
+
+/// A stored override: its text, and its policy or why it is left out.
+pub(crate) type Stored = (String, Result<Policy, String>);
 
 /// What the reader of one limiter knows between readings.
 struct Reader {
@@ -193,7 +196,7 @@ impl Reader {
 /// A stored override as text (cut to [`MOST_TEXT`] bytes, for the reports) and its policy,
 /// or why it is left out: a value longer than any policy's text, or not UTF-8, is refused
 /// whole — never a prefix of it parsed, which could be another valid policy.
-fn read_override(raw: &[u8]) -> (String, Result<Policy, String>) {
+fn read_override(raw: &[u8]) -> Stored {
     let text = String::from_utf8_lossy(&raw[..raw.len().min(MOST_TEXT)]).into_owned();
     let read = if raw.len() > MOST_TEXT {
         Err(format!(
