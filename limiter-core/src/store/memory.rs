@@ -4,6 +4,7 @@ mod compact;
 mod fingerprint_table;
 mod log;
 mod ring;
+mod save_format;
 mod saved;
 mod shard;
 mod slots;
