@@ -198,9 +198,9 @@ impl RateLimitFields {
         self.first.iter().chain(&self.stacked)
     }
 
-    /// Writes the fields into a response's headers. With `keep_existing`, fields the
-    /// response set itself stay (a custom rejection response); otherwise they are replaced,
-    /// which saves a lookup per field on every response.
+    /// Writes the fields into a response's headers, as `write` says: replacing what is
+    /// there (which saves a lookup per field on every response), keeping the fields a
+    /// custom rejection response set itself, or before a handler's own (a middleware).
     pub(crate) fn apply(
         &self,
         headers: &mut HeaderMap,
@@ -209,91 +209,92 @@ impl RateLimitFields {
         options: HeaderOptions,
         write: Write,
     ) {
-        let set = |headers: &mut HeaderMap, name: &HeaderName, value: HeaderValue| match write {
-            Write::Replace => {
-                headers.insert(name.clone(), value);
-            }
-            Write::KeepExisting => set_if_absent(headers, name, value),
-            Write::Prepend => match headers.get(name) {
-                // Fields a handler below wrote: ours come first, theirs follow.
-                Some(theirs)
-                    if name == RATELIMIT_POLICY
-                        || name == RATELIMIT
-                        || name == X_RATELIMIT_DRY_RUN =>
-                {
-                    let mut joined = value.as_bytes().to_vec();
-                    joined.extend_from_slice(b", ");
-                    joined.extend_from_slice(theirs.as_bytes());
-                    if let Ok(joined) = HeaderValue::from_maybe_shared(bytes_of(joined)) {
-                        headers.insert(name.clone(), joined);
-                    }
-                }
-                Some(_) => {}
-                None => {
-                    headers.insert(name.clone(), value);
-                }
-            },
-        };
         if options.ietf && !self.incomplete {
-            let mut value = Vec::with_capacity(64);
-            let member = |value: &mut Vec<u8>, prefix: &[u8], decision: &Decision| {
-                if !value.is_empty() {
-                    value.extend_from_slice(b", ");
-                }
-                value.extend_from_slice(prefix);
-                push_decimal(value, u64::from(decision.remaining()));
-                value.extend_from_slice(b";t=");
-                push_decimal(value, decision.reset_after_secs());
-            };
-            match &self.members {
-                None => {
-                    set(headers, &RATELIMIT_POLICY, policy.clone());
-                    for (decision, prefix) in self.decisions().zip(prefixes) {
-                        member(&mut value, prefix.as_bytes(), decision);
-                    }
-                }
-                Some(members) if members.is_empty() => return,
-                Some(members) => {
-                    let mut policies = String::new();
-                    for (m, decision) in members.iter().zip(self.decisions()) {
-                        let p = &m.policy;
-                        policy_member(&mut policies, &m.name, p.max().get(), p.window_ms());
-                        member(&mut value, member_prefix(&m.name).as_bytes(), decision);
-                    }
-                    if let Ok(policies) = HeaderValue::from_str(&policies) {
-                        set(headers, &RATELIMIT_POLICY, policies);
-                    }
-                }
+            if matches!(&self.members, Some(members) if members.is_empty()) {
+                return;
             }
-            if let Ok(value) = HeaderValue::from_maybe_shared(bytes_of(value)) {
-                set(headers, &RATELIMIT, value);
-            }
+            self.write_ietf(headers, policy, prefixes, write);
         }
         // Beside the RateLimit fields, which already tell the client its `r=0`.
         if options.ietf && !self.let_through.is_empty() {
-            let mut names = Vec::with_capacity(16 * self.let_through.len());
-            for name in &self.let_through {
-                if !names.is_empty() {
-                    names.extend_from_slice(b", ");
-                }
-                names.push(b'"');
-                names.extend_from_slice(name.as_bytes());
-                names.push(b'"');
-            }
-            if let Ok(names) = HeaderValue::from_maybe_shared(bytes_of(names)) {
-                set(headers, &X_RATELIMIT_DRY_RUN, names);
-            }
+            self.write_let_through(headers, write);
         }
         if options.legacy {
-            // The most restrictive limit: the fewest remaining, then the longest wait.
-            let tightest = self
-                .decisions()
-                .min_by_key(|d| (d.remaining(), std::cmp::Reverse(d.reset_after())));
-            if let Some(d) = tightest {
-                set(headers, &X_LIMIT, HeaderValue::from(d.limit()));
-                set(headers, &X_REMAINING, HeaderValue::from(d.remaining()));
-                set(headers, &X_RESET, number_value(d.reset_after_secs()));
+            self.write_legacy(headers, write);
+        }
+    }
+
+    /// `RateLimit-Policy` and `RateLimit`: each limit's quota and window, then what is left
+    /// of it and when it is whole again.
+    #[inline]
+    fn write_ietf(
+        &self,
+        headers: &mut HeaderMap,
+        policy: &HeaderValue,
+        prefixes: &[Box<str>],
+        write: Write,
+    ) {
+        let mut value = Vec::with_capacity(64);
+        let member = |value: &mut Vec<u8>, prefix: &[u8], decision: &Decision| {
+            if !value.is_empty() {
+                value.extend_from_slice(b", ");
             }
+            value.extend_from_slice(prefix);
+            push_decimal(value, u64::from(decision.remaining()));
+            value.extend_from_slice(b";t=");
+            push_decimal(value, decision.reset_after_secs());
+        };
+        match &self.members {
+            None => {
+                write.field(headers, &RATELIMIT_POLICY, policy.clone());
+                for (decision, prefix) in self.decisions().zip(prefixes) {
+                    member(&mut value, prefix.as_bytes(), decision);
+                }
+            }
+            Some(members) => {
+                let mut policies = String::new();
+                for (m, decision) in members.iter().zip(self.decisions()) {
+                    let p = &m.policy;
+                    policy_member(&mut policies, &m.name, p.max().get(), p.window_ms());
+                    member(&mut value, member_prefix(&m.name).as_bytes(), decision);
+                }
+                if let Ok(policies) = HeaderValue::from_str(&policies) {
+                    write.field(headers, &RATELIMIT_POLICY, policies);
+                }
+            }
+        }
+        if let Ok(value) = HeaderValue::from_maybe_shared(bytes_of(value)) {
+            write.field(headers, &RATELIMIT, value);
+        }
+    }
+
+    /// [`X_RATELIMIT_DRY_RUN`]: the limits on trial that would have refused the request.
+    #[cold]
+    fn write_let_through(&self, headers: &mut HeaderMap, write: Write) {
+        let mut names = Vec::with_capacity(16 * self.let_through.len());
+        for name in &self.let_through {
+            if !names.is_empty() {
+                names.extend_from_slice(b", ");
+            }
+            names.push(b'"');
+            names.extend_from_slice(name.as_bytes());
+            names.push(b'"');
+        }
+        if let Ok(names) = HeaderValue::from_maybe_shared(bytes_of(names)) {
+            write.field(headers, &X_RATELIMIT_DRY_RUN, names);
+        }
+    }
+
+    /// The `X-RateLimit-*` fields of the most restrictive limit: the fewest remaining, then
+    /// the longest wait.
+    fn write_legacy(&self, headers: &mut HeaderMap, write: Write) {
+        let tightest = self
+            .decisions()
+            .min_by_key(|d| (d.remaining(), std::cmp::Reverse(d.reset_after())));
+        if let Some(d) = tightest {
+            write.field(headers, &X_LIMIT, HeaderValue::from(d.limit()));
+            write.field(headers, &X_REMAINING, HeaderValue::from(d.remaining()));
+            write.field(headers, &X_RESET, number_value(d.reset_after_secs()));
         }
     }
 }
@@ -340,6 +341,38 @@ pub(crate) enum Write {
     KeepExisting,
     /// Ours go first, theirs after (a middleware above a limited handler).
     Prepend,
+}
+
+impl Write {
+    /// Writes the field `name` as this says.
+    #[inline]
+    fn field(self, headers: &mut HeaderMap, name: &HeaderName, value: HeaderValue) {
+        match self {
+            Write::Replace => {
+                headers.insert(name.clone(), value);
+            }
+            Write::KeepExisting => set_if_absent(headers, name, value),
+            Write::Prepend => match headers.get(name) {
+                // Fields a handler below wrote: ours come first, theirs follow.
+                Some(theirs)
+                    if name == RATELIMIT_POLICY
+                        || name == RATELIMIT
+                        || name == X_RATELIMIT_DRY_RUN =>
+                {
+                    let mut joined = value.as_bytes().to_vec();
+                    joined.extend_from_slice(b", ");
+                    joined.extend_from_slice(theirs.as_bytes());
+                    if let Ok(joined) = HeaderValue::from_maybe_shared(bytes_of(joined)) {
+                        headers.insert(name.clone(), joined);
+                    }
+                }
+                Some(_) => {}
+                None => {
+                    headers.insert(name.clone(), value);
+                }
+            },
+        }
+    }
 }
 
 /// Which rate limit header fields responses carry.
