@@ -27,7 +27,7 @@ mod concurrency;
 mod decision;
 mod limiter;
 mod observe;
-mod penalty;
+use policy::penalty;
 mod policy;
 mod policy_text;
 mod registry;

@@ -119,7 +119,7 @@ pub(crate) struct LimitAttr {
     /// `block = "15m"`, in ms.
     pub(crate) block: Option<Spanned<u64>>,
     /// `penalty = "3 in 1h -> 1d"`.
-    pub(crate) penalty: Option<Spanned<crate::penalty::Escalation>>,
+    pub(crate) penalty: Option<Spanned<Escalation>>,
     /// `jitter = "1s"`, in ms.
     pub(crate) jitter: Option<Spanned<u64>>,
     /// `delay = "2s"`, in ms.
@@ -129,4 +129,12 @@ pub(crate) struct LimitAttr {
     pub(crate) per_given: bool,
     /// Whether `algorithm` was written at all (even with a bad value).
     pub(crate) algorithm_given: bool,
+}
+
+/// An escalation: after `after` blocks within `within_ms`, the next lasts `block_ms`.
+#[derive(Clone, Copy)]
+pub(crate) struct Escalation {
+    pub(crate) after: u32,
+    pub(crate) within_ms: u64,
+    pub(crate) block_ms: u64,
 }

@@ -4,7 +4,7 @@
 
 use syn::Expr;
 
-use crate::ast::Spanned;
+use crate::ast::{Escalation, Spanned};
 use crate::errors::Errors;
 use crate::period::{parse_length, Length};
 use crate::values::string;
@@ -19,14 +19,6 @@ const BLOCK: Length = Length {
     longest_ms: MAX_BLOCK_MS,
     longest: "30d",
 };
-
-/// An escalation: after `after` blocks within `within_ms`, the next lasts `block_ms`.
-#[derive(Clone, Copy)]
-pub(crate) struct Escalation {
-    pub(crate) after: u32,
-    pub(crate) within_ms: u64,
-    pub(crate) block_ms: u64,
-}
 
 /// `block = "15m"`: the block in milliseconds.
 pub(crate) fn parse_block(value: &Expr, errors: &mut Errors) -> Option<Spanned<u64>> {

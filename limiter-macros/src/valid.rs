@@ -1,9 +1,9 @@
 //! The checks that look at several arguments at once — within one attribute, and across the
 //! limits stacked on one handler — turning parsed attributes into complete limits.
 
+use crate::ast::Escalation;
 use crate::ast::{Algorithm, Cost, Count, Key, LimitAttr, Max, Spanned, Window};
 use crate::errors::Errors;
-use crate::penalty::Escalation;
 
 /// The longest a token bucket may take to refill (`limiter_core::Policy::MAX_REFILL`).
 const MAX_REFILL_NS: u128 = 49 * 86_400 * 1_000_000_000;

@@ -4,8 +4,10 @@ use std::fmt;
 use std::num::NonZeroU32;
 use std::time::Duration;
 
-use crate::algorithm::calendar::{Calendar, Period};
+pub(crate) mod calendar;
+pub(crate) mod penalty;
 use crate::Penalty;
+use calendar::{Calendar, Period};
 
 mod error;
 pub use error::PolicyError;
