@@ -10,10 +10,16 @@ use crate::Decision;
 /// `decision` with up to `jitter_ms` added to its wait, uniformly drawn, when it is a
 /// rejection; an admission as it is. `Retry-After`, `t` and the problem body all carry
 /// the lengthened wait: a client that obeys it finds the limit open.
+#[inline]
 pub(crate) fn jittered(decision: Decision, jitter_ms: u32) -> Decision {
     if jitter_ms == 0 || decision.allowed() {
         return decision;
     }
+    lengthened(decision, jitter_ms)
+}
+
+#[cold]
+fn lengthened(decision: Decision, jitter_ms: u32) -> Decision {
     decision.waiting_longer(Duration::from_millis(draw() % (u64::from(jitter_ms) + 1)))
 }
 

@@ -210,38 +210,40 @@ fn slow_body_on(server: &Server, rt: &tokio::runtime::Runtime, path: &str, heade
     assert!(closed, "{path}");
 }
 
-/// A request the `ConcurrencyLimit` middleware itself refuses — its one slot held by an
-/// upload whose body trickles in — sending a slow body of its own: the 429 comes within a
-/// second and its connection closes, as for any refusal. (The user's first upload: only
-/// the slot can refuse it.)
+/// A request refused for concurrency — the one slot held by an upload whose body trickles
+/// in — sending a slow body of its own: the 429 comes within a second and its connection
+/// closes, as for any refusal. Whether the slot is the handler's own
+/// (`#[concurrency_limit]`) or a `ConcurrencyLimit` middleware's around it. (The user's
+/// first upload: only the slot can refuse it.)
 #[test]
-fn a_request_the_concurrency_middleware_refuses_does_not_wait_for_its_body() {
+fn a_request_refused_for_concurrency_does_not_wait_for_its_body() {
     let server = Server::start(Limiter::builder().build(), 2, routes);
     let rt = client();
-    let (_holder, trickle) = rt.block_on(async {
-        let mut stream = TcpStream::connect(server.addr).await.unwrap();
-        stream
-            .write_all(
-                b"POST /wrapped/upload HTTP/1.1\r\nHost: t\r\nX-User: alice\r\n\
-                  Content-Length: 16000\r\n\r\nhello",
-            )
-            .await
-            .unwrap();
-        let (reader, mut writer) = stream.into_split();
-        let trickle = tokio::spawn(async move {
-            for _ in 0..10 {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                if writer.write_all(b"hello").await.is_err() {
-                    return;
+    for path in ["/upload", "/wrapped/upload"] {
+        let (holder, trickle) = rt.block_on(async {
+            let mut stream = TcpStream::connect(server.addr).await.unwrap();
+            let head = format!(
+                "POST {path} HTTP/1.1\r\nHost: t\r\nX-User: alice\r\n\
+                 Content-Length: 16000\r\n\r\nhello"
+            );
+            stream.write_all(head.as_bytes()).await.unwrap();
+            let (reader, mut writer) = stream.into_split();
+            let trickle = tokio::spawn(async move {
+                for _ in 0..10 {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    if writer.write_all(b"hello").await.is_err() {
+                        return;
+                    }
                 }
-            }
+            });
+            // Its head read: the slot is taken.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            (reader, trickle)
         });
-        // Its head read: the slot is taken.
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        (reader, trickle)
-    });
-    slow_body_on(&server, &rt, "/wrapped/upload", "X-User: bob\r\n");
-    trickle.abort();
+        slow_body_on(&server, &rt, path, "X-User: bob\r\n");
+        trickle.abort();
+        drop(holder);
+    }
 }
 
 /// A chunked body of 10 MB, sent at about 1.3 MB/s, on a rejected request is not read: the

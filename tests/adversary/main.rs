@@ -15,3 +15,4 @@ mod harness;
 mod isolation;
 mod load;
 mod refunds;
+mod slots;

@@ -47,6 +47,7 @@ impl super::Limiter {
     /// assert_eq!(limiter.verdict(failed), Verdict::Unlimited);
     /// ```
     #[doc(hidden)]
+    #[inline]
     pub fn verdict<T>(&self, result: Result<T, crate::StoreError>) -> Verdict<T> {
         match (result, self.on_store_error()) {
             (Ok(decided), _) => Verdict::Decided(decided),

@@ -91,6 +91,18 @@ pub(super) fn at_once(
         Ok(counted) => counted,
         Err(done) => return done,
     };
+    // One limit as declared that admits the request: its pass, with nothing to name.
+    if let ([p], [Some(decision)], Asker::Handler(_)) =
+        (plan.items(), counted.decisions.as_slice(), asker)
+    {
+        if decision.allowed() && !p.dry_run && plan.as_declared {
+            p.counted(Outcome::of(decision));
+            return Ok(Decided {
+                fields: RateLimitFields::one(*decision),
+                refund: None,
+            });
+        }
+    }
     if let Some(response) = refused(limiter, asker, plan, &counted) {
         return Err(response);
     }
@@ -134,6 +146,9 @@ fn refused(
     counted: &Counted,
 ) -> Option<HttpResponse> {
     let decisions = counted.decisions.as_slice();
+    if decisions.iter().flatten().all(Decision::allowed) {
+        return None;
+    }
     let (p, decision) = plan
         .items()
         .iter()

@@ -137,8 +137,9 @@ impl RedisStore {
             let command = store.slots_call(&name, "r", lease, most);
             let inner = &store.inner;
             // A renewal that fails is tried again a third of a lease later: the lease
-            // outlives two failures. One the lease no longer has (it expired while Redis
-            // was away) stops: its slot may be someone else's by now.
+            // outlives two failures. A lease Redis lost (expired while Redis was away, or
+            // gone with its data) is taken again where a slot is free; where none is, the
+            // renewal stops: its slot is someone else's by now.
             let renewed = store
                 .within(inner.connection.eval::<i64>(&inner.slots, &command))
                 .await;
