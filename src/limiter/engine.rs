@@ -43,6 +43,7 @@ impl Limiter {
 
     /// Makes a limit counted outside any handler known to [`reset`](Self::reset) and the
     /// routes page: see [`limiter_core::Limiter::remember`].
+    #[doc(hidden)]
     pub fn remember(&self, limit: &Limit) {
         self.engine.remember(limit);
     }
@@ -78,6 +79,7 @@ impl Limiter {
 
     /// `declared` as configuration overrides it, if it does: see
     /// [`limiter_core::Limiter::overridden`].
+    #[doc(hidden)]
     #[inline]
     pub fn overridden(&self, declared: &Limit) -> Option<Arc<Limit>> {
         self.engine.overridden(declared)
