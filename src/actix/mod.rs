@@ -10,14 +10,12 @@
 //! | `routes_page.rs` | [`routes_service`](crate::routes_service): the route table as a page and as JSON |
 //! | `reset.rs` | [`Limiter::reset`](crate::Limiter::reset): forgetting one client's budget |
 //! | `limits.rs` | a handler's limits as declared: each limit's spec and options, the set checked together |
-//! | `decide.rs` | the one decide path: the limiter of a request, its keys, one check, the fields or the response |
+//! | `pipeline/` | the one decision every request runs: `plan.rs` (keys, policies, exemptions, shares, costs), `decide.rs` (the store's count), `answer.rs` (pass, 429, 503, a turn to wait), `settle.rs` (what a response gives back) |
 //! | `delay.rs` | `delay = "2s"`: a request admitted ahead of its tokens waits its turn |
-//! | `lean.rs` | the decide path of a handler's one plain limit, without a future when the store answers at once |
 //! | `in_flight.rs` | `#[concurrency_limit]`: a slot per request, held until its response is sent |
 //! | `in_flight_middleware.rs` | [`ConcurrencyLimit`](crate::ConcurrencyLimit): the same over an `App` or a `Scope` |
 //! | `enforcement.rs` | [`Share`](crate::Share): a limit enforced on a share of its clients, the rest a dry run |
 //! | `jitter.rs` | a rejection's wait lengthened at random (`jitter = "1s"`) |
-//! | `refund.rs` | what a success gives back (`count = "failures"`) |
 //! | `fnv.rs` | FNV-1a, the fixed hash of names and of the clients a share takes in |
 //! | `rejected.rs` | who is being limited right now: each scope's most rejected clients |
 //! | `body.rs` | the body of a refused request: read only when small and quick, else the connection closes |

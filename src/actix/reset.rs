@@ -1,11 +1,11 @@
 //! Forgetting one client's budget (a support desk unblocking a customer): [`Subject`] names
-//! the client as requests are counted, [`Limiter::reset`] forgets its state.
+//! the client as requests are counted, [`Limiter::reset`](crate::Limiter::reset) forgets its state.
 
 use std::net::IpAddr;
 
 use super::keys::{ip_key_of, ClientKey, Kind};
 
-/// A client as a limit counts it, for [`Limiter::reset`]: the same value a key of that kind
+/// A client as a limit counts it, for [`Limiter::reset`](crate::Limiter::reset): the same value a key of that kind
 /// takes from a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Subject<'a> {

@@ -342,13 +342,18 @@ fn record_inline(
     let_through: Vec<Cow<'static, str>>,
     refund: Option<Refund>,
 ) {
+    let checks: Vec<(Member, Decision)> = fields.named().collect();
+    // Undecided (its store failed) and nothing to say: the request carries nothing.
+    if checks.is_empty() && let_through.is_empty() && refund.is_none() {
+        return;
+    }
     InlineChecks::made();
     let mut extensions = req.extensions_mut();
     if extensions.get::<InlineChecks>().is_none() {
         extensions.insert(InlineChecks::default());
     }
     if let Some(inline) = extensions.get_mut::<InlineChecks>() {
-        inline.checks.extend(fields.named());
+        inline.checks.extend(checks);
         inline.refunds.extend(refund);
         inline.let_through.extend(let_through);
     }

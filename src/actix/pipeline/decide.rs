@@ -28,11 +28,13 @@ impl Counted {
     }
 }
 
-/// The one limit of a plan that needs no receipt, where that is the whole plan: it is
-/// checked alone, which neither allocates nor keeps what the check counted.
+/// The one limit of the common request's plan ([`plan_now`](super::plan::plan_now)),
+/// which needs no receipt: it is checked alone, which neither allocates nor keeps what the
+/// check counted — and which a networked store may answer from the rejections this
+/// instance remembers (every other plan asks the store).
 fn alone<'p, 's>(plan: &'p Plan<'s>) -> Option<&'p Planned<'s>> {
     match plan.items() {
-        [p] if !p.dry_run && p.cost == 1 && !p.needs_receipt() => Some(p),
+        [p] if plan.lean && !p.dry_run && p.cost == 1 && !p.needs_receipt() => Some(p),
         _ => None,
     }
 }

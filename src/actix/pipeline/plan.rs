@@ -125,13 +125,17 @@ pub(super) struct Plan<'s> {
     items: Each<Planned<'s>>,
     /// Every limit of the set, in order, as declared: the fields need not name them.
     pub(super) as_declared: bool,
+    /// The common request's plan ([`plan_now`]): one plain limit as declared, which a
+    /// store may answer from the rejections it remembers.
+    pub(super) lean: bool,
 }
 
 impl<'s> Plan<'s> {
-    fn one(planned: Planned<'s>, as_declared: bool) -> Plan<'s> {
+    fn one(planned: Planned<'s>, as_declared: bool, lean: bool) -> Plan<'s> {
         Plan {
             items: Each::One(planned),
             as_declared,
+            lean,
         }
     }
 
@@ -183,6 +187,7 @@ pub(super) async fn plan<'s>(
     Ok(Plan {
         items: Each::Many(items),
         as_declared,
+        lean: false,
     })
 }
 
@@ -221,7 +226,7 @@ pub(super) fn plan_now<'s>(
         dry_run: false,
         counts: None,
     };
-    Some(Ok(Plan::one(planned, true)))
+    Some(Ok(Plan::one(planned, true, true)))
 }
 
 /// The plan of a limit checked inside a handler for `key` (a value the handler read from
@@ -249,7 +254,7 @@ pub(super) fn inline<'s>(
         cost: 1,
         counts: failures_only.then_some(Counts::Failures),
     };
-    Plan::one(planned, false)
+    Plan::one(planned, false, false)
 }
 
 /// Whether a limit of `scope` declared enforced on `declared` of the clients is enforced
