@@ -32,6 +32,25 @@ async fn api() -> &'static str {
     "ok"
 }
 
+/// One per 20 s, and a client over it blocked for two minutes: its block outlasts its
+/// window's wait.
+#[rate_limit(1, per = "20s", block = "2m", scope = "cli-guarded")]
+async fn guarded() -> &'static str {
+    "ok"
+}
+
+/// A search that queues: a bucket with a delay.
+#[rate_limit(
+    2,
+    per = "1s",
+    algorithm = "token_bucket",
+    delay = "2s",
+    scope = "cli-search"
+)]
+async fn search() -> &'static str {
+    "ok"
+}
+
 async fn instance(redis: &RedisServer) -> SocketAddr {
     let store = RedisStore::connect(&redis.url())
         .await
@@ -42,7 +61,9 @@ async fn instance(redis: &RedisServer) -> SocketAddr {
     serve(limiter, |routes| {
         routes
             .route("/login", web::post().to(login))
-            .route("/api", web::get().to(api));
+            .route("/api", web::get().to(api))
+            .route("/guarded", web::get().to(guarded))
+            .route("/search", web::get().to(search));
     })
     .0
 }
@@ -121,6 +142,34 @@ async fn an_operator_lists_inspects_resets_and_sets_limits_on_a_running_fleet() 
     let (_, key) = cli(&redis, &["show", "header:k1"]);
     assert!(key.contains("remaining 8 of 10"), "{key}");
 
+    // A block that outlasts its window's wait is shown as the service answers it: blocked
+    // for two minutes, not for the window's 20 s (then "not blocked" while it held).
+    let (first, _) = request(one, "GET /guarded HTTP/1.1").await;
+    let (second, refused) = request(one, "GET /guarded HTTP/1.1").await;
+    assert_eq!((first, second), (200, 429));
+    let retry_after = refused
+        .lines()
+        .find_map(|l| l.strip_prefix("retry-after: "))
+        .map(|v| v.trim().to_string())
+        .unwrap();
+    until("the guarded limit listed", || {
+        cli(&redis, &["limits"]).1.contains("cli-guarded")
+    })
+    .await;
+    let (_, shown) = cli(&redis, &["show", "ip:127.0.0.1"]);
+    let guarded = shown
+        .lines()
+        .find(|l| l.starts_with("cli-guarded"))
+        .unwrap();
+    println!("{guarded} (the service answered Retry-After: {retry_after})");
+    let blocked_for: u64 = guarded
+        .split("blocked for ")
+        .nth(1)
+        .and_then(|rest| rest.split('s').next())
+        .and_then(|secs| secs.parse().ok())
+        .unwrap_or_else(|| panic!("{guarded}"));
+    assert!((100..=120).contains(&blocked_for), "{guarded}");
+
     // Support unblocks the customer: both instances admit it within their reading interval,
     // the one that remembered its rejection included.
     let (ok, out) = cli(&redis, &["reset", "ip:127.0.0.1", "cli-login"]);
@@ -156,6 +205,22 @@ async fn an_operator_lists_inspects_resets_and_sets_limits_on_a_running_fleet() 
     );
     assert!(cli(&redis, &["unset", "cli-api"]).0);
 
+    // A policy without an algorithm or a delay, set on a delayed bucket, keeps both: the
+    // tool says what the instances apply, not only what it stored.
+    assert_eq!(request(one, "GET /search HTTP/1.1").await.0, 200);
+    until("the search limit listed", || {
+        cli(&redis, &["limits"]).1.contains("cli-search")
+    })
+    .await;
+    let (ok, out) = cli(&redis, &["set", "cli-search", "1 per 1s"]);
+    println!("limiter-cli set cli-search \"1 per 1s\"\n{out}");
+    assert!(
+        ok && out
+            .contains("cli-search\t1 per 1s, token_bucket, delay 2s\tas the instances apply it"),
+        "{out}"
+    );
+    assert!(cli(&redis, &["unset", "cli-search"]).0);
+
     // Mistakes get their reason, and a failing exit.
     for (args, says) in [
         (&["show", "ip:nowhere"][..], "not an IP address"),
@@ -180,4 +245,6 @@ fn an_unreachable_redis_is_a_clear_error() {
         error.contains("cannot reach Redis at redis://127.0.0.1:1"),
         "{error}"
     );
+    // A failure is said alone: the usage is for a command line that asks nothing it can do.
+    assert!(!error.contains("usage:"), "{error}");
 }

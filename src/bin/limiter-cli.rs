@@ -89,6 +89,13 @@ fn subject(text: &str) -> Result<Subject<'_>, String> {
     })
 }
 
+/// Why a command did nothing: a command line that asks nothing it can do (answered with
+/// the usage), or a command that failed (answered with why alone).
+enum Failure {
+    Usage(String),
+    Failed(String),
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     match run(std::env::args().skip(1).collect()).await {
@@ -96,27 +103,31 @@ async fn main() -> ExitCode {
             print!("{out}");
             ExitCode::SUCCESS
         }
-        Err(why) if why.is_empty() => {
+        Err(Failure::Usage(why)) if why.is_empty() => {
             println!("{USAGE}");
             ExitCode::SUCCESS
         }
-        Err(why) => {
+        Err(Failure::Usage(why)) => {
             eprintln!("limiter-cli: {why}\n\n{USAGE}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Failed(why)) => {
+            eprintln!("limiter-cli: {why}");
             ExitCode::from(2)
         }
     }
 }
 
-async fn run(args: Vec<String>) -> Result<String, String> {
-    let asked = asked(args)?;
+async fn run(args: Vec<String>) -> Result<String, Failure> {
+    let asked = asked(args).map_err(Failure::Usage)?;
     let store = RedisStore::connect(&asked.url)
         .await
-        .map_err(|e| format!("cannot reach Redis at {}: {e}", asked.url))?
+        .map_err(|e| Failure::Failed(format!("cannot reach Redis at {}: {e}", asked.url)))?
         .with_prefix(asked.prefix.clone())
         .overrides_every(None);
     // A tool may be far from Redis: seconds, not the 50 ms a request gets.
     store.accept_timeout(std::time::Duration::from_secs(5));
-    let failed = |e: limiter::StoreError| e.to_string();
+    let failed = |e: limiter::StoreError| Failure::Failed(e.to_string());
     let words: Vec<&str> = asked.command.iter().map(String::as_str).collect();
     let mut out = String::new();
     match words.as_slice() {
@@ -134,14 +145,13 @@ async fn run(args: Vec<String>) -> Result<String, String> {
             }
         }
         ["show", client] => {
-            let key = key_of(&asked, client)?;
+            let key = key_of(&asked, client).map_err(Failure::Usage)?;
             for limit in store.limits().await.map_err(failed)? {
                 let status = store.status(&limit, &key).await.map_err(failed)?;
-                let blocked = match status.remaining() {
-                    0 => format!(
-                        "blocked for {}s",
-                        status.reset_after().as_secs_f64().ceil() as u64
-                    ),
+                let blocked = match status.retry_after() {
+                    Some(wait) if !status.allowed() => {
+                        format!("blocked for {}", span(wait.as_secs_f64().ceil() as u64))
+                    }
                     _ => "not blocked".to_string(),
                 };
                 out += &format!(
@@ -155,7 +165,7 @@ async fn run(args: Vec<String>) -> Result<String, String> {
             }
         }
         ["reset", client, rest @ ..] if rest.len() <= 1 => {
-            let key = key_of(&asked, client)?;
+            let key = key_of(&asked, client).map_err(Failure::Usage)?;
             let limits: Vec<Limit> = store
                 .limits()
                 .await
@@ -164,24 +174,40 @@ async fn run(args: Vec<String>) -> Result<String, String> {
                 .filter(|l| rest.first().is_none_or(|scope| l.scope() == *scope))
                 .collect();
             if limits.is_empty() {
-                return Err("no limit of that scope is in use".into());
+                return Err(Failure::Failed("no limit of that scope is in use".into()));
             }
             for limit in &limits {
                 store.reset_everywhere(limit, &key).await.map_err(failed)?;
                 out += &format!("{}\t{}\tforgotten\n", limit.scope(), limit.policy());
             }
         }
-        ["set", scope, policy] => {
-            let policy: Policy = policy.parse().map_err(|e| format!("{e}"))?;
+        ["set", scope, text] => {
+            let policy: Policy = text.parse().map_err(|e| Failure::Usage(format!("{e}")))?;
             store.set_override(scope, &policy).await.map_err(failed)?;
-            out += &format!("{scope}\t{policy}\tstored: every instance applies it within its reading interval (1 s by default)\n");
+            // As given: a policy that names no algorithm shows the default one.
+            let text = text.trim();
+            out += &format!("{scope}\t{text}\tstored: every instance applies it within its reading interval (1 s by default)\n");
+            // What the instances make of it: a policy that names no algorithm, delay or
+            // penalty keeps the counting limit's (each limit of the scope an instance uses).
+            let mut applied = Vec::new();
+            for limit in store.limits().await.map_err(failed)? {
+                if limit.scope() == *scope {
+                    let over = policy.over(limit.policy()).unwrap_or(policy);
+                    if !applied.contains(&over) {
+                        applied.push(over);
+                    }
+                }
+            }
+            for over in applied {
+                out += &format!("{scope}\t{over}\tas the instances apply it\n");
+            }
         }
         ["unset", scope] => {
             store.clear_override(scope).await.map_err(failed)?;
             out += &format!("{scope}\tremoved: every instance goes back to its declared limit\n");
         }
-        [] => return Err(String::new()),
-        _ => return Err(format!("cannot do \"{}\"", words.join(" "))),
+        [] => return Err(Failure::Usage(String::new())),
+        _ => return Err(Failure::Usage(format!("cannot do \"{}\"", words.join(" ")))),
     }
     Ok(out)
 }
@@ -191,4 +217,16 @@ fn key_of(asked: &Asked, client: &str) -> Result<Vec<u8>, String> {
     let subject = subject(client)?;
     let limiter = Limiter::builder().ipv6_prefix(asked.ipv6_prefix).build();
     Ok(limiter.store_key(subject))
+}
+
+/// A wait in seconds, and for one of an hour or more in days, hours and minutes besides.
+fn span(secs: u64) -> String {
+    if secs < 3_600 {
+        return format!("{secs}s");
+    }
+    let (days, hours, minutes) = (secs / 86_400, secs % 86_400 / 3_600, secs % 3_600 / 60);
+    match days {
+        0 => format!("{secs}s ({hours}h {minutes}m)"),
+        _ => format!("{secs}s ({days}d {hours}h {minutes}m)"),
+    }
 }

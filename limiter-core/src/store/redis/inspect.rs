@@ -3,6 +3,7 @@
 //! one of them, read without counting anything.
 
 use std::collections::{HashMap, VecDeque};
+use std::time::Duration;
 
 use super::{fresh, RedisStore};
 use crate::algorithm::fixed_window::FixedWindow;
@@ -90,9 +91,32 @@ impl RedisStore {
 
     /// Where `key` stands under `limit` now, on the Redis server's clock, with nothing
     /// counted: what it would admit, and when used quota next comes back (a `Retry-After`
-    /// when nothing is left). Reads the state (a long sliding log whole: an operator's
-    /// tool, not a request's path).
+    /// when nothing is left) — a penalty's block in force included: a blocked client is
+    /// refused until the block ends, whatever its state says. Reads the state (a long
+    /// sliding log whole: an operator's tool, not a request's path).
     pub async fn status(&self, limit: &Limit, key: &[u8]) -> Result<Decision, StoreError> {
+        let decision = self.state_status(limit, key).await?;
+        if limit.policy().penalty().is_none() {
+            return Ok(decision);
+        }
+        let mut read = redis::cmd("EVAL");
+        read.arg(READ_BLOCK)
+            .arg(1)
+            .arg(super::block_key_name(&self.key_name(limit, key)));
+        let ((secs, micros), raw): ((u64, u64), Option<Vec<u8>>) = self.query(read).await?;
+        let now_ms = secs * 1_000 + micros / 1_000;
+        Ok(match block_ends(raw.as_deref()) {
+            Some(end) if end > now_ms => {
+                let left = Duration::from_millis(end - now_ms);
+                let wait = decision.retry_after().unwrap_or_default().max(left);
+                Decision::reject(decision.limit(), wait)
+            }
+            _ => decision,
+        })
+    }
+
+    /// [`status`](Self::status) as the limit's state alone says it.
+    async fn state_status(&self, limit: &Limit, key: &[u8]) -> Result<Decision, StoreError> {
         let name = self.key_name(limit, key);
         let mut kind = redis::cmd("TYPE");
         kind.arg(&name);
@@ -141,6 +165,17 @@ impl RedisStore {
 /// A key's value, its expiry (ms, `PTTL`) and the server's clock (`TIME`), in one script.
 const READ_STATE: &str =
     "return {redis.call('TIME'), redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}";
+
+/// The server's clock and a client's penalty record (see `check.lua`: when its block ends,
+/// in ms, then the starts of its latest blocks).
+const READ_BLOCK: &str = "return {redis.call('TIME'), redis.call('GET', KEYS[1])}";
+
+/// When the block of a penalty record ends (ms on the server's clock): its first six bytes,
+/// big-endian.
+fn block_ends(raw: Option<&[u8]>) -> Option<u64> {
+    let raw = raw?.get(..6)?;
+    Some(raw.iter().fold(0, |end, &byte| end << 8 | u64::from(byte)))
+}
 
 /// The mark a first state written as its key's expiry holds (see `fresh.rs`): an integer of
 /// 4 digits at most, where every packed state is 6 bytes or longer.
