@@ -118,6 +118,29 @@ async fn a_proxy_nobody_trusts_is_reported_once() {
     );
 }
 
+/// Behind a proxy on loopback the advice is not to trust loopback itself — which would let
+/// any process of the host claim any address — but a loopback address of the proxy's own.
+#[actix_web::test]
+async fn a_proxy_on_loopback_is_not_advised_into_trusting_loopback() {
+    events::record();
+    let limiter = Limiter::builder().build();
+    get(
+        Some(limiter.clone()),
+        "/ip",
+        "127.0.0.1:5000",
+        &[("x-forwarded-for", "198.51.100.1")],
+    )
+    .await;
+    let reported = events::warnings("on loopback");
+    assert_eq!(reported.len(), 1, "{reported:?}");
+    assert!(
+        !reported[0].contains("trusted_proxies([\"127.0.0.1\"])")
+            && reported[0].contains("trusted_proxies([\"127.0.0.2\"])")
+            && reported[0].contains("proxy_bind"),
+        "{reported:?}"
+    );
+}
+
 #[actix_web::test]
 async fn a_trusted_proxy_that_never_forwards_is_reported_once() {
     events::record();

@@ -42,19 +42,38 @@ pub(crate) fn user_key_without_resolver() {
 }
 
 static UNTRUSTED_PROXY: Once = Once::new();
+static UNTRUSTED_LOOPBACK_PROXY: Once = Once::new();
 
 /// A request from a private address carries forwarding headers while no proxy is trusted:
 /// the service sits behind a proxy it was not told about, and every client behind it shares
-/// the proxy's budget.
+/// the proxy's budget. A proxy on loopback gets other advice: trusting a loopback address
+/// other processes of the host connect from too would let any of them claim any address.
 #[inline]
 pub(crate) fn forwarded_by_an_untrusted_private_peer(
     peer: IpAddr,
     has_forwarding: impl FnOnce() -> bool,
 ) {
-    if UNTRUSTED_PROXY.reported() || !is_private(peer) || !has_forwarding() {
+    let once = match peer.is_loopback() {
+        true => &UNTRUSTED_LOOPBACK_PROXY,
+        false => &UNTRUSTED_PROXY,
+    };
+    if once.reported() || !is_private(peer) || !has_forwarding() {
         return;
     }
-    if UNTRUSTED_PROXY.first() {
+    if !once.first() {
+        return;
+    }
+    if peer.is_loopback() {
+        tracing::warn!(
+            %peer,
+            "rate limit: requests from {peer}, on loopback, carry Forwarded or \
+             X-Forwarded-For, but the limiter trusts no proxy, so every client behind it is \
+             counted as the proxy and shares its budget. Do not trust {peer} itself: any \
+             process of this host could then claim any address. Have the proxy connect from \
+             a loopback address of its own (`proxy_bind 127.0.0.2;` in nginx) and trust \
+             only that one: `Limiter::builder().trusted_proxies([\"127.0.0.2\"])`"
+        );
+    } else {
         tracing::warn!(
             %peer,
             "rate limit: requests from {peer}, a private address, carry Forwarded or \
