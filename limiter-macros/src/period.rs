@@ -28,7 +28,35 @@ pub(crate) fn calendar(text: &str) -> Option<(&'static str, u64)> {
 /// window the writer probably meant, when a common slip (`"1 minute"`, `"1min"`, `"30 secs"`)
 /// makes one.
 pub(crate) fn parse(text: &str) -> Result<u64, String> {
-    parse_length(text, WINDOW)
+    parse_length(text, WINDOW).map_err(|message| match calendar_hint(text) {
+        Some(hint) if message.ends_with('?') => format!("{message} {hint}"),
+        Some(hint) => format!("{message}; {hint}"),
+        None => message,
+    })
+}
+
+/// What a window that reads like a calendar period stands for: a month, a week, a day as
+/// the calendar counts them (`"month"`), or a rolling length (`"7d"`).
+fn calendar_hint(text: &str) -> Option<&'static str> {
+    let plain: String = text.chars().filter(|c| c.is_ascii_alphabetic()).collect();
+    let digits = text.chars().any(|c| c.is_ascii_digit());
+    Some(match plain.to_ascii_lowercase().as_str() {
+        // `M` is no unit: `m` is a minute; a month is the calendar's.
+        "m" if plain == "M" => "(a minute; a month is per = \"month\", on the calendar)",
+        "mo" | "mon" | "month" | "months" | "monthly" => {
+            "a month is per = \"month\", counted on the calendar"
+        }
+        "w" | "wk" | "week" | "weeks" | "weekly" if digits => {
+            "a week is per = \"week\" (on the calendar, from Monday) or \"7d\" (rolling); a \
+             longer rolling window is a quota: per = \"month\""
+        }
+        "w" | "wk" | "week" | "weeks" | "weekly" => {
+            "a week is per = \"week\" (on the calendar, from Monday) or \"7d\" (rolling)"
+        }
+        "daily" => "a day is per = \"day\" (on the calendar) or \"1d\" (rolling)",
+        "hourly" => "an hour is per = \"1h\"",
+        _ => return None,
+    })
 }
 
 /// What a length is, for its errors: its noun, the longest one (ms) and how to say it.
@@ -163,6 +191,27 @@ fn parse_exact(text: &str, length: &Length) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::parse;
+
+    /// A window that reads like a calendar period is told what it stands for: `M` is no
+    /// unit (a minute is `m`, a month the calendar's), `"monthly"`, `"2w"`.
+    #[test]
+    fn calendar_slips_are_told_the_calendar_periods() {
+        let month = parse("1M").unwrap_err();
+        assert!(
+            month.contains("did you mean \"1m\"") && month.contains("per = \"month\""),
+            "{month}"
+        );
+        let monthly = parse("monthly").unwrap_err();
+        assert!(monthly.contains("per = \"month\""), "{monthly}");
+        let weeks = parse("2w").unwrap_err();
+        assert!(
+            weeks.contains("per = \"week\"") && weeks.contains("\"7d\""),
+            "{weeks}"
+        );
+        assert!(parse("daily").unwrap_err().contains("per = \"day\""));
+        // Not every slip is a calendar's.
+        assert!(!parse("1x").unwrap_err().contains("calendar"));
+    }
 
     #[test]
     fn accepts_the_documented_forms() {

@@ -61,6 +61,21 @@ pub(crate) fn parse_max(expr: Expr, errors: &mut Errors) -> Option<Spanned<Max>>
 }
 
 pub(crate) fn parse_per(value: &Expr, errors: &mut Errors) -> Option<Spanned<Window>> {
+    // A bare number of seconds, say: the unit is not guessed, but shown.
+    if let Expr::Lit(syn::ExprLit {
+        lit: Lit::Int(int), ..
+    }) = value
+    {
+        let n = int.base10_digits();
+        errors.at(
+            value,
+            format!(
+                "`per` is a string with a unit: per = \"{n}s\" for {n} seconds, \"{n}m\" for \
+                 minutes (units ms, s, m, h, d)"
+            ),
+        );
+        return None;
+    }
     let text = string(value, "`per` (the window, e.g. \"1m\")", errors)?;
     if let Some((period, ms)) = period::calendar(&text.value()) {
         return Some(Spanned {
@@ -137,7 +152,7 @@ pub(crate) fn parse_key(value: &Expr, errors: &mut Errors) -> Option<Spanned<Key
             None => {
                 let meant = match key_suggestion(&key) {
                     Some(meant) => format!("; did you mean \"{meant}\"?"),
-                    None => String::new(),
+                    None => read_by_a_function(&key),
                 };
                 errors.at(
                     text,
@@ -158,6 +173,8 @@ fn key_suggestion(key: &str) -> Option<String> {
         .filter(|c| c.is_ascii_alphanumeric())
         .collect();
     match plain.as_str() {
+        // Written in capitals: the keys are lowercase.
+        "ip" | "user" | "global" if plain != key => Some(plain),
         "ipaddress" | "ipaddr" | "address" | "addr" | "remoteaddr" | "remoteip" | "clientip"
         | "peer" | "peeraddr" | "realip" => Some("ip".to_string()),
         "userid" | "users" | "username" | "session" | "account" => Some("user".to_string()),
@@ -170,6 +187,26 @@ fn key_suggestion(key: &str) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// For a key of a part of the request no key reads (a cookie, a query parameter, a path
+/// segment): how to read it — with a key function.
+fn read_by_a_function(key: &str) -> String {
+    let part = key
+        .split([':', '='])
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let what = match part.as_str() {
+        "cookie" => "a cookie",
+        "query" | "param" | "parameter" => "a query parameter",
+        "path" | "segment" => "a path segment",
+        _ => return String::new(),
+    };
+    format!(
+        "; {what} is read by a key function: key = path::to::read, a `fn(&HttpRequest) -> \
+         Option<String>` returning it (None: counted by address)"
+    )
 }
 
 /// An HTTP token (RFC 9110): what a header name may be made of.
