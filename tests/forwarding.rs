@@ -117,3 +117,29 @@ proptest! {
         prop_assert_eq!(by_both, Ok(expected));
     }
 }
+
+/// A bad entry written in the code is the caller's mistake: the panic names the caller's
+/// file and line, not the library's builder.
+#[test]
+fn a_bad_trusted_proxy_panics_at_the_callers_line() {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let previous = std::panic::take_hook();
+    let record = std::sync::Arc::clone(&seen);
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info.to_string();
+        if message.contains("invalid trusted proxy") || message.contains("invalid exempt") {
+            let place = info.location().map(|l| l.file().to_string());
+            record.lock().unwrap().push(place);
+        }
+    }));
+    let proxies =
+        std::panic::catch_unwind(|| limiter::Limiter::builder().trusted_proxies(["127.0.0.2/33"]));
+    let exempt = std::panic::catch_unwind(|| limiter::Limiter::builder().exempt(["10.0.0.0/99"]));
+    std::panic::set_hook(previous);
+    assert!(proxies.is_err() && exempt.is_err());
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    for place in seen {
+        assert_eq!(place.as_deref(), Some("tests/forwarding.rs"));
+    }
+}

@@ -144,6 +144,7 @@ impl LimiterBuilder {
     /// message names both handlers and where they are; [`try_build`](Self::try_build)
     /// returns the conflict instead. Two `#[concurrency_limit]`s that give one scope
     /// different limits are an `error` event naming both (each keeps a pool of its own).
+    #[track_caller]
     pub fn build(self) -> Limiter {
         match self.try_build() {
             Ok(limiter) => limiter,
@@ -222,6 +223,7 @@ impl LimiterBuilder {
     /// On an entry that is not an address or a CIDR, naming it: a list written in the code
     /// is a programmer error, found at start-up (as `HeaderValue::from_static` does). Lists
     /// read from configuration go through [`try_trusted_proxies`](Self::try_trusted_proxies).
+    #[track_caller]
     pub fn trusted_proxies<I>(self, proxies: I) -> LimiterBuilder
     where
         I: IntoIterator,
@@ -318,6 +320,7 @@ impl LimiterBuilder {
     ///
     /// On an entry that is not an address or a CIDR, naming it;
     /// [`try_exempt`](Self::try_exempt) returns the error instead.
+    #[track_caller]
     pub fn exempt<I>(self, clients: I) -> LimiterBuilder
     where
         I: IntoIterator,
