@@ -26,6 +26,8 @@ mod expand;
 mod in_flight;
 #[path = "../limiter-macros/src/input.rs"]
 mod input;
+#[path = "../limiter-macros/src/key.rs"]
+mod key;
 #[path = "../limiter-macros/src/penalty.rs"]
 mod penalty;
 #[path = "../limiter-macros/src/period.rs"]

@@ -29,9 +29,8 @@ mod on {
         metrics::counter!("limiter_evictions_total").absolute(evictions);
     }
 
-    pub(crate) fn block_started(limit: &crate::Limit) {
-        metrics::counter!("limiter_blocks_total", "scope" => limit.scope().to_string())
-            .increment(1);
+    pub(crate) fn block_started(scope: &str) {
+        metrics::counter!("limiter_blocks_total", "scope" => scope.to_string()).increment(1);
     }
 
     /// Whether a recorder may be listening (the memory store's figures cost locks).
@@ -52,7 +51,7 @@ mod off {
     pub(crate) fn memory(_: usize, _: usize, _: u64) {}
 
     #[inline(always)]
-    pub(crate) fn block_started(_: &crate::Limit) {}
+    pub(crate) fn block_started(_: &str) {}
 
     pub(crate) const ENABLED: bool = false;
 }

@@ -11,11 +11,12 @@ use syn::{Expr, Ident, Token};
 
 use crate::ast::LimitAttr;
 use crate::errors::Errors;
+use crate::key::parse_key;
 use crate::penalty::{parse_block, parse_delay, parse_jitter, parse_penalty};
 use crate::share::parse_share;
 use crate::values::{
     parse_algorithm, parse_bool, parse_burst, parse_cost, parse_count, parse_crate, parse_function,
-    parse_key, parse_max, parse_per, parse_scope,
+    parse_max, parse_per, parse_scope,
 };
 
 pub(crate) const ARGUMENTS: &str = "`per`, `key`, `algorithm`, `scope`, `burst`, `cost`, `count`, `exempt`, `dry_run`, `enforce`, `policy`, `block`, `penalty`, `jitter`, `delay`, `crate`";

@@ -9,7 +9,8 @@ use syn::{Expr, Ident, Lit, Token};
 
 use crate::ast::{Key, Spanned};
 use crate::errors::Errors;
-use crate::values::{parse_crate, parse_key, parse_scope};
+use crate::key::parse_key;
+use crate::values::{parse_crate, parse_scope};
 
 /// The tag a concurrency limit's arguments carry in the marker.
 pub(crate) const TAG: &str = "__concurrency";

@@ -12,6 +12,7 @@ mod errors;
 mod expand;
 mod in_flight;
 mod input;
+mod key;
 mod penalty;
 mod period;
 mod share;

@@ -325,7 +325,7 @@ impl MemoryStore {
                         ms_ns(left),
                     )
                     .marked_blocked();
-                    crate::observe::block_started(charge.limit);
+                    crate::observe::block_started(charge.limit.scope());
                 }
             }
             marks.fill(None);

@@ -31,7 +31,7 @@ pub(super) fn decode(limit: &Limit, answer: &[i64], clock: i64) -> (Decision, Op
         0 => return (Decision::reject_leaving(max, remaining, wait), None),
         -2 | -3 => {
             if answer[0] == -2 {
-                crate::observe::block_started(limit);
+                crate::observe::block_started(limit.scope());
             }
             let rejection = Decision::reject_leaving(max, remaining, wait).marked_blocked();
             return (rejection, None);
