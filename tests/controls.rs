@@ -282,10 +282,12 @@ async fn only_failed_logins_use_the_budget() {
             .route("/login", web::post().to(login)),
     )
     .await;
-    // Successes are never held back.
+    // Successes are never held back, and their fields say so: their unit is given back,
+    // the budget stays whole (it read r=4, as if the success had used a try).
     for _ in 0..20 {
         let res = test::call_service(&app, attempt("ann", "correct horse")).await;
-        assert_eq!(res.status(), 200);
+        let whole = "\"login\";r=5;t=900".to_string();
+        assert_eq!(summary(&res), (200, None, Some(whole)));
     }
     for r in (0..5).rev() {
         let res = test::call_service(&app, attempt("ann", "wrong")).await;

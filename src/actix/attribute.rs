@@ -84,7 +84,7 @@ where
             return Guarded(Box::pin(answer).await, PhantomData);
         }
     };
-    let fields = Fields {
+    let mut fields = Fields {
         fields: decided.fields,
         limits,
         options: limiter.http().headers,
@@ -96,6 +96,13 @@ where
         Ok(args) => handler(args).await.respond_to(&req).map_into_boxed_body(),
         Err(error) => HttpResponse::from_error(error.into()),
     };
+    // What a response that does not count gives back shows in its fields: `r` is what the
+    // client has left once it is back.
+    if let Some(refund) = &decided.refund {
+        for (place, units) in refund.in_fields_given_back(response.status()) {
+            fields.fields.give_back(place, units);
+        }
+    }
     let inline_refunds = fields.apply(&mut response, &req);
     let status = response.status();
     for refund in decided.refund.into_iter().chain(inline_refunds) {

@@ -182,6 +182,19 @@ impl RateLimitFields {
         checked.refunds
     }
 
+    /// Gives `units` back to the decision at `place` (its check was taken back: the
+    /// response did not count), so that its `r` says what the client has left.
+    pub(crate) fn give_back(&mut self, place: usize, units: u32) {
+        let decision = match place {
+            0 => self.first.as_mut(),
+            _ => self.stacked.get_mut(place - 1),
+        };
+        if let Some(d) = decision.filter(|d| d.allowed()) {
+            let remaining = d.remaining().saturating_add(units).min(d.limit());
+            *d = Decision::allow(d.limit(), remaining, d.reset_after());
+        }
+    }
+
     /// Names the limits that would have rejected the request and were not enforced on it:
     /// its response says so in [`X_RATELIMIT_DRY_RUN`].
     pub(crate) fn let_through(&mut self, names: Vec<Cow<'static, str>>) {

@@ -241,6 +241,11 @@ where
             };
             let mut response = service.call(req).await?;
             let mut fields = decided.fields;
+            if let Some(refund) = &decided.refund {
+                for (place, units) in refund.in_fields_given_back(response.status()) {
+                    fields.give_back(place, units);
+                }
+            }
             let inline_refunds = fields.take_inline_checks(response.request(), || limits.members());
             fields.apply(
                 response.headers_mut(),

@@ -298,7 +298,15 @@ pub(super) fn pass(asker: Asker<'_>, plan: &Plan<'_>, counted: Counted) -> Decid
             would_have_waited(scope, &p.kind(), wait);
         }
     }
-    let refund = (!counted.refunds.is_empty()).then(|| Refund::new(counted.refunds));
+    let refund = (!counted.refunds.is_empty()).then(|| {
+        // The place of each refunded limit's decision among the decided ones: the fields'.
+        let decisions = counted.decisions.as_slice();
+        let places = counted.refunded.iter().map(|&place| {
+            let decided = decisions.get(place)?.is_some();
+            decided.then(|| decisions[..place].iter().flatten().count())
+        });
+        Refund::in_fields(counted.refunds, places.collect())
+    });
     let mut fields = fields_of(plan, &counted.decisions);
     match asker {
         Asker::Handler(_) => {

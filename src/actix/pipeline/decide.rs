@@ -16,6 +16,8 @@ pub(super) struct Counted {
     pub(super) decisions: Each<Option<Decision>>,
     pub(super) receipt: Option<Receipt>,
     pub(super) refunds: Vec<(Vec<Owned>, Receipt, super::settle::Counts)>,
+    /// The place in the plan of each refund's limit.
+    pub(super) refunded: Vec<usize>,
 }
 
 impl Counted {
@@ -24,6 +26,7 @@ impl Counted {
             decisions: Each::filled(len, || None),
             receipt: None,
             refunds: Vec::new(),
+            refunded: Vec::new(),
         }
     }
 }
@@ -59,6 +62,7 @@ fn one_decided(
             decisions: Each::One(Some(jittered(decision, p.jitter_ms()))),
             receipt: None,
             refunds: Vec::new(),
+            refunded: Vec::new(),
         }),
         Verdict::Unlimited => Verdict::Unlimited,
         Verdict::Unavailable => Verdict::Unavailable,
@@ -99,11 +103,13 @@ pub(super) async fn enforced(limiter: &Limiter, plan: &Plan<'_>) -> Verdict<Coun
         }
     }
     // Each limit that counts only some responses, with its own rule.
-    for (i, p) in enforced.iter().enumerate() {
+    let places = items.iter().enumerate().filter(|(_, p)| !p.dry_run);
+    for (i, (place, p)) in places.enumerate() {
         if let Some(counts) = p.counts {
             let receipt = receipt.subset([i]);
             if receipt.counted_anything() {
                 counted.refunds.push((vec![p.owned()], receipt, counts));
+                counted.refunded.push(place);
             }
         }
     }
@@ -115,12 +121,13 @@ pub(super) async fn enforced(limiter: &Limiter, plan: &Plan<'_>) -> Verdict<Coun
 /// decision (`None` where its store failed) goes into `counted`.
 pub(super) async fn on_trial(limiter: &Limiter, plan: &Plan<'_>, counted: &mut Counted) {
     let items = plan.items();
-    for (slot, p) in counted
+    for (place, (slot, p)) in counted
         .decisions
         .as_mut_slice()
         .iter_mut()
         .zip(items)
-        .filter(|(_, p)| p.dry_run)
+        .enumerate()
+        .filter(|(_, (_, p))| p.dry_run)
     {
         *slot = if p.never_admitted() {
             Some(Decision::reject(
@@ -140,6 +147,7 @@ pub(super) async fn on_trial(limiter: &Limiter, plan: &Plan<'_>, counted: &mut C
                     if let Some(counts) = p.counts {
                         if receipt.counted_anything() {
                             counted.refunds.push((vec![p.owned()], receipt, counts));
+                            counted.refunded.push(place);
                         }
                     }
                     answers.into_iter().next()

@@ -41,6 +41,8 @@ impl Counts {
 /// keep them counted.
 pub(crate) struct Refund {
     checks: Vec<(Vec<Owned>, Receipt, Counts)>,
+    /// The place of each check's decision in the response's fields, where it has one.
+    fields: Vec<Option<usize>>,
 }
 
 /// A charge that outlives its request's decision: the limit, the key and the cost.
@@ -49,7 +51,32 @@ pub(crate) type Owned = (Arc<Limit>, ClientKey, u32);
 impl Refund {
     /// The charges of each check, what the check counted, and which responses count.
     pub(crate) fn new(checks: Vec<(Vec<Owned>, Receipt, Counts)>) -> Refund {
-        Refund { checks }
+        let fields = vec![None; checks.len()];
+        Refund { checks, fields }
+    }
+
+    /// [`new`](Self::new), each check's decision at its place in the response's fields.
+    pub(crate) fn in_fields(
+        checks: Vec<(Vec<Owned>, Receipt, Counts)>,
+        fields: Vec<Option<usize>>,
+    ) -> Refund {
+        Refund { checks, fields }
+    }
+
+    /// What a response of `status` gives back, by the place of its decision in the fields:
+    /// the units each field's `r` then has more.
+    pub(crate) fn in_fields_given_back(
+        &self,
+        status: StatusCode,
+    ) -> impl Iterator<Item = (usize, u32)> + '_ {
+        self.checks
+            .iter()
+            .zip(&self.fields)
+            .filter(move |((_, _, counts), _)| !counts.keep(status))
+            .filter_map(|((charges, _, _), place)| {
+                let units = charges.iter().map(|(_, _, cost)| *cost).sum();
+                Some(((*place)?, units))
+            })
     }
 
     /// Takes back the charges a response of `status` does not count, before the response
