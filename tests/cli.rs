@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use actix_web::web;
 use common::redis_server::RedisServer;
 use common::serve;
-use limiter::{rate_limit, Limiter, RedisStore};
+use limiter::{concurrency_limit, rate_limit, Limiter, RedisStore};
+use tokio::sync::Notify;
 
 #[rate_limit(3, per = "15m", scope = "cli-login")]
 async fn login() -> &'static str {
@@ -51,6 +52,22 @@ async fn search() -> &'static str {
     "ok"
 }
 
+/// A monthly quota per API key.
+#[rate_limit(1, per = "month", key = "header:x-api-key", scope = "cli-monthly")]
+async fn monthly() -> &'static str {
+    "ok"
+}
+
+/// Lets the uploads in flight finish.
+static UPLOADS_END: Notify = Notify::const_new();
+
+/// Uploads, two at once per client, each in flight until the test lets it end.
+#[concurrency_limit(2, scope = "cli-uploads")]
+async fn upload() -> &'static str {
+    UPLOADS_END.notified().await;
+    "ok"
+}
+
 async fn instance(redis: &RedisServer) -> SocketAddr {
     let store = RedisStore::connect(&redis.url())
         .await
@@ -63,7 +80,9 @@ async fn instance(redis: &RedisServer) -> SocketAddr {
             .route("/login", web::post().to(login))
             .route("/api", web::get().to(api))
             .route("/guarded", web::get().to(guarded))
-            .route("/search", web::get().to(search));
+            .route("/search", web::get().to(search))
+            .route("/monthly", web::get().to(monthly))
+            .route("/upload", web::post().to(upload));
     })
     .0
 }
@@ -82,11 +101,18 @@ fn cli(redis: &RedisServer, args: &[&str]) -> (bool, String) {
         .unwrap();
     let text = String::from_utf8_lossy(&output.stdout).into_owned()
         + &String::from_utf8_lossy(&output.stderr);
-    // A mistake exits with status 2, as documented (a script tells it from a crash).
+    // A usage mistake exits with status 2, a failure with 1, as documented (a script
+    // tells either from a crash).
     assert!(
-        output.status.success() || output.status.code() == Some(2),
+        output.status.success() || matches!(output.status.code(), Some(1 | 2)),
         "{args:?}: {:?}",
         output.status
+    );
+    // The usage is for usage mistakes alone.
+    assert_eq!(
+        text.contains("usage:"),
+        output.status.code() == Some(2),
+        "{args:?}: {text}"
     );
     (output.status.success(), text)
 }
@@ -130,8 +156,9 @@ async fn an_operator_lists_inspects_resets_and_sets_limits_on_a_running_fleet() 
     println!("limiter-cli show ip:127.0.0.1\n{shown}");
     assert!(ok, "{shown}");
     let login = shown.lines().find(|l| l.starts_with("cli-login")).unwrap();
+    // Used up, not blocked: its quota comes back as the window moves on.
     assert!(
-        login.contains("remaining 0 of 3") && login.contains("blocked for 9"),
+        login.contains("remaining 0 of 3") && login.contains("used up: admitted again in 9"),
         "{login}"
     );
     let api = shown.lines().find(|l| l.starts_with("cli-api")).unwrap();
@@ -169,6 +196,48 @@ async fn an_operator_lists_inspects_resets_and_sets_limits_on_a_running_fleet() 
         .and_then(|secs| secs.parse().ok())
         .unwrap_or_else(|| panic!("{guarded}"));
     assert!((100..=120).contains(&blocked_for), "{guarded}");
+
+    // A used-up monthly quota is told from a block: admitted again at the month's turn.
+    let key = "GET /monthly HTTP/1.1\r\nX-Api-Key: k2";
+    assert_eq!(request(two, key).await.0, 200);
+    let (status, refused) = request(one, key).await;
+    assert_eq!(status, 429, "{refused}");
+    until("the monthly quota listed", || {
+        cli(&redis, &["limits"])
+            .1
+            .contains("cli-monthly\t1 per month")
+    })
+    .await;
+    let (_, shown) = cli(&redis, &["show", "header:k2"]);
+    let month = shown
+        .lines()
+        .find(|l| l.starts_with("cli-monthly"))
+        .unwrap();
+    println!("{month}");
+    assert!(
+        month.contains("remaining 0 of 1")
+            && month.contains("used up: admitted again in")
+            && !month.contains("blocked for"),
+        "{month}"
+    );
+
+    // A concurrency limit is listed, and a client's uploads in flight shown.
+    let upload = tokio::spawn(request(one, "POST /upload HTTP/1.1"));
+    until("the upload's slot listed and shown", || {
+        let (_, listed) = cli(&redis, &["limits"]);
+        let (_, shown) = cli(&redis, &["show", "ip:127.0.0.1"]);
+        listed.contains("cli-uploads\t2 in flight\t")
+            && shown.contains("cli-uploads\t2 in flight\t1 in flight now")
+    })
+    .await;
+    UPLOADS_END.notify_waiters();
+    assert_eq!(upload.await.unwrap().0, 200);
+    until("the upload's slot given back", || {
+        cli(&redis, &["show", "ip:127.0.0.1"])
+            .1
+            .contains("cli-uploads\t2 in flight\t0 in flight now")
+    })
+    .await;
 
     // Support unblocks the customer: both instances admit it within their reading interval,
     // the one that remembered its rejection included.
@@ -239,10 +308,12 @@ fn an_unreachable_redis_is_a_clear_error() {
         .args(["--redis", "redis://127.0.0.1:1", "limits"])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(2));
+    // A failure, not a usage mistake: status 1, its cause and a one-line hint.
+    assert_eq!(output.status.code(), Some(1));
     let error = String::from_utf8_lossy(&output.stderr);
+    println!("{error}");
     assert!(
-        error.contains("cannot reach Redis at redis://127.0.0.1:1"),
+        error.contains("cannot reach Redis at redis://127.0.0.1:1") && error.contains("hint:"),
         "{error}"
     );
     // A failure is said alone: the usage is for a command line that asks nothing it can do.

@@ -13,7 +13,9 @@
 //! ```
 //!
 //! The URL defaults to `LIMITER_REDIS_URL`, else `redis://127.0.0.1:6379`; the prefix and
-//! the IPv6 grouping to the store's and the limiter's defaults (`limiter`, 56).
+//! the IPv6 grouping to the store's and the limiter's defaults (`limiter`, 56). A usage
+//! mistake exits with status 2 and the usage; a failure (Redis unreachable, refusing, or
+//! slower than 5 s) with status 1, its cause and a one-line hint.
 
 use std::net::IpAddr;
 use std::process::ExitCode;
@@ -28,6 +30,10 @@ COMMAND
   set SCOPE POLICY       every instance applies POLICY (\"10 per 1m\") to SCOPE
   unset SCOPE            every instance goes back to SCOPE's declared limit
 CLIENT: ip:ADDRESS, user:ID, header:VALUE, function:VALUE, checked:VALUE or global";
+
+/// The one line under a failure: what to check (the usage is for usage mistakes alone).
+const HINT: &str = "hint: check --redis (or LIMITER_REDIS_URL) and --prefix: they must be \
+the service's; `limiter-cli --help` lists the commands";
 
 /// What the command line asks.
 struct Asked {
@@ -90,7 +96,8 @@ fn subject(text: &str) -> Result<Subject<'_>, String> {
 }
 
 /// Why a command did nothing: a command line that asks nothing it can do (answered with
-/// the usage), or a command that failed (answered with why alone).
+/// the usage, exit status 2), or a command that failed, Redis unreachable or refusing
+/// (answered with why and a one-line hint, exit status 1).
 enum Failure {
     Usage(String),
     Failed(String),
@@ -112,8 +119,8 @@ async fn main() -> ExitCode {
             ExitCode::from(2)
         }
         Err(Failure::Failed(why)) => {
-            eprintln!("limiter-cli: {why}");
-            ExitCode::from(2)
+            eprintln!("limiter-cli: {why}\n{HINT}");
+            ExitCode::from(1)
         }
     }
 }
@@ -140,6 +147,9 @@ async fn run(args: Vec<String>) -> Result<String, Failure> {
                     limit.id()
                 );
             }
+            for limit in store.concurrency_limits().await.map_err(failed)? {
+                out += &format!("{}\t{limit}\t{:016x}\n", limit.scope(), limit.id());
+            }
             for (scope, policy) in store.overrides().await.map_err(failed)? {
                 out += &format!("{scope}\t{policy}\tstored override\n");
             }
@@ -148,11 +158,17 @@ async fn run(args: Vec<String>) -> Result<String, Failure> {
             let key = key_of(&asked, client).map_err(Failure::Usage)?;
             for limit in store.limits().await.map_err(failed)? {
                 let status = store.status(&limit, &key).await.map_err(failed)?;
+                // A block refuses everything until it ends; used-up quota comes back as its
+                // window (or calendar period) moves on.
                 let blocked = match status.retry_after() {
-                    Some(wait) if !status.allowed() => {
+                    Some(wait) if status.blocked() => {
                         format!("blocked for {}", span(wait.as_secs_f64().ceil() as u64))
                     }
-                    _ => "not blocked".to_string(),
+                    Some(wait) => format!(
+                        "used up: admitted again in {}",
+                        span(wait.as_secs_f64().ceil() as u64)
+                    ),
+                    None => "not blocked".to_string(),
                 };
                 out += &format!(
                     "{}\t{}\tremaining {} of {}\treset in {}s\t{blocked}\n",
@@ -162,6 +178,10 @@ async fn run(args: Vec<String>) -> Result<String, Failure> {
                     status.limit(),
                     status.reset_after_secs(),
                 );
+            }
+            for limit in store.concurrency_limits().await.map_err(failed)? {
+                let taken = store.slots_taken(&limit, &key).await.map_err(failed)?;
+                out += &format!("{}\t{limit}\t{taken} in flight now\n", limit.scope());
             }
         }
         ["reset", client, rest @ ..] if rest.len() <= 1 => {

@@ -11,7 +11,7 @@ use crate::algorithm::sliding_window;
 use crate::algorithm::sliding_window_counter::SlidingWindowCounter;
 use crate::algorithm::token_bucket::TokenBucket;
 use crate::algorithm::Stamp;
-use crate::{Algorithm, Decision, Limit, Policy, StoreError};
+use crate::{Algorithm, Concurrency, Decision, Limit, Policy, StoreError};
 
 /// The most limits one instance writes into `PREFIX:limits`: policies chosen per request
 /// could be many.
@@ -26,13 +26,26 @@ impl RedisStore {
     /// Writes `limit` into `PREFIX:limits` the first time this store counts it (an `HSET`
     /// on the store's thread, not waited for): what [`limits`](Self::limits) lists.
     pub(super) fn register(&self, limit: &Limit) {
-        let id = limit.id();
+        self.register_entry(limit.id(), || {
+            format!("{}\t{}", limit.policy(), limit.scope())
+        });
+    }
+
+    /// Writes the concurrency limit `limit` into `PREFIX:limits` the first time this store
+    /// takes one of its slots: what [`concurrency_limits`](Self::concurrency_limits) lists.
+    pub(super) fn register_concurrency(&self, limit: &Concurrency) {
+        self.register_entry(limit.id(), || format!("{limit}\t{}", limit.scope()));
+    }
+
+    /// Writes `id`'s entry (`POLICY \t SCOPE`) the first time, and no more than
+    /// [`MOST_REGISTERED`] of them.
+    fn register_entry(&self, id: u64, entry: impl FnOnce() -> String) {
         let known = self.inner.registered.load();
         if known.contains_key(&id) || known.len() >= MOST_REGISTERED {
             return;
         }
         drop(known);
-        let entry = format!("{}\t{}", limit.policy(), limit.scope());
+        let entry = entry();
         let mut new = false;
         self.inner.registered.rcu(|known| {
             let mut known = HashMap::clone(known);
@@ -72,27 +85,52 @@ impl RedisStore {
     /// The limits the instances over this Redis (and prefix) have counted with, each with
     /// its scope and policy: what an operator's tool lists, and looks clients up under.
     pub async fn limits(&self) -> Result<Vec<Limit>, StoreError> {
-        let mut command = redis::cmd("HGETALL");
-        command.arg(self.limits_key());
-        let stored: Vec<(String, String)> = self.query(command).await?;
-        let mut limits: Vec<Limit> = stored
+        let mut limits: Vec<Limit> = self
+            .registered()
+            .await?
             .into_iter()
-            .filter_map(|(_, entry)| {
-                let (policy, scope) = entry.split_once('\t')?;
-                Some(Limit::new(
-                    scope.to_string(),
-                    policy.parse::<Policy>().ok()?,
-                ))
-            })
+            .filter_map(|(policy, scope)| Some(Limit::new(scope, policy.parse::<Policy>().ok()?)))
             .collect();
         limits.sort_by(|a, b| (a.scope(), a.id()).cmp(&(b.scope(), b.id())));
         Ok(limits)
     }
 
+    /// The concurrency limits the instances over this Redis (and prefix) have taken slots
+    /// under, each with its scope and most in flight.
+    pub async fn concurrency_limits(&self) -> Result<Vec<Concurrency>, StoreError> {
+        let mut limits: Vec<Concurrency> = self
+            .registered()
+            .await?
+            .into_iter()
+            .filter_map(|(most, scope)| {
+                let most = most.strip_suffix(" in flight")?.parse().ok()?;
+                Concurrency::new(scope, most)
+            })
+            .collect();
+        limits.sort_by(|a, b| (a.scope(), a.max()).cmp(&(b.scope(), b.max())));
+        Ok(limits)
+    }
+
+    /// Every entry of `PREFIX:limits`: what is counted (a policy, or `N in flight`) and the
+    /// scope.
+    async fn registered(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let mut command = redis::cmd("HGETALL");
+        command.arg(self.limits_key());
+        let stored: Vec<(String, String)> = self.query(command).await?;
+        Ok(stored
+            .into_iter()
+            .filter_map(|(_, entry)| {
+                let (counted, scope) = entry.split_once('\t')?;
+                Some((counted.to_string(), scope.to_string()))
+            })
+            .collect())
+    }
+
     /// Where `key` stands under `limit` now, on the Redis server's clock, with nothing
     /// counted: what it would admit, and when used quota next comes back (a `Retry-After`
     /// when nothing is left) — a penalty's block in force included: a blocked client is
-    /// refused until the block ends, whatever its state says. Reads the state (a long
+    /// refused until the block ends, whatever its state says, and its status is
+    /// [`blocked`](Decision::blocked). Reads the state (a long
     /// sliding log whole: an operator's tool, not a request's path).
     pub async fn status(&self, limit: &Limit, key: &[u8]) -> Result<Decision, StoreError> {
         let decision = self.state_status(limit, key).await?;
@@ -109,7 +147,7 @@ impl RedisStore {
             Some(end) if end > now_ms => {
                 let left = Duration::from_millis(end - now_ms);
                 let wait = decision.retry_after().unwrap_or_default().max(left);
-                Decision::reject(decision.limit(), wait)
+                Decision::reject(decision.limit(), wait).marked_blocked()
             }
             _ => decision,
         })

@@ -549,6 +549,7 @@ impl Store for RedisStore {
         limit: &'a crate::Concurrency,
         key: &'a [u8],
     ) -> Check<'a, crate::Acquired> {
+        self.register_concurrency(limit);
         Check::pending(self.take_slot(limit, key))
     }
 
