@@ -168,6 +168,9 @@ pub(crate) fn limit(attr: LimitAttr, errors: &mut Errors) -> Option<Limit> {
             "`penalty` makes a repeat offender's block longer, and this limit blocks no one: add the first block's length, e.g. block = \"15m\"",
         );
     }
+    if let (Some(block), Some(per), Some(algorithm)) = (&attr.block, &attr.per, algorithm) {
+        block_shows(block, per, algorithm, attr.max.as_ref(), errors);
+    }
     names_self(&attr, errors);
     if errors.count() != before {
         return None;
@@ -204,6 +207,50 @@ pub(crate) fn limit(attr: LimitAttr, errors: &mut Errors) -> Option<Limit> {
         jitter: attr.jitter.map(|j| j.value),
         delay: attr.delay.map(|d| d.value),
     })
+}
+
+/// A `block` that a rejected client's own wait would hide: a block never ends before the
+/// limit admits the client again (it is stretched to that wait), so one no longer than the
+/// window (a burst's wait under a window algorithm) or than a token's return (a bucket's) is
+/// a no-op in the common case — an error on it, with the fix. A calendar quota takes any
+/// block: rejected late in its period, a client waits less than the block.
+fn block_shows(
+    block: &Spanned<u64>,
+    per: &Spanned<Window>,
+    algorithm: Algorithm,
+    max: Option<&Spanned<Max>>,
+    errors: &mut Errors,
+) {
+    if per.value.calendar.is_some() {
+        return;
+    }
+    let (shortest, waits) = match (algorithm, max.map(|m| &m.value)) {
+        (Algorithm::TokenBucket, Some(Max::Literal(max))) => {
+            let token = per.value.ms / u64::from(*max).max(1);
+            (token, format!("a client this bucket rejects waits for a token to come back (the window over the maximum: {})", span_text(token)))
+        }
+        (Algorithm::TokenBucket, _) => return,
+        _ => (per.value.ms, format!("after a burst, a client this limit rejects waits the whole window ({}) to be admitted again", span_text(per.value.ms))),
+    };
+    if block.value <= shortest {
+        errors.at(
+            block.span,
+            format!(
+                "`block` must outlast the wait the limit already makes: {waits}, and a block never ends before that, so this one would do nothing; make it longer (e.g. block = \"{}\"), or remove it",
+                span_text(shortest.saturating_mul(5).max(60_000)),
+            ),
+        );
+    }
+}
+
+/// A duration in ms as the attribute writes it: `"90s"`, `"5m"`, `"1h"`.
+fn span_text(ms: u64) -> String {
+    match ms {
+        ms if ms % 3_600_000 == 0 => format!("{}h", ms / 3_600_000),
+        ms if ms % 60_000 == 0 => format!("{}m", ms / 60_000),
+        ms if ms % 1_000 == 0 => format!("{}s", ms / 1_000),
+        ms => format!("{ms}ms"),
+    }
 }
 
 /// `Self` in an argument (`key = Self::client`, `cost = Self::COST`, a maximum of

@@ -175,8 +175,10 @@
 //! A client this limit rejects is refused outright for 15 minutes: every request meanwhile
 //! is a `429` whose `Retry-After` counts the block down, and none is counted, so the block's
 //! end finds the budget as the minute left it. A block never ends before the limit would
-//! admit the client again (a `block` shorter than the wait is stretched to it), so a client
-//! that waits out its `Retry-After` is admitted, not blocked again. With `penalty = "3 in 1h
+//! admit the client again (a block shorter than that wait is stretched to it), so a client
+//! that waits out its `Retry-After` is admitted, not blocked again. The attribute refuses a
+//! `block` no longer than the window (a token's return for a bucket): after a burst, the
+//! window's own wait would hide it; a calendar quota takes any block. With `penalty = "3 in 1h
 //! -> 1d"`, once three blocks started within an hour, the next one lasts a day. Only the
 //! limit that rejects starts its block: in a stack, another limit's rejection starts none.
 //!
