@@ -28,7 +28,18 @@
 //! ([`limiter_core`], which knows nothing of HTTP) under one name.
 #![deny(missing_docs)]
 
-pub use limiter_core::*;
+// The engine's names a service uses, each documented once, where it is defined (the
+// `limiter_core` crate): the facade lists them as re-exports rather than copying their pages.
+#[cfg(feature = "redis")]
+#[doc(no_inline)]
+pub use limiter_core::RedisStore;
+#[doc(no_inline)]
+pub use limiter_core::{
+    routes, Acquired, Algorithm, Calendar, Charge, Check, Checked, Clock, Concurrency, Decision,
+    Declaration, Escalation, InvalidPolicy, Limit, ManualClock, MemoryStore, NoSlot, OnStoreError,
+    Penalty, Period, Policy, PolicyError, PreciseClock, Receipt, RestoreError, Route, RouteLimit,
+    Routes, ScopeConflict, Slot, SlotGuard, Store, StoreError, SystemClock, RETRY_INTERVAL,
+};
 // Plumbing of the glue: kept out of the documented surface.
 #[doc(hidden)]
 pub use limiter_core::Verdict;
@@ -73,7 +84,7 @@ pub mod __private {
     pub use actix_web::http::header::HeaderName;
     pub use actix_web::{HttpRequest, Responder};
     pub use limiter_core::__private::{inventory, Declares, HandlerPath, LazyLock, Registration};
-    pub use limiter_core::algorithm::calendar::Period;
+    pub use limiter_core::Period;
     pub use limiter_core::{Algorithm, Penalty, Policy};
     pub use limiter_macros::__rate_limit_stack as rate_limit_stack;
 }

@@ -152,8 +152,7 @@ async fn weeks_begin_on_monday_and_days_at_the_configured_offset() {
 #[actix_web::test]
 async fn an_offset_configuration_overrides_is_reported() {
     common::events::record();
-    let configured =
-        limiter::Policy::per_calendar(5, limiter::algorithm::calendar::Period::Day).unwrap();
+    let configured = limiter::Policy::per_calendar(5, limiter::Period::Day).unwrap();
     let limiter = Limiter::builder()
         .policy("stacked-day", configured)
         .utc_offset(120)
@@ -211,7 +210,7 @@ async fn a_quota_survives_a_restart() {
 mod on_redis {
     use super::*;
     use common::redis_server::RedisServer;
-    use limiter::algorithm::calendar::Period;
+    use limiter::Period;
     use limiter::{Charge, Limit, MemoryStore, Policy, RedisStore, Store};
     use proptest::prelude::*;
 
@@ -251,7 +250,7 @@ mod on_redis {
         let wall = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap();
-        let calendar = limiter::algorithm::calendar::Calendar::utc(Period::Month);
+        let calendar = limiter::Calendar::utc(Period::Month);
         let end = calendar.start_ms(calendar.index(wall.as_millis() as u64) + 1);
         let expected = end - wall.as_millis() as u64;
         let got = refused.retry_after().unwrap().as_millis() as u64;

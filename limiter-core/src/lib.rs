@@ -21,7 +21,7 @@
 #![deny(missing_docs)]
 
 // Policies, algorithms, clocks, decisions, stores, and the limiter with its fault policy.
-pub mod algorithm;
+mod algorithm;
 mod clock;
 mod concurrency;
 mod decision;
@@ -40,6 +40,7 @@ pub use decision::Decision;
 pub use limiter::Verdict;
 pub use limiter::{Limiter, LimiterBuilder, OnStoreError, SlotGuard, RETRY_INTERVAL};
 pub use penalty::{Escalation, Penalty};
+pub use policy::calendar::{Calendar, Period};
 pub use policy::{Algorithm, Policy, PolicyError};
 pub use policy_text::InvalidPolicy;
 pub use registry::{routes, Declaration, Route, RouteLimit, Routes, ScopeConflict};

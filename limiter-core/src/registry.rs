@@ -290,7 +290,7 @@ impl std::ops::Deref for RouteLimit {
 /// The program's rate-limited routes ([`routes`], [`Limiter::routes`](crate::Limiter::routes)):
 /// a list, printed as an aligned table.
 #[derive(Clone, Debug, Default)]
-pub struct Routes(pub Vec<Route>);
+pub struct Routes(pub(crate) Vec<Route>);
 
 impl std::ops::Deref for Routes {
     type Target = [Route];

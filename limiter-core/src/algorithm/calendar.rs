@@ -10,11 +10,11 @@
 use super::ms;
 use crate::{Decision, Policy};
 
-pub use crate::policy::calendar::{Calendar, Period};
+pub(crate) use crate::policy::calendar::{Calendar, Period};
 
 /// One key's quota: the period it counts in, and how many units it admitted there.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CalendarQuota {
+pub(crate) struct CalendarQuota {
     index: u32,
     count: u32,
 }
@@ -53,7 +53,7 @@ impl CalendarQuota {
     /// assert!(state.check_cost(dec_31 + 86_400_000, &monthly, 1).allowed());
     /// # Ok::<(), limiter::PolicyError>(())
     /// ```
-    pub fn check_cost(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision {
+    pub(crate) fn check_cost(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision {
         let calendar = calendar(policy);
         let max = policy.max().get();
         let index = calendar.index(now_ms);
@@ -70,13 +70,13 @@ impl CalendarQuota {
     }
 
     /// The mark of the check just admitted: the start of its period (Unix ms).
-    pub fn mark(&self, policy: &Policy) -> u64 {
+    pub(crate) fn mark(&self, policy: &Policy) -> u64 {
         calendar(policy).start_ms(self.index)
     }
 
     /// Takes back `cost` units of a check admitted in the period that began at `start_ms`,
     /// if that period still counts.
-    pub fn refund(&mut self, start_ms: u64, now_ms: u64, policy: &Policy, cost: u32) {
+    pub(crate) fn refund(&mut self, start_ms: u64, now_ms: u64, policy: &Policy, cost: u32) {
         let calendar = calendar(policy);
         if self.count > 0
             && calendar.index(start_ms) == self.index
@@ -87,7 +87,7 @@ impl CalendarQuota {
     }
 
     /// Where the key stands at `now_ms`, with nothing counted.
-    pub fn status(&self, now_ms: u64, policy: &Policy) -> Decision {
+    pub(crate) fn status(&self, now_ms: u64, policy: &Policy) -> Decision {
         let max = policy.max().get();
         if self.is_expired(now_ms, policy) {
             return Decision::allow_ns(max, max, 0);
@@ -100,12 +100,12 @@ impl CalendarQuota {
     }
 
     /// Whether its period is over at `now_ms` (or nothing is counted): it can be forgotten.
-    pub fn is_expired(&self, now_ms: u64, policy: &Policy) -> bool {
+    pub(crate) fn is_expired(&self, now_ms: u64, policy: &Policy) -> bool {
         self.count == 0 || calendar(policy).index(now_ms) > self.index
     }
 
     /// Milliseconds until the state can be forgotten.
-    pub fn expires_in(&self, now_ms: u64, policy: &Policy) -> u64 {
+    pub(crate) fn expires_in(&self, now_ms: u64, policy: &Policy) -> u64 {
         if self.is_expired(now_ms, policy) {
             return 0;
         }

@@ -13,7 +13,7 @@ use crate::{Decision, Policy};
 
 /// The open window of one key: when it opened and how many requests it admitted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FixedWindow {
+pub(crate) struct FixedWindow {
     start: Stamp,
     count: u32,
 }
@@ -86,13 +86,13 @@ impl FixedWindow {
     /// assert!(state.check(61_000, &policy).allowed()); // the next window
     /// # Ok::<(), limiter::PolicyError>(())
     /// ```
-    pub fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {
+    pub(crate) fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {
         self.check_cost(now_ms, policy, 1)
     }
 
     /// Counts a request worth `cost` units at `now_ms`: all of them, or none. A cost above
     /// `max` is never admitted.
-    pub fn check_cost(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision {
+    pub(crate) fn check_cost(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision {
         if policy.calendar().is_some() {
             return self.as_quota(|q| q.check_cost(now_ms, policy, cost));
         }
@@ -116,7 +116,7 @@ impl FixedWindow {
     }
 
     /// [`mark`](Self::mark) under `policy`: a calendar quota's is its period's start.
-    pub fn mark_for(&self, now_ms: u64, policy: &Policy) -> u64 {
+    pub(crate) fn mark_for(&self, now_ms: u64, policy: &Policy) -> u64 {
         match policy.calendar() {
             Some(_) => self.quota().mark(policy),
             None => self.mark(now_ms),
@@ -125,7 +125,7 @@ impl FixedWindow {
 
     /// The mark of the check just admitted (its [`Receipt`](crate::Receipt)): the start of
     /// the window that counted it, as a full reading near `now_ms`.
-    pub fn mark(&self, now_ms: u64) -> u64 {
+    pub(crate) fn mark(&self, now_ms: u64) -> u64 {
         now_ms.saturating_add_signed(-self.start.signed_age(now_ms))
     }
 
@@ -133,7 +133,7 @@ impl FixedWindow {
     /// (its [`mark`](Self::mark)), if that window is still the open one at `now_ms`: a unit
     /// counted by a window that has ended no longer counts, and a later window's units are
     /// not its to take back.
-    pub fn refund(&mut self, start_ms: u64, now_ms: u64, policy: &Policy, cost: u32) {
+    pub(crate) fn refund(&mut self, start_ms: u64, now_ms: u64, policy: &Policy, cost: u32) {
         if policy.calendar().is_some() {
             return self.as_quota(|q| q.refund(start_ms, now_ms, policy, cost));
         }
@@ -144,7 +144,7 @@ impl FixedWindow {
 
     /// Where the key stands at `now_ms`, with nothing counted: how many requests would be
     /// admitted now, and when used quota next comes back (zero when none is used).
-    pub fn status(&self, now_ms: u64, policy: &Policy) -> Decision {
+    pub(crate) fn status(&self, now_ms: u64, policy: &Policy) -> Decision {
         if policy.calendar().is_some() {
             return self.quota().status(now_ms, policy);
         }
@@ -170,7 +170,7 @@ impl FixedWindow {
     }
 
     /// Whether no window is open at `now_ms`: the state can be forgotten.
-    pub fn is_expired(&self, now_ms: u64, policy: &Policy) -> bool {
+    pub(crate) fn is_expired(&self, now_ms: u64, policy: &Policy) -> bool {
         if policy.calendar().is_some() {
             return self.quota().is_expired(now_ms, policy);
         }
@@ -178,7 +178,7 @@ impl FixedWindow {
     }
 
     /// Milliseconds until the state can be forgotten.
-    pub fn expires_in(&self, now_ms: u64, policy: &Policy) -> u64 {
+    pub(crate) fn expires_in(&self, now_ms: u64, policy: &Policy) -> u64 {
         if policy.calendar().is_some() {
             return self.quota().expires_in(now_ms, policy);
         }

@@ -27,11 +27,11 @@
 //! costs 4 KB. For large `N` and many clients use [`sliding_window_counter`] or
 //! [`token_bucket`]: 8 bytes of state whatever `N` is.
 
-pub mod calendar;
-pub mod fixed_window;
-pub mod sliding_window;
-pub mod sliding_window_counter;
-pub mod token_bucket;
+pub(crate) mod calendar;
+pub(crate) mod fixed_window;
+pub(crate) mod sliding_window;
+pub(crate) mod sliding_window_counter;
+pub(crate) mod token_bucket;
 
 /// A millisecond instant kept in 32 bits: the compact form stores keep per request.
 ///
@@ -44,18 +44,18 @@ pub mod token_bucket;
 /// takes the store's lock first. Such a reading is treated as the stamp's instant (see
 /// [`Stamp::catch_up`]): an old reading never makes state look expired.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Stamp(u32);
+pub(crate) struct Stamp(u32);
 
 impl Stamp {
     /// The stamp of the clock reading `now_ms`.
     #[inline]
-    pub const fn at(now_ms: u64) -> Stamp {
+    pub(crate) const fn at(now_ms: u64) -> Stamp {
         Stamp(now_ms as u32)
     }
 
     /// Milliseconds from this stamp to `now_ms`: 0 when the stamp is later than `now_ms`.
     #[inline]
-    pub const fn age(self, now_ms: u64) -> u64 {
+    pub(crate) const fn age(self, now_ms: u64) -> u64 {
         let signed = (now_ms as u32).wrapping_sub(self.0) as i32;
         if signed < 0 {
             0
@@ -66,7 +66,7 @@ impl Stamp {
 
     /// Milliseconds from this stamp to `now_ms`, negative when the stamp is later.
     #[inline]
-    pub const fn signed_age(self, now_ms: u64) -> i64 {
+    pub(crate) const fn signed_age(self, now_ms: u64) -> i64 {
         (now_ms as u32).wrapping_sub(self.0) as i32 as i64
     }
 
@@ -80,7 +80,7 @@ impl Stamp {
     /// assert_eq!(newest.catch_up(100_010), 100_010);
     /// ```
     #[inline]
-    pub const fn catch_up(self, now_ms: u64) -> u64 {
+    pub(crate) const fn catch_up(self, now_ms: u64) -> u64 {
         let signed = (now_ms as u32).wrapping_sub(self.0) as i32;
         if signed < 0 {
             now_ms.saturating_add(signed.unsigned_abs() as u64)

@@ -12,13 +12,9 @@ use std::collections::VecDeque;
 
 /// The instants of one key's admitted requests, oldest first. Stores implement it over their
 /// own layout; [`VecDeque`] implements it for reference and tests.
-pub trait InstantLog {
+pub(crate) trait InstantLog {
     /// How many instants the log holds.
     fn len(&self) -> usize;
-    /// Whether the log is empty.
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
     /// The oldest instant, if any.
     fn oldest(&self) -> Option<Stamp>;
     /// The newest instant, if any.
@@ -55,13 +51,13 @@ pub trait InstantLog {
 /// assert!(sliding_window::check(&mut log, 60_000, &policy).allowed()); // 0 left the window
 /// # Ok::<(), limiter::PolicyError>(())
 /// ```
-pub fn check<L: InstantLog + ?Sized>(log: &mut L, now_ms: u64, policy: &Policy) -> Decision {
+pub(crate) fn check<L: InstantLog + ?Sized>(log: &mut L, now_ms: u64, policy: &Policy) -> Decision {
     check_cost(log, now_ms, policy, 1)
 }
 
 /// Counts a request worth `cost` units at `now_ms`: `cost` instants, all or none. A cost
 /// above `N` is never admitted.
-pub fn check_cost<L: InstantLog + ?Sized>(
+pub(crate) fn check_cost<L: InstantLog + ?Sized>(
     log: &mut L,
     now_ms: u64,
     policy: &Policy,
@@ -115,7 +111,7 @@ pub(crate) fn check_in_order<L: InstantLog + ?Sized>(
 /// instant, never later or earlier ones, which are other requests'. Nothing once `at_ms` has
 /// left the window: those instants no longer count. Instants leave in order, so the search
 /// starts from the newest: a refund soon after its check reads a few.
-pub fn refund<L: InstantLog + ?Sized>(
+pub(crate) fn refund<L: InstantLog + ?Sized>(
     log: &mut L,
     at_ms: u64,
     now_ms: u64,
@@ -140,7 +136,11 @@ pub fn refund<L: InstantLog + ?Sized>(
 /// Where the key stands at `now_ms`, with nothing counted: how many requests would be
 /// admitted now, and when used quota next comes back (zero when none is used). Drops the
 /// instants that left the window, which changes no decision.
-pub fn status<L: InstantLog + ?Sized>(log: &mut L, now_ms: u64, policy: &Policy) -> Decision {
+pub(crate) fn status<L: InstantLog + ?Sized>(
+    log: &mut L,
+    now_ms: u64,
+    policy: &Policy,
+) -> Decision {
     let now_ms = log
         .newest()
         .map_or(now_ms, |newest| newest.catch_up(now_ms));
@@ -166,12 +166,12 @@ fn forget_expired<L: InstantLog + ?Sized>(log: &mut L, now_ms: u64, window: u64)
 }
 
 /// Whether a log whose newest instant is `newest` holds nothing that counts at `now_ms`.
-pub fn is_expired(newest: Stamp, now_ms: u64, policy: &Policy) -> bool {
+pub(crate) fn is_expired(newest: Stamp, now_ms: u64, policy: &Policy) -> bool {
     newest.age(now_ms) >= policy.window_ms()
 }
 
 /// Milliseconds until a log whose newest instant is `newest` can be forgotten.
-pub fn expires_in(newest: Stamp, now_ms: u64, policy: &Policy) -> u64 {
+pub(crate) fn expires_in(newest: Stamp, now_ms: u64, policy: &Policy) -> u64 {
     policy.window_ms().saturating_sub(newest.age(now_ms))
 }
 

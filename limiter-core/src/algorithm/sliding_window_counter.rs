@@ -21,7 +21,7 @@ const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
 
 /// One key's two counts and the (wrapped) number of the window they belong to.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SlidingWindowCounter {
+pub(crate) struct SlidingWindowCounter {
     packed: u64,
 }
 
@@ -118,14 +118,14 @@ impl SlidingWindowCounter {
     /// assert_eq!(rejected.retry_after(), Some(Duration::from_millis(1)));
     /// # Ok::<(), limiter::PolicyError>(())
     /// ```
-    pub fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {
+    pub(crate) fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {
         self.check_cost(now_ms, policy, 1)
     }
 
     /// Counts a request worth `cost` units at `now_ms`, all or none: admitted iff `cost`
     /// requests one after the other would each be (the estimate plus `cost − 1` is below
     /// `N`). A cost above `N` is never admitted; a cost of 0 counts as 1.
-    pub fn check_cost(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision {
+    pub(crate) fn check_cost(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision {
         let t = policy.window_ms();
         let max = u64::from(policy.max().get());
         let cost = u64::from(cost.max(1));
@@ -149,7 +149,7 @@ impl SlidingWindowCounter {
 
     /// The mark of the check just admitted (its [`Receipt`](crate::Receipt)): the start of
     /// the window it counted in, as a full reading near `now_ms`.
-    pub fn mark(&self, now_ms: u64, policy: &Policy) -> u64 {
+    pub(crate) fn mark(&self, now_ms: u64, policy: &Policy) -> u64 {
         let t = policy.window_ms();
         let index = now_ms / t;
         let (window, _, _) = self.unpack();
@@ -160,7 +160,7 @@ impl SlidingWindowCounter {
     /// Takes back `cost` units a check counted in the window of `at_ms` (its
     /// [`mark`](Self::mark)), while that window still weighs: from the current count, or
     /// from the previous one once the next window has begun.
-    pub fn refund(&mut self, at_ms: u64, policy: &Policy, cost: u32) {
+    pub(crate) fn refund(&mut self, at_ms: u64, policy: &Policy, cost: u32) {
         let (window, previous, current) = self.unpack();
         let cost = u64::from(cost);
         match window.wrapping_sub((at_ms / policy.window_ms()) as u16) {
@@ -173,7 +173,7 @@ impl SlidingWindowCounter {
     /// Where the key stands at `now_ms`, with nothing counted: how many requests would be
     /// admitted now, and when used quota next comes back (zero when no whole request's worth
     /// is used).
-    pub fn status(&self, now_ms: u64, policy: &Policy) -> Decision {
+    pub(crate) fn status(&self, now_ms: u64, policy: &Policy) -> Decision {
         let t = policy.window_ms();
         let max = u64::from(policy.max().get());
         let (index, elapsed) = self.catch_up(now_ms, t);
@@ -193,12 +193,12 @@ impl SlidingWindowCounter {
     }
 
     /// Whether the counts no longer weigh on any estimate at `now_ms`.
-    pub fn is_expired(&self, now_ms: u64, policy: &Policy) -> bool {
+    pub(crate) fn is_expired(&self, now_ms: u64, policy: &Policy) -> bool {
         self.counts_in(now_ms / policy.window_ms()) == (0, 0)
     }
 
     /// Milliseconds until the counts no longer weigh on any estimate.
-    pub fn expires_in(&self, now_ms: u64, policy: &Policy) -> u64 {
+    pub(crate) fn expires_in(&self, now_ms: u64, policy: &Policy) -> u64 {
         let t = policy.window_ms();
         let (window, previous, current) = self.unpack();
         if previous == 0 && current == 0 {

@@ -10,7 +10,6 @@
 //! readings that reach the store out of order can only make it stricter.
 
 use crate::{Decision, Policy};
-use std::time::Duration;
 
 /// The longest wait a bucket reports: far beyond any policy's, and exact in Lua's doubles.
 const MOST_WAIT: u128 = 1 << 59;
@@ -24,7 +23,7 @@ fn delay_ns(policy: &Policy) -> u64 {
 
 /// One key's bucket, as its theoretical arrival time in nanoseconds of the clock.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TokenBucket {
+pub(crate) struct TokenBucket {
     tat_ns: u64,
 }
 
@@ -72,13 +71,13 @@ impl TokenBucket {
     /// assert!(bucket.check(1_000, &policy).allowed());
     /// # Ok::<(), limiter::PolicyError>(())
     /// ```
-    pub fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {
+    pub(crate) fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {
         self.check_cost(now_ms, policy, 1)
     }
 
     /// Counts a request worth `cost` tokens at `now_ms`, all or none. A cost above the
     /// burst is never admitted.
-    pub fn check_cost(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision {
+    pub(crate) fn check_cost(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision {
         let max = policy.max().get();
         let interval = policy.emission_interval_ns();
         // Policy bounds B × I below 2⁵² ns, so these fit in u64 (a cost up to 2³² tokens:
@@ -119,7 +118,7 @@ impl TokenBucket {
     /// The mark of the check just admitted (its [`Receipt`](crate::Receipt)): the instant,
     /// in nanoseconds of the clock, by which its tokens are back anyway — the bucket's
     /// theoretical arrival time right after it.
-    pub fn mark(&self) -> u64 {
+    pub(crate) fn mark(&self) -> u64 {
         self.tat_ns
     }
 
@@ -128,7 +127,7 @@ impl TokenBucket {
     /// back oldest first, so at `now` the check is owed `back − now` of them (at most its
     /// cost, none once `back` has passed): a refund that arrives after its tokens came back
     /// by themselves gives nothing, and never a later request's token.
-    pub fn refund(&mut self, back_ns: u64, now_ms: u64, policy: &Policy, cost: u32) {
+    pub(crate) fn refund(&mut self, back_ns: u64, now_ms: u64, policy: &Policy, cost: u32) {
         let taken = u64::from(cost).saturating_mul(policy.emission_interval_ns());
         let owed = back_ns.saturating_sub(nanos(now_ms)).min(taken);
         self.tat_ns = self.tat_ns.saturating_sub(owed);
@@ -136,7 +135,7 @@ impl TokenBucket {
 
     /// Where the bucket stands at `now_ms`, with nothing taken: how many requests would be
     /// admitted now, and when the next whole token comes back (zero when the bucket is full).
-    pub fn status(&self, now_ms: u64, policy: &Policy) -> Decision {
+    pub(crate) fn status(&self, now_ms: u64, policy: &Policy) -> Decision {
         let max = policy.max().get();
         let interval = policy.emission_interval_ns();
         let capacity = u64::from(policy.burst().get()) * interval;
@@ -162,20 +161,15 @@ impl TokenBucket {
     }
 
     /// Whether the bucket is full at `now_ms`: the state can be forgotten.
-    pub fn is_expired(&self, now_ms: u64) -> bool {
+    pub(crate) fn is_expired(&self, now_ms: u64) -> bool {
         self.tat_ns <= nanos(now_ms)
     }
 
     /// Milliseconds until the bucket is full again, rounded up.
-    pub fn expires_in(&self, now_ms: u64) -> u64 {
+    pub(crate) fn expires_in(&self, now_ms: u64) -> u64 {
         self.tat_ns
             .saturating_sub(nanos(now_ms))
             .div_ceil(1_000_000)
-    }
-
-    /// The time until the bucket is full again.
-    pub fn full_in(&self, now_ms: u64) -> Duration {
-        Duration::from_nanos(self.tat_ns.saturating_sub(nanos(now_ms)))
     }
 }
 

@@ -12,8 +12,8 @@ use calendar::{Calendar, Period};
 mod error;
 pub use error::PolicyError;
 
-/// How requests are counted. See the [`algorithm`](crate::algorithm) module for the exact rules,
-/// the memory each one costs and the error each one makes.
+/// How requests are counted. The exact rules, the memory each one costs and the error each one
+/// makes: the facade's `limiter::guide::algorithms`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Algorithm {
     /// An exact log of the admitted instants: no boundary to exploit. The default.
@@ -216,7 +216,7 @@ impl Policy {
 
     /// The largest product `max × window in ms` of the sliding window counter: its weighted
     /// estimate stays exact in every store, Redis's Lua doubles included.
-    pub const MAX_COUNTER_PRODUCT: u64 = (1 << 52) - 1;
+    pub(crate) const MAX_COUNTER_PRODUCT: u64 = (1 << 52) - 1;
 
     /// At most `max` requests per `window`, counted by the default sliding window — or,
     /// when configuration sets it over a declared limit
@@ -283,7 +283,7 @@ impl Policy {
     /// counted as a fixed window aligned to the calendar — `per = "month"`.
     ///
     /// ```
-    /// use limiter::{algorithm::calendar::Period, Policy};
+    /// use limiter::{Period, Policy};
     /// let api = Policy::per_calendar(10_000, Period::Month)?;
     /// assert_eq!(api.to_string(), "10000 per month");
     /// assert_eq!(api.with_utc_offset(120)?.to_string(), "10000 per month, utc+02:00");
@@ -515,7 +515,8 @@ impl Policy {
     }
 
     /// The largest `max` that `algorithm` counts exactly with a window of `window_ms`: also,
-    /// for the counter, `max × window_ms` at most [`Policy::MAX_COUNTER_PRODUCT`].
+    /// for the counter, `max × window_ms` at most 2⁵² − 1 (its estimate stays exact in every
+    /// store, Redis's Lua doubles included).
     ///
     /// ```
     /// use limiter::{Algorithm, Policy};
@@ -577,7 +578,9 @@ impl Policy {
     }
 
     /// The token bucket's time per token, `window / max` in nanoseconds, rounded up so that
-    /// rounding can never admit more than `max` per window.
+    /// rounding can never admit more than `max` per window. For the glue, the benchmarks and
+    /// the reference models: not a public API.
+    #[doc(hidden)]
     pub const fn emission_interval_ns(&self) -> u64 {
         (self.window_ms * 1_000_000).div_ceil(self.max.get() as u64)
     }

@@ -41,8 +41,8 @@ const HOUSEKEEPING_TICK_MS: u64 = 10;
 ///   not wait. A request's stacked limits are decided under the locks of all their shards
 ///   at once, all or nothing.
 /// - **Compact**: a key is a 64-bit fingerprint (SipHash-1-3 keyed with a random secret
-///   drawn when the store is made) and its state 8 bytes, so a table entry is 16 bytes; see
-///   [`algorithm`](crate::algorithm) for the sliding log's extra. A check of a key the store
+///   drawn when the store is made) and its state 8 bytes, so a table entry is 16 bytes; the sliding
+///   log keeps `4 × N` bytes more once a key has two instants in its window. A check of a key the store
 ///   already holds allocates nothing. Two distinct keys share a budget only if their
 ///   fingerprints collide: about one chance in 2⁶⁴ per pair, unpredictable to clients since
 ///   the secret never leaves the process (but in a file [`save`](MemoryStore::save) writes:
@@ -212,7 +212,8 @@ impl MemoryStore {
     /// Counts a request of `key` against `limit` at the clock reading `now`, and decides it.
     ///
     /// All checks on one store must read the same clock; readings may reach the store out
-    /// of order (see [`Stamp`](crate::algorithm::Stamp)).
+    /// of order: a reading older than a stamp the key holds is read as that stamp's instant, so an
+    /// old reading never makes state look expired.
     pub fn check_at(&self, limit: &Limit, key: &[u8], now: Duration) -> Decision {
         if limit.policy().penalty().is_some() {
             return self.check_all_at(&[Charge::new(limit, key)], now)[0];
