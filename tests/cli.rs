@@ -5,7 +5,7 @@
 #![cfg(feature = "cli")]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::process::Command;

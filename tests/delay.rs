@@ -4,7 +4,7 @@
 //! tokio's paused timer (the waits are virtual, exact, and take no real time).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
 
-mod common;
+use crate::common;
 
 use std::rc::Rc;
 use std::time::Duration;

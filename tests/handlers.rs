@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -241,14 +241,14 @@ fn default_scopes_are_the_handlers_paths() {
         .map(|limit| limit.scope().to_string())
         .collect();
     for expected in [
-        "handlers::Admin::list",
-        "handlers::Public::list",
-        "handlers::first::nested",
-        "handlers::second::nested",
-        "handlers::handler",
-        "handlers::renamed::renamed",
-        "handlers::renamed::renamed#2",
-        "handlers::über",
+        "http::handlers::Admin::list",
+        "http::handlers::Public::list",
+        "http::handlers::first::nested",
+        "http::handlers::second::nested",
+        "http::handlers::handler",
+        "http::handlers::renamed::renamed",
+        "http::handlers::renamed::renamed#2",
+        "http::handlers::über",
     ] {
         assert!(
             scopes.iter().any(|s| s == expected),

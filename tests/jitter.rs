@@ -2,7 +2,7 @@
 //! instants, never earlier than the limit admits them.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

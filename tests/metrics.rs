@@ -8,7 +8,7 @@
 // held across their awaits cannot deadlock.
 #![allow(clippy::await_holding_lock)]
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

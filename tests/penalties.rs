@@ -2,7 +2,7 @@
 //! the manual clock: in memory, and on Redis across two instances (feature `redis`).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
 
-mod common;
+use crate::common;
 
 use std::rc::Rc;
 use std::time::Duration;

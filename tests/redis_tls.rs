@@ -5,7 +5,7 @@
 #![cfg(feature = "redis-tls")]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

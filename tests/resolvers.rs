@@ -5,7 +5,7 @@
 //! in time counts as `None` (the address, the declared policy), never as a refusal.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;

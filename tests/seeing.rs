@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -47,7 +47,7 @@ fn every_handler_is_listed_with_its_policy_key_and_options_before_any_request() 
     assert_eq!(login[2], "ip");
     assert_eq!(login[3], "count=failures");
     assert!(
-        login[4].starts_with("seeing::login (tests/seeing.rs:"),
+        login[4].starts_with("http::seeing::login (tests/seeing.rs:"),
         "{}",
         login[4]
     );
@@ -62,22 +62,22 @@ fn every_handler_is_listed_with_its_policy_key_and_options_before_any_request() 
     let mut ours: Vec<&str> = routes
         .iter()
         .map(|r| r.handler.as_str())
-        .filter(|h| h.starts_with("seeing::"))
+        .filter(|h| h.starts_with("http::seeing::"))
         .collect();
     ours.sort_unstable();
     assert_eq!(
         ours,
         [
-            "seeing::export",
-            "seeing::login",
-            "seeing::spanned",
-            "seeing::traced"
+            "http::seeing::export",
+            "http::seeing::login",
+            "http::seeing::spanned",
+            "http::seeing::traced"
         ]
     );
     // One route, two limits, in the order they are checked.
     let route = routes
         .iter()
-        .find(|r| r.handler == "seeing::export")
+        .find(|r| r.handler == "http::seeing::export")
         .unwrap();
     let scopes: Vec<&str> = route.limits.iter().map(|l| l.scope()).collect();
     assert_eq!(scopes, ["seeing-export", "seeing-burst"]);
@@ -167,7 +167,7 @@ async fn the_page_and_the_json_show_the_table() {
     let routes = json["routes"].as_array().unwrap();
     let export = routes
         .iter()
-        .find(|r| r["handler"] == "seeing::export")
+        .find(|r| r["handler"] == "http::seeing::export")
         .unwrap();
     assert_eq!(export["limits"][0]["scope"], "seeing-export");
     assert_eq!(export["limits"][0]["max"], 50);

@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
 
-mod common;
+use crate::common;
 
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, Command, Stdio};

@@ -427,9 +427,9 @@ impl<'a> Iterator for ElementsFromTheRight<'a> {
     }
 }
 
-/// Whether the byte after `before` is escaped: preceded by an odd run of backslashes.
-fn escaped(before: &[u8]) -> bool {
-    before.iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 1
+/// Whether the byte after `preceding` is escaped: preceded by an odd run of backslashes.
+fn escaped(preceding: &[u8]) -> bool {
+    preceding.iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 1
 }
 
 /// Splits on `separator` outside double quotes; `None` for an unterminated quote.

@@ -40,19 +40,6 @@ impl CalendarQuota {
     }
 
     /// Counts a request worth `cost` units at `now_ms` (Unix time): all of them, or none.
-    ///
-    /// ```
-    /// use limiter::{algorithm::calendar::{CalendarQuota, Period}, Policy};
-    /// let monthly = Policy::per_calendar(2, Period::Month)?;
-    /// let mut state = CalendarQuota::default();
-    /// let dec_31 = 1_767_139_200_000; // 2025-12-31T00:00:00Z
-    /// assert!(state.check_cost(dec_31, &monthly, 1).allowed());
-    /// assert!(state.check_cost(dec_31, &monthly, 1).allowed());
-    /// let third = state.check_cost(dec_31, &monthly, 1);
-    /// assert_eq!(third.retry_after_secs(), Some(86_400)); // until January 1st
-    /// assert!(state.check_cost(dec_31 + 86_400_000, &monthly, 1).allowed());
-    /// # Ok::<(), limiter::PolicyError>(())
-    /// ```
     pub(crate) fn check_cost(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision {
         let calendar = calendar(policy);
         let max = policy.max().get();
@@ -141,7 +128,7 @@ mod tests {
         assert_eq!(month.start_ms(index), 1_706_745_600_000); // 2024-02-01
         assert_eq!(month.start_ms(index + 1), 1_709_251_200_000); // 2024-03-01
         let week = Calendar::utc(Period::Week);
-        // The Monday before: 2024-02-26.
+        // The previous Monday, 2024-02-26.
         assert_eq!(week.start_ms(week.index(LEAP_DAY_NOON)), 1_708_905_600_000);
         let day = Calendar::utc(Period::Day);
         assert_eq!(day.start_ms(day.index(LEAP_DAY_NOON)), 1_709_164_800_000);

@@ -73,19 +73,6 @@ impl FixedWindow {
     }
 
     /// Counts a request at `now_ms`.
-    ///
-    /// ```
-    /// use limiter::{algorithm::fixed_window::FixedWindow, Policy};
-    /// use std::time::Duration;
-    /// let policy = Policy::new(2, Duration::from_secs(60))?;
-    /// let mut state = FixedWindow::default();
-    /// assert!(state.check(1_000, &policy).allowed());
-    /// assert!(state.check(2_000, &policy).allowed());
-    /// let third = state.check(3_000, &policy);
-    /// assert_eq!(third.retry_after(), Some(Duration::from_millis(58_000)));
-    /// assert!(state.check(61_000, &policy).allowed()); // the next window
-    /// # Ok::<(), limiter::PolicyError>(())
-    /// ```
     pub(crate) fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {
         self.check_cost(now_ms, policy, 1)
     }

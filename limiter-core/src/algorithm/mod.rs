@@ -33,6 +33,9 @@ pub(crate) mod sliding_window;
 pub(crate) mod sliding_window_counter;
 pub(crate) mod token_bucket;
 
+#[cfg(test)]
+mod examples;
+
 /// A millisecond instant kept in 32 bits: the compact form stores keep per request.
 ///
 /// Differences are computed with wrapping arithmetic and read as signed, which is exact
@@ -72,13 +75,6 @@ impl Stamp {
 
     /// `now_ms`, or this stamp's instant when that is later: the reading a check uses, so
     /// that state is never judged by a clock reading older than itself.
-    ///
-    /// ```
-    /// use limiter::algorithm::Stamp;
-    /// let newest = Stamp::at(100_004);
-    /// assert_eq!(newest.catch_up(100_000), 100_004); // a reading that arrived late
-    /// assert_eq!(newest.catch_up(100_010), 100_010);
-    /// ```
     #[inline]
     pub(crate) const fn catch_up(self, now_ms: u64) -> u64 {
         let signed = (now_ms as u32).wrapping_sub(self.0) as i32;

@@ -37,20 +37,6 @@ pub(crate) trait InstantLog {
 /// A reading earlier than the newest instant held (it reached the store after a later
 /// one) is counted at that newest instant: the log stays in order, and nothing is dropped
 /// for looking too old, or too young.
-///
-/// ```
-/// use std::collections::VecDeque;
-/// use std::time::Duration;
-/// use limiter::{algorithm::sliding_window, Policy};
-/// let policy = Policy::new(2, Duration::from_secs(60))?;
-/// let mut log = VecDeque::new();
-/// assert!(sliding_window::check(&mut log, 0, &policy).allowed());
-/// assert!(sliding_window::check(&mut log, 30_000, &policy).allowed());
-/// let third = sliding_window::check(&mut log, 59_999, &policy);
-/// assert_eq!(third.retry_after(), Some(Duration::from_millis(1)));
-/// assert!(sliding_window::check(&mut log, 60_000, &policy).allowed()); // 0 left the window
-/// # Ok::<(), limiter::PolicyError>(())
-/// ```
 pub(crate) fn check<L: InstantLog + ?Sized>(log: &mut L, now_ms: u64, policy: &Policy) -> Decision {
     check_cost(log, now_ms, policy, 1)
 }

@@ -102,22 +102,6 @@ impl SlidingWindowCounter {
     }
 
     /// Counts a request at `now_ms`.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use limiter::{algorithm::sliding_window_counter::SlidingWindowCounter, Algorithm, Policy};
-    /// let policy = Policy::for_algorithm(Algorithm::SlidingWindowCounter, 4, Duration::from_secs(60))?;
-    /// let mut state = SlidingWindowCounter::default();
-    /// for t in [0, 1_000, 2_000, 3_000] {
-    ///     assert!(state.check(t, &policy).allowed());
-    /// }
-    /// // At 1:15 the estimate is 4 × 45/60 = 3: one more fits.
-    /// assert!(state.check(75_000, &policy).allowed());
-    /// // Now 3 + 1 = 4; it falls below 4 once the weight of the old window shrinks.
-    /// let rejected = state.check(75_000, &policy);
-    /// assert_eq!(rejected.retry_after(), Some(Duration::from_millis(1)));
-    /// # Ok::<(), limiter::PolicyError>(())
-    /// ```
     pub(crate) fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {
         self.check_cost(now_ms, policy, 1)
     }

@@ -57,20 +57,6 @@ impl TokenBucket {
     }
 
     /// Counts a request at `now_ms`.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use limiter::{algorithm::token_bucket::TokenBucket, Algorithm, Policy};
-    /// // 1 token per second, bursts of 2.
-    /// let policy = Policy::for_algorithm(Algorithm::TokenBucket, 60, Duration::from_secs(60))?
-    ///     .with_burst(2)?;
-    /// let mut bucket = TokenBucket::default();
-    /// assert!(bucket.check(0, &policy).allowed());
-    /// assert!(bucket.check(0, &policy).allowed());
-    /// assert_eq!(bucket.check(250, &policy).retry_after(), Some(Duration::from_millis(750)));
-    /// assert!(bucket.check(1_000, &policy).allowed());
-    /// # Ok::<(), limiter::PolicyError>(())
-    /// ```
     pub(crate) fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {
         self.check_cost(now_ms, policy, 1)
     }

@@ -12,4 +12,4 @@ async fn with_rates() -> &'static str {
     "ok"
 }
 
-fn main() {}
+pub fn main() {}

@@ -14,7 +14,11 @@ async fn counted_by_outcome() -> &'static str {
 }
 
 fn tenant(req: &HttpRequest) -> Option<String> {
-    req.headers().get("x-tenant")?.to_str().ok().map(str::to_owned)
+    req.headers()
+        .get("x-tenant")?
+        .to_str()
+        .ok()
+        .map(str::to_owned)
 }
 
 #[rate_limit(5, per = "1m")]
@@ -27,12 +31,24 @@ async fn const_max() -> HttpResponse {
     HttpResponse::Ok().finish()
 }
 
-#[rate_limit(10, per = "500ms", key = "user", algorithm = "sliding_window_counter", scope = "api")]
+#[rate_limit(
+    10,
+    per = "500ms",
+    key = "user",
+    algorithm = "sliding_window_counter",
+    scope = "api"
+)]
 async fn user_key(body: web::Bytes) -> Result<String, actix_web::Error> {
     Ok(format!("{} bytes", body.len()))
 }
 
-#[rate_limit(100, per = "1s", key = "header:X-Api-Key", algorithm = "token_bucket", burst = 20)]
+#[rate_limit(
+    100,
+    per = "1s",
+    key = "header:X-Api-Key",
+    algorithm = "token_bucket",
+    burst = 20
+)]
 async fn header_key() -> &'static str {
     "ok"
 }
@@ -86,7 +102,7 @@ async fn function_options() -> &'static str {
     "ok"
 }
 
-fn main() {
+pub fn main() {
     let _ = App::new()
         .route("/", web::get().to(defaults))
         .route("/c", web::get().to(const_max))

@@ -7,7 +7,10 @@ impl Admin {
     const COST: u32 = 2;
 
     fn client(req: &HttpRequest) -> Option<String> {
-        req.headers().get("x-admin").and_then(|v| v.to_str().ok()).map(str::to_owned)
+        req.headers()
+            .get("x-admin")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
     }
 
     // In an impl block, the type's own items are named through the type.
@@ -17,6 +20,6 @@ impl Admin {
     }
 }
 
-fn main() {
+pub fn main() {
     let _ = actix_web::web::get().to(Admin::purge);
 }

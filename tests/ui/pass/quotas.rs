@@ -12,4 +12,4 @@ async fn daily() -> &'static str {
     "ok"
 }
 
-fn main() {}
+pub fn main() {}

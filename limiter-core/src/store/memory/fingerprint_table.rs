@@ -346,10 +346,10 @@ mod tests {
             if step % 7 == 0 {
                 // Evict the entry with the smallest count among the sample: the model
                 // cannot know which, so it is told afterwards by the count that vanished.
-                let before: u64 = table.values_mut().map(|v| *v).sum();
+                let total: u64 = table.values_mut().map(|v| *v).sum();
                 let removed = table.evict(rng.next(), 0, |v| Some(*v)).unwrap();
                 let after: u64 = table.values_mut().map(|v| *v).sum();
-                assert_eq!(before - after, removed);
+                assert_eq!(total - after, removed);
                 let victim = *model
                     .iter()
                     .find(|(fp, v)| **v == removed && table.find(**fp).is_none())
