@@ -381,6 +381,8 @@ fn handlers_module(count: usize, take: usize) -> String {
 /// The first twenty accepted inputs, generated into `tests/attribute_fuzz/sample.rs` and
 /// compiled with this test: the README's test command compiles and serves them without a
 /// second cargo.
+// As generated: rustfmt would make it differ from what the generator makes.
+#[rustfmt::skip]
 #[path = "attribute_fuzz/sample.rs"]
 mod sample;
 

@@ -6,174 +6,94 @@ use limiter::rate_limit;
 const BASE: u32 = 3;
 
 #[rate_limit(5, per = "7d", algorithm = "sliding_window_counter", key = "ip")]
-async fn 登录_9() -> &'static str {
-    "ok"
-}
+async fn 登录_9() -> &'static str { "ok" }
 
 #[rate_limit(u16::MAX as u32, per = "7d", key = "global", scope = "auth-20")]
-async fn handler_with_a_long_name_20() -> &'static str {
-    "ok"
-}
+async fn handler_with_a_long_name_20() -> &'static str { "ok" }
 
 #[rate_limit(65536, per = "500ms", algorithm = "fixed_window")]
-async fn login_25() -> &'static str {
-    "ok"
-}
+async fn login_25() -> &'static str { "ok" }
 
 #[rate_limit(5, per = "1m", scope = "auth-33")]
-async fn match_33() -> &'static str {
-    "ok"
-}
+async fn match_33() -> &'static str { "ok" }
 
 #[rate_limit(7446427, per = "1m", algorithm = "token_bucket", scope = "auth-77")]
-async fn Ωmega_77() -> &'static str {
-    "ok"
-}
+async fn Ωmega_77() -> &'static str { "ok" }
 
-#[rate_limit(
-    5,
-    per = "500ms",
-    algorithm = "fixed_window",
-    key = "header:x-api-key",
-    scope = "auth-99"
-)]
-async fn über_99() -> &'static str {
-    "ok"
-}
+#[rate_limit(5, per = "500ms", algorithm = "fixed_window", key = "header:x-api-key", scope = "auth-99")]
+async fn über_99() -> &'static str { "ok" }
 
-#[rate_limit(
-    16_777_215,
-    per = "1s",
-    algorithm = "token_bucket",
-    scope = "auth-108",
-    burst = 20
-)]
-async fn 登录_108() -> &'static str {
-    "ok"
-}
+#[rate_limit(16_777_215, per = "1s", algorithm = "token_bucket", scope = "auth-108", burst = 20)]
+async fn 登录_108() -> &'static str { "ok" }
 
 #[rate_limit(BASE * 2, per = "1d", key = "header:x-api-key", scope = "auth-123")]
-async fn 登录_123() -> &'static str {
-    "ok"
-}
+async fn 登录_123() -> &'static str { "ok" }
 
 #[rate_limit(7446427, per = "7d", algorithm = "token_bucket", scope = "auth-125")]
-async fn _hidden_125() -> &'static str {
-    "ok"
-}
+async fn _hidden_125() -> &'static str { "ok" }
 
 #[rate_limit(1, per = "1m", algorithm = "token_bucket", key = "global", burst = 20)]
-async fn Ωmega_161() -> &'static str {
-    "ok"
-}
+async fn Ωmega_161() -> &'static str { "ok" }
 
 #[rate_limit(1 << 24, per = "1s", algorithm = "token_bucket", key = "global", scope = "auth-209", burst = 4294967295)]
-async fn über_209() -> &'static str {
-    "ok"
-}
+async fn über_209() -> &'static str { "ok" }
 
-#[rate_limit(
-    1,
-    per = "1h30m",
-    algorithm = "sliding_window_counter",
-    key = "header:x-api-key"
-)]
-async fn über_212() -> &'static str {
-    "ok"
-}
+#[rate_limit(1, per = "1h30m", algorithm = "sliding_window_counter", key = "header:x-api-key")]
+async fn über_212() -> &'static str { "ok" }
 
 #[rate_limit(u16::MAX as u32, per = "6d23h59m59s999ms", algorithm = "sliding_window_counter", key = "global")]
-async fn login_233() -> &'static str {
-    "ok"
-}
+async fn login_233() -> &'static str { "ok" }
 
-#[rate_limit(
-    7446427,
-    per = "1d",
-    algorithm = "sliding_window_counter",
-    key = "global"
-)]
-async fn Ωmega_235() -> &'static str {
-    "ok"
-}
+#[rate_limit(7446427, per = "1d", algorithm = "sliding_window_counter", key = "global")]
+async fn Ωmega_235() -> &'static str { "ok" }
 
 #[rate_limit(BASE * 2, per = "7d", algorithm = "token_bucket", key = "header:x-api-key", scope = "auth-265")]
-async fn über_265() -> &'static str {
-    "ok"
-}
+async fn über_265() -> &'static str { "ok" }
 
-#[rate_limit(
-    4294967295,
-    per = "1ms",
-    algorithm = "token_bucket",
-    key = "global",
-    scope = "auth-401",
-    burst = 4294967295
-)]
-async fn a1_401() -> &'static str {
-    "ok"
-}
+#[rate_limit(4294967295, per = "1ms", algorithm = "token_bucket", key = "global", scope = "auth-401", burst = 4294967295)]
+async fn a1_401() -> &'static str { "ok" }
 
 #[rate_limit(u16::MAX as u32, per = "1d", algorithm = "sliding_window_counter", key = "ip", scope = "auth-579")]
-async fn über_579() -> &'static str {
-    "ok"
-}
+async fn über_579() -> &'static str { "ok" }
 
 #[rate_limit(1, per = "1m", scope = "auth-601")]
-async fn handler_with_a_long_name_601() -> &'static str {
-    "ok"
-}
+async fn handler_with_a_long_name_601() -> &'static str { "ok" }
 
-#[rate_limit(
-    5,
-    per = "1h30m",
-    algorithm = "token_bucket",
-    key = "global",
-    burst = 20
-)]
-async fn Ωmega_655() -> &'static str {
-    "ok"
-}
+#[rate_limit(5, per = "1h30m", algorithm = "token_bucket", key = "global", burst = 20)]
+async fn Ωmega_655() -> &'static str { "ok" }
 
 #[rate_limit(BASE * 2, per = "6d23h59m59s999ms", key = "header:x-api-key", scope = "auth-750")]
-async fn über_750() -> &'static str {
-    "ok"
-}
+async fn über_750() -> &'static str { "ok" }
 
 pub async fn serve_all() {
     let limiter = limiter::Limiter::builder().build();
-    let app = test::init_service(
-        App::new()
-            .app_data(limiter)
-            .route("/0", web::get().to(登录_9))
-            .route("/1", web::get().to(handler_with_a_long_name_20))
-            .route("/2", web::get().to(login_25))
-            .route("/3", web::get().to(match_33))
-            .route("/4", web::get().to(Ωmega_77))
-            .route("/5", web::get().to(über_99))
-            .route("/6", web::get().to(登录_108))
-            .route("/7", web::get().to(登录_123))
-            .route("/8", web::get().to(_hidden_125))
-            .route("/9", web::get().to(Ωmega_161))
-            .route("/10", web::get().to(über_209))
-            .route("/11", web::get().to(über_212))
-            .route("/12", web::get().to(login_233))
-            .route("/13", web::get().to(Ωmega_235))
-            .route("/14", web::get().to(über_265))
-            .route("/15", web::get().to(a1_401))
-            .route("/16", web::get().to(über_579))
-            .route("/17", web::get().to(handler_with_a_long_name_601))
-            .route("/18", web::get().to(Ωmega_655))
-            .route("/19", web::get().to(über_750)),
-    )
-    .await;
+    let app = test::init_service(App::new().app_data(limiter)
+        .route("/0", web::get().to(登录_9))
+        .route("/1", web::get().to(handler_with_a_long_name_20))
+        .route("/2", web::get().to(login_25))
+        .route("/3", web::get().to(match_33))
+        .route("/4", web::get().to(Ωmega_77))
+        .route("/5", web::get().to(über_99))
+        .route("/6", web::get().to(登录_108))
+        .route("/7", web::get().to(登录_123))
+        .route("/8", web::get().to(_hidden_125))
+        .route("/9", web::get().to(Ωmega_161))
+        .route("/10", web::get().to(über_209))
+        .route("/11", web::get().to(über_212))
+        .route("/12", web::get().to(login_233))
+        .route("/13", web::get().to(Ωmega_235))
+        .route("/14", web::get().to(über_265))
+        .route("/15", web::get().to(a1_401))
+        .route("/16", web::get().to(über_579))
+        .route("/17", web::get().to(handler_with_a_long_name_601))
+        .route("/18", web::get().to(Ωmega_655))
+        .route("/19", web::get().to(über_750))
+    ).await;
     for i in 0..20 {
         for _ in 0..8 {
-            let req = test::TestRequest::get()
-                .uri(&format!("/{i}"))
+            let req = test::TestRequest::get().uri(&format!("/{i}"))
                 .peer_addr("203.0.113.7:4000".parse().unwrap())
-                .insert_header(("x-api-key", "k"))
-                .to_request();
+                .insert_header(("x-api-key", "k")).to_request();
             let status = test::call_service(&app, req).await.status().as_u16();
             assert!(status == 200 || status == 429, "/{i}: {status}");
         }
