@@ -349,7 +349,7 @@ fn handlers_module(count: usize, take: usize) -> String {
         );
     }
     module.push_str(
-        "pub async fn serve_all() {\n\
+        "pub(crate) async fn serve_all() {\n\
          \x20   let limiter = limiter::Limiter::builder().build();\n\
          \x20   let app = test::init_service(App::new().app_data(limiter)\n",
     );

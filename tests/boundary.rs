@@ -6,7 +6,7 @@
 
 #[path = "../examples/boundary.rs"]
 #[allow(dead_code, unreachable_pub)]
-mod boundary;
+mod drawing;
 
 use limiter::Algorithm;
 
@@ -14,19 +14,19 @@ use limiter::Algorithm;
 fn the_committed_picture_is_what_the_code_draws() {
     let committed = std::fs::read_to_string("docs/boundary.svg").expect("docs/boundary.svg");
     assert!(
-        committed == boundary::svg(),
+        committed == drawing::svg(),
         "docs/boundary.svg is stale: run `cargo run --example boundary` and commit it"
     );
 }
 
 #[test]
 fn the_picture_tells_the_truth() {
-    let worst = |algorithm| boundary::worst_minute(&boundary::replay(algorithm));
+    let worst = |algorithm| drawing::worst_minute(&drawing::replay(algorithm));
     // The exact sliding window never admits more than 5 in any 60 seconds.
     assert_eq!(worst(Algorithm::SlidingWindow), 5);
     // The fixed window admits 4 + 5 within half a second at its edge.
     assert_eq!(worst(Algorithm::FixedWindow), 9);
-    let fixed = boundary::replay(Algorithm::FixedWindow);
+    let fixed = drawing::replay(Algorithm::FixedWindow);
     let at_edge = fixed
         .iter()
         .filter(|&&(at, admitted)| admitted && (59_500..=60_000).contains(&at))

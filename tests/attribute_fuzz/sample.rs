@@ -65,7 +65,7 @@ async fn Ωmega_655() -> &'static str { "ok" }
 #[rate_limit(BASE * 2, per = "6d23h59m59s999ms", key = "header:x-api-key", scope = "auth-750")]
 async fn über_750() -> &'static str { "ok" }
 
-pub async fn serve_all() {
+pub(crate) async fn serve_all() {
     let limiter = limiter::Limiter::builder().build();
     let app = test::init_service(App::new().app_data(limiter)
         .route("/0", web::get().to(登录_9))

@@ -27,11 +27,11 @@ fn a_monthly_quota_comes_back_on_the_first_of_the_month() {
 fn a_fixed_window_opens_again_at_its_edge() {
     let policy = Policy::new(2, Duration::from_secs(60)).unwrap();
     let mut state = FixedWindow::default();
-    assert!(state.check(1_000, &policy).allowed());
-    assert!(state.check(2_000, &policy).allowed());
-    let third = state.check(3_000, &policy);
+    assert!(state.check_cost(1_000, &policy, 1).allowed());
+    assert!(state.check_cost(2_000, &policy, 1).allowed());
+    let third = state.check_cost(3_000, &policy, 1);
     assert_eq!(third.retry_after(), Some(Duration::from_millis(58_000)));
-    assert!(state.check(61_000, &policy).allowed()); // the next window
+    assert!(state.check_cost(61_000, &policy, 1).allowed()); // the next window
 }
 
 #[test]
@@ -45,11 +45,12 @@ fn a_late_reading_is_counted_at_the_newest_instant() {
 fn the_sliding_window_admits_once_the_oldest_leaves() {
     let policy = Policy::new(2, Duration::from_secs(60)).unwrap();
     let mut log = VecDeque::new();
-    assert!(sliding_window::check(&mut log, 0, &policy).allowed());
-    assert!(sliding_window::check(&mut log, 30_000, &policy).allowed());
-    let third = sliding_window::check(&mut log, 59_999, &policy);
+    assert!(sliding_window::check_cost(&mut log, 0, &policy, 1).allowed());
+    assert!(sliding_window::check_cost(&mut log, 30_000, &policy, 1).allowed());
+    let third = sliding_window::check_cost(&mut log, 59_999, &policy, 1);
     assert_eq!(third.retry_after(), Some(Duration::from_millis(1)));
-    assert!(sliding_window::check(&mut log, 60_000, &policy).allowed()); // 0 left the window
+    assert!(sliding_window::check_cost(&mut log, 60_000, &policy, 1).allowed());
+    // 0 left the window
 }
 
 #[test]
@@ -58,12 +59,12 @@ fn the_counter_weighs_the_previous_window() {
         Policy::for_algorithm(Algorithm::SlidingWindowCounter, 4, Duration::from_secs(60)).unwrap();
     let mut state = SlidingWindowCounter::default();
     for t in [0, 1_000, 2_000, 3_000] {
-        assert!(state.check(t, &policy).allowed());
+        assert!(state.check_cost(t, &policy, 1).allowed());
     }
     // At 1:15 the estimate is 4 × 45/60 = 3: one more fits.
-    assert!(state.check(75_000, &policy).allowed());
+    assert!(state.check_cost(75_000, &policy, 1).allowed());
     // Now 3 + 1 = 4; it falls below 4 once the weight of the old window shrinks.
-    let rejected = state.check(75_000, &policy);
+    let rejected = state.check_cost(75_000, &policy, 1);
     assert_eq!(rejected.retry_after(), Some(Duration::from_millis(1)));
 }
 
@@ -75,11 +76,11 @@ fn the_bucket_refills_a_token_a_second() {
         .with_burst(2)
         .unwrap();
     let mut bucket = TokenBucket::default();
-    assert!(bucket.check(0, &policy).allowed());
-    assert!(bucket.check(0, &policy).allowed());
+    assert!(bucket.check_cost(0, &policy, 1).allowed());
+    assert!(bucket.check_cost(0, &policy, 1).allowed());
     assert_eq!(
-        bucket.check(250, &policy).retry_after(),
+        bucket.check_cost(250, &policy, 1).retry_after(),
         Some(Duration::from_millis(750))
     );
-    assert!(bucket.check(1_000, &policy).allowed());
+    assert!(bucket.check_cost(1_000, &policy, 1).allowed());
 }

@@ -72,11 +72,6 @@ impl FixedWindow {
         }
     }
 
-    /// Counts a request at `now_ms`.
-    pub(crate) fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {
-        self.check_cost(now_ms, policy, 1)
-    }
-
     /// Counts a request worth `cost` units at `now_ms`: all of them, or none. A cost above
     /// `max` is never admitted.
     pub(crate) fn check_cost(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision {

@@ -32,17 +32,12 @@ pub(crate) trait InstantLog {
     fn remove(&mut self, from: usize, count: usize);
 }
 
-/// Counts a request at `now_ms` against `log`.
+/// Counts a request worth `cost` units at `now_ms` against `log`: `cost` instants, all or
+/// none. A cost above `N` is never admitted.
 ///
 /// A reading earlier than the newest instant held (it reached the store after a later
 /// one) is counted at that newest instant: the log stays in order, and nothing is dropped
 /// for looking too old, or too young.
-pub(crate) fn check<L: InstantLog + ?Sized>(log: &mut L, now_ms: u64, policy: &Policy) -> Decision {
-    check_cost(log, now_ms, policy, 1)
-}
-
-/// Counts a request worth `cost` units at `now_ms`: `cost` instants, all or none. A cost
-/// above `N` is never admitted.
 pub(crate) fn check_cost<L: InstantLog + ?Sized>(
     log: &mut L,
     now_ms: u64,
@@ -55,7 +50,7 @@ pub(crate) fn check_cost<L: InstantLog + ?Sized>(
     check_in_order(log, now_ms, policy, cost)
 }
 
-/// [`check`] for a reading known not to be earlier than any instant the log holds (a store
+/// [`check_cost`] for a reading known not to be earlier than any instant the log holds (a store
 /// that tracks the latest reading it has seen knows): it saves reading the newest instant,
 /// a second cache line for a long log.
 pub(crate) fn check_in_order<L: InstantLog + ?Sized>(

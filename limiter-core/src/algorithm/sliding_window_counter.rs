@@ -101,11 +101,6 @@ impl SlidingWindowCounter {
         }
     }
 
-    /// Counts a request at `now_ms`.
-    pub(crate) fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {
-        self.check_cost(now_ms, policy, 1)
-    }
-
     /// Counts a request worth `cost` units at `now_ms`, all or none: admitted iff `cost`
     /// requests one after the other would each be (the estimate plus `cost − 1` is below
     /// `N`). A cost above `N` is never admitted; a cost of 0 counts as 1.

@@ -56,11 +56,6 @@ impl TokenBucket {
         TokenBucket { tat_ns: tat as u64 }
     }
 
-    /// Counts a request at `now_ms`.
-    pub(crate) fn check(&mut self, now_ms: u64, policy: &Policy) -> Decision {
-        self.check_cost(now_ms, policy, 1)
-    }
-
     /// Counts a request worth `cost` tokens at `now_ms`, all or none. A cost above the
     /// burst is never admitted.
     pub(crate) fn check_cost(&mut self, now_ms: u64, policy: &Policy, cost: u32) -> Decision {

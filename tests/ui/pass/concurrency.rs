@@ -12,4 +12,4 @@ async fn with_rates() -> &'static str {
     "ok"
 }
 
-pub fn main() {}
+pub(crate) fn main() {}

@@ -102,7 +102,7 @@ async fn function_options() -> &'static str {
     "ok"
 }
 
-pub fn main() {
+pub(crate) fn main() {
     let _ = App::new()
         .route("/", web::get().to(defaults))
         .route("/c", web::get().to(const_max))

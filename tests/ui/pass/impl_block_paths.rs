@@ -20,6 +20,6 @@ impl Admin {
     }
 }
 
-pub fn main() {
+pub(crate) fn main() {
     let _ = actix_web::web::get().to(Admin::purge);
 }

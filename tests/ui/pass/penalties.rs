@@ -17,7 +17,7 @@ async fn escalated() -> &'static str {
     "ok"
 }
 
-pub fn main() {}
+pub(crate) fn main() {}
 
 #[limiter::rate_limit(10, per = "1s", algorithm = "token_bucket", burst = 5, delay = "2s")]
 async fn smoothed() -> &'static str {

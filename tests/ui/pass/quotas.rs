@@ -12,4 +12,4 @@ async fn daily() -> &'static str {
     "ok"
 }
 
-pub fn main() {}
+pub(crate) fn main() {}

@@ -162,11 +162,13 @@ pub(super) const KEY_MARGIN_MS: u64 = 12;
 /// store (and the script) decide it.
 fn first_decision(policy: &Policy, at_ms: u64) -> Decision {
     match policy.algorithm() {
-        Algorithm::FixedWindow => FixedWindow::default().check(at_ms, policy),
-        Algorithm::SlidingWindowCounter => SlidingWindowCounter::default().check(at_ms, policy),
-        Algorithm::TokenBucket => TokenBucket::default().check(at_ms, policy),
+        Algorithm::FixedWindow => FixedWindow::default().check_cost(at_ms, policy, 1),
+        Algorithm::SlidingWindowCounter => {
+            SlidingWindowCounter::default().check_cost(at_ms, policy, 1)
+        }
+        Algorithm::TokenBucket => TokenBucket::default().check_cost(at_ms, policy, 1),
         Algorithm::SlidingWindow => {
-            sliding_window::check(&mut std::collections::VecDeque::new(), at_ms, policy)
+            sliding_window::check_cost(&mut std::collections::VecDeque::new(), at_ms, policy, 1)
         }
     }
 }
