@@ -13,6 +13,8 @@ mod expand;
 mod in_flight;
 mod input;
 mod key;
+#[cfg(test)]
+mod mistakes_said;
 mod penalty;
 mod period;
 mod share;

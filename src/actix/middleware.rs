@@ -24,11 +24,12 @@ use crate::{Limit, Limiter, Policy, Share};
 /// A limit over everything it wraps: an `App`, a `web::scope`, a resource.
 ///
 /// It uses the [`Limiter`] in the app data (else [`Limiter::global`]), with its keys,
-/// algorithms, store and fault policy; its responses and header fields are the
-/// attribute's. A request is decided before any handler runs, so a rejected request's body
-/// is never read. A request under a wrapped scope and a `#[rate_limit]` handler is checked
-/// by both, the middleware first, and its `RateLimit` fields list both limits (the
-/// middleware's is counted even when the handler's then rejects: they are two budgets).
+/// algorithms, store and fault policy; its responses and header fields are the attribute's.
+/// A request is decided before any handler runs, so a rejected request's body is never
+/// parsed (a small one is read and dropped, to keep the connection). A request under a
+/// wrapped scope and a `#[rate_limit]` handler is checked by both, the middleware first,
+/// and its `RateLimit` fields list both limits (the middleware's is counted even when the
+/// handler's then rejects: they are two budgets).
 ///
 /// ```
 /// use std::time::Duration;

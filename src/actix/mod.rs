@@ -20,6 +20,7 @@
 //! | `rejected.rs` | who is being limited right now: each scope's most rejected clients |
 //! | `body.rs` | the body of a refused request: read only when small and quick, else the connection closes |
 //! | `keys.rs`, `proxy.rs` | who a request is counted as: keys, trusted proxies, forwarding headers |
+//! | `resolve.rs` | [`Resolver`](crate::Resolver): the functions `key = path` and `policy = path` name, plain or `async` |
 //! | `fields.rs` | the RateLimit header fields |
 //! | `problem.rs` | the 429's and the failures' bodies, as problem details |
 //! | `respond.rs` | the one place that builds every response: 429, 503, 500, 400 |

@@ -1,6 +1,6 @@
 //! Resolvers: the functions `key = path` and `policy = path` name, plain or `async`.
 //!
-//! A plain `fn(&HttpRequest) -> Option<T>` is called in place, as it always was: no future,
+//! A plain `fn(&HttpRequest) -> Option<T>` is called in place: no future,
 //! no allocation, the lean path stays open. An `async fn(&HttpRequest) -> Option<T>` (a
 //! tenant's plan in a database, a key in a cache) is awaited within the limiter's
 //! [`resolver_timeout`](crate::LimiterBuilder::resolver_timeout), one for all of a

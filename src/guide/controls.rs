@@ -69,13 +69,14 @@
 //! App::new().app_data(limiter.clone()).service(web::scope("/api").wrap(api).service(search))
 //! ```
 //!
-//! `RateLimit` is an actix middleware on the same engine: the `Limiter` in the app data (else
-//! the global one), the same keys, algorithms, responses, header fields, store and fault
-//! policy. A request is decided before any handler or extractor runs: a rejected request's
-//! body is never read. A request under a wrapped scope and a `#[rate_limit]` handler is
-//! checked by both, the middleware first, and its fields list both limits
-//! (`RateLimit: "api";r=98;t=60, "search";r=4;t=60`); the middleware's budget counts the
-//! request even when the handler's then rejects it, since they are two budgets
+//! `RateLimit` is an actix middleware on the same engine: the `Limiter` in the app data
+//! (else the global one), the same keys, algorithms, responses, header fields, store and
+//! fault policy. A request is decided before any handler or extractor runs: a rejected
+//! request's body is never parsed (a small one is read and dropped, to keep the connection;
+//! see [common mistakes](super::mistakes)). A request under a wrapped scope and a
+//! `#[rate_limit]` handler is checked by both, the middleware first, and its fields list
+//! both limits (`RateLimit: "api";r=98;t=60, "search";r=4;t=60`); the middleware's budget
+//! counts the request even when the handler's then rejects it, since they are two budgets
 //! (`examples/middleware.rs`, `tests/middleware.rs`).
 //!
 //! ## Browsers: CORS preflights and the wrap order
@@ -206,7 +207,7 @@
 //! evicts another limit's counts: beyond that room, the record whose block ends first among
 //! a few goes, freeing that client early (`limiter-core/tests/penalties.rs` blocks 50,000).
 //! A restart lifts no block: [`MemoryStore::save`](crate::MemoryStore::save) writes the
-//! records beside the counts (a file of a build before penalties is read as holding none).
+//! records beside the counts (a file without block records is read as holding none).
 //!
 //! ## Slowing down instead of refusing
 //!
@@ -420,7 +421,7 @@
 //!   limit of a tenant, its concurrency limit) ask it once, and count by that one answer.
 //!   (A fn pointer or a closure that captures values is asked for each limit: values of
 //!   its type may be different functions.)
-//! - **Cost**: a plain function is called in place, as before. An `async` one costs its
+//! - **Cost**: a plain function is called in place (no future, no allocation). An `async` one costs its
 //!   request one boxed future (an allocation) and the timer of its timeout, besides what it
 //!   does itself; it takes the request off the lean path (one limit, as declared), so put a
 //!   cache in front of the database — the limiter calls it on every request, rejected ones

@@ -26,8 +26,8 @@
 //!   counted in a bucket shared with others. A brute-forcer who floods the search route with
 //!   chosen keys to reset their own login block gets nothing: 600,000 requests with chosen
 //!   keys on two routes of an 8 MiB store, then 20,000 newcomers on login, reset 0 of 50
-//!   blocked clients (50 of 50 before; `tests/adversary`, and in process at 8 MiB and at the
-//!   default bounds in `limiter-core/tests/eviction.rs`). The counter's state knows only its
+//!   blocked clients (`tests/adversary`, and in process at 8 MiB and at the default bounds in
+//!   `limiter-core/tests/eviction.rs`). The counter's state knows only its
 //!   window, so among keys of one window it cannot tell old from new.
 //!   `MemoryStore::evictions()` counts them.
 //! - **Limits chosen per request stay bounded**: a `policy` function choosing from many

@@ -1,9 +1,15 @@
 //! # Common mistakes
 //!
 //! The mistakes that would otherwise show up only as wrong limits in production are reported
-//! once, at their first occurrence, as a `warn` event (`tracing`) that names the fix; after
-//! that, looking for them costs a relaxed load of a flag (`tests/mistakes.rs` triggers each,
-//! `tests/no_mistakes.rs` checks that a correct setup reports nothing).
+//! once, at their first occurrence, as a `warn` event that names the fix; after that,
+//! looking for them costs a relaxed load of a flag (`tests/mistakes.rs` triggers each,
+//! `tests/no_mistakes.rs` checks that a correct setup reports nothing). The events go through
+//! `tracing`, not `log`: without a `tracing` subscriber nobody sees them. Install one before
+//! serving, as `examples/basic.rs` does:
+//!
+//! ```
+//! tracing_subscriber::fmt().init();
+//! ```
 //!
 //! | mistake | what you see | the fix |
 //! | --- | --- | --- |

@@ -14,8 +14,9 @@
 //! 9. [Seeing it](observability) — the route table, metrics, events.
 //! 10. [Common mistakes](mistakes) — what is reported once, and the fix.
 //! 11. [Guarantees](guarantees) — what holds at every edge, and against an attacker.
-//! 12. [Performance](performance) — side by side with the peers.
+//! 12. [Performance](performance) — side by side with the peers, and the commands that measure it.
 //! 13. [Operating it](operations) — restarts, who is limited, rollouts, `limiter-cli`.
+//! 14. [Layout](layout) — every folder of the repository, and what it holds.
 //!
 //! The attribute's reference is [`rate_limit`](crate::rate_limit).
 
@@ -25,6 +26,7 @@ pub mod controls;
 pub mod guarantees;
 pub mod instances;
 pub mod keys;
+pub mod layout;
 pub mod memory;
 pub mod mistakes;
 pub mod observability;

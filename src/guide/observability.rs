@@ -27,7 +27,8 @@
 //! the key itself only with [`trace_keys`](crate::LimiterBuilder::trace_keys)), a `warn`
 //! per would-be rejection of a dry run, and once each, the setups that cannot do what their
 //! author meant (a limiter never given to the app, one built per worker, a proxy nobody
-//! trusts, ...).
+//! trusts, ...). They are `tracing` events, not `log` records: a service sees them only with
+//! a `tracing` subscriber installed (`tracing_subscriber::fmt().init()`).
 //!
 //! # In depth
 //!
@@ -68,7 +69,7 @@
 //! uses, which is what breaks a Prometheus during an attack; the page's JSON is the
 //! machine-readable source. The summary is a sample: a rejection that finds its scope's
 //! summary being updated by another worker is not counted, so that rejections never queue
-//! for it. The page now names clients (addresses, user ids): mount it behind your
+//! for it. The page names clients (addresses, user ids): mount it behind your
 //! operators' authentication. Off with
 //! [`.track_rejected_clients(false)`](crate::LimiterBuilder::track_rejected_clients).
 //!
@@ -76,11 +77,12 @@
 //!
 //! | metric | kind | labels |
 //! | --- | --- | --- |
-//! | `limiter_decisions_total` | counter | `scope`; `outcome`: `allowed`, `rejected`, `dry_run`, `exempt`, `store_error` |
+//! | `limiter_decisions_total` | counter | `scope`; `outcome`: `allowed`, `rejected`, `blocked` (refused by a penalty's block, or starting one), `dry_run`, `exempt`, `store_error` |
 //! | `limiter_store_seconds` | histogram | `store` (`redis`, or your store's `name()`): how long each call took |
 //! | `limiter_store_up` | gauge | `store`: 1 while it answers, 0 while the fault policy applies |
 //! | `limiter_keys`, `limiter_bytes` | gauges | the in-memory store's keys and bytes, once per housekeeping round |
 //! | `limiter_evictions_total` | counter | keys the in-memory store forgot to make room |
+//! | `limiter_blocks_total` | counter | `scope`: blocks a penalty started (`block = "..."`) |
 //!
 //! The outcomes partition the decisions: each limit's check is counted once. `store_error` is
 //! every check the fault policy answered while the store failed — failed open, failed closed,

@@ -16,9 +16,9 @@
 //!   per limit checked: `q` quota, `w` window in seconds, `r` remaining after this request was
 //!   counted, `t` whole seconds until used quota next comes back (equal to `Retry-After` on a
 //!   `429`). The wire format is draft-10's (structured-field lists, `q`/`w` in
-//!   `RateLimit-Policy`, `r`/`t` in `RateLimit`); draft-11 (May 2026) keeps that syntax. Its
-//!   text was not reachable from where this was written; as summarized to us, it reads `t`
-//!   as the effective window and asks that `Retry-After` never point earlier than its end.
+//!   `RateLimit-Policy`, `r`/`t` in `RateLimit`); draft-11 (May 2026) keeps that syntax. A
+//!   summary of draft-11 (its full text is not checked here) reads `t` as the effective
+//!   window and asks that `Retry-After` never point earlier than its end.
 //!   Ours hold to that: on a `429`, `t` and `Retry-After` are one number, the limit's exact
 //!   wait rounded up — or a penalty's block, which never ends before the limit admits — and
 //!   a jitter only ever lengthens both together.

@@ -12,7 +12,7 @@
 //! again (one load at a time; a call sent before a load ended takes it as its own) and the
 //! call sent again; if it still cannot be, the call goes as the script. A server that
 //! refuses functions (Redis before 7, an ACL or a plan that forbids `FCALL` or `FUNCTION`)
-//! gets scripts from then on, as before libraries were used; one that refuses a call for
+//! gets the check as a script from then on; one that refuses a call for
 //! want of memory, replicas or a good save gets that call as the script (see
 //! [`refused_up_front`]).
 

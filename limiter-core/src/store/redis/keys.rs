@@ -13,9 +13,10 @@ use crate::Limit;
 /// Short, because at a million clients the names are a third of Redis's memory: an IPv4
 /// client's is 28 bytes with the default prefix, the most that fits Redis's 32-byte
 /// allocation with its header (37 in hex). The scope's name is not in it either. The layout
-/// is also the state format's version: 0.1's names were `PREFIX:SCOPE:LIMIT:{CLIENT}`,
-/// ending in the brace, so that instances of both during a rolling deploy never read each
-/// other's states (each counts its own budget until the old ones are gone).
+/// is also the state format's version: limiter 0.1.0 names its keys
+/// `PREFIX:SCOPE:LIMIT:{CLIENT}`, ending in the brace, so that instances of both versions
+/// during a rolling deploy never read each other's states (each counts its own budget until
+/// the 0.1.0 ones are gone).
 pub(super) fn key_name(prefix: &str, limit: &Limit, key: &[u8]) -> String {
     key_name_of(prefix, limit.id(), key)
 }
