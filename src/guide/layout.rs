@@ -37,6 +37,6 @@
 //! | `tests/ui/` | compile-time checks of the attribute, through `tests/ui.rs` |
 //! | `tests/ui/pass/` | programs that must compile |
 //! | `tests/ui/fail/` | mistakes, each with the `.stderr` its error must match (trybuild with `cargo test --test ui -- --ignored`; their words without a compiler in `limiter-macros/src/mistakes_said.rs`) |
-//! | `benches/` | benchmarks beside governor, actix-governor and actix-extensible-rate-limit: `store`, `memory`, `contention`, `http`, `redis`, `overrides`, and the scripts `callgrind.sh`, `script_callgrind.sh`, `contention.sh`, `ratios.py` (see [performance](super::performance)) |
+//! | `benches/` | benchmarks beside governor, actix-governor and actix-extensible-rate-limit: `store`, `memory`, `contention`, `http`, `redis`, `overrides`, and the scripts `callgrind.sh`, `callgrind_gate.sh` (with its pins, `callgrind.pinned`), `script_callgrind.sh`, `contention.sh`, `ratios.py` (see [performance](super::performance)) |
 //! | `docs/` | the README's picture (`boundary.svg`, drawn by `cargo run --example boundary`) and a screenshot of the routes page |
 //! | `.ci/` | `run` (what CI runs: formatting, lints, docs, every test with and without features, the attacks in release), `shape.py` (no function over 80 lines in `src/actix/`, no file over 400 lines of code, no import circle), `install-valkey` |

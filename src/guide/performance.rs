@@ -56,6 +56,11 @@
 //! benches/callgrind.sh bare headers limiter quiet rejecting rejecting_untracked middleware governor
 //! ```
 //!
+//! `benches/callgrind_gate.sh`, which `.ci/run` runs, holds eight of these paths (allowed,
+//! fields off, rejected, the middleware, a concurrency slot, every option, a new client per
+//! request) to the instructions pinned in `benches/callgrind.pinned`: a path that grows more
+//! than 5% fails CI (`PIN=1` re-pins a cost that is meant).
+//!
 //! Hello world on loopback, one actix worker on CPU 0, the load (32 keep-alive connections)
 //! on CPU 1, medians of five alternating rounds, CPU time from the server's `schedstat`:
 //!
