@@ -7,7 +7,9 @@
 //! the servers' CPU time per request, read from `/proc/PID/task/*/schedstat` (more stable
 //! than requests per second on a shared machine).
 //!
-//! `cargo bench --manifest-path benches/Cargo.toml --bench http` (about 40 s; `ROUNDS` and `ROUND_MS` change the plan)
+//! `cargo bench --manifest-path benches/Cargo.toml --bench http` (about 40 s; `ROUNDS` and `ROUND_MS` change the plan).
+//! With `--features redis`, each of the limiter's Redis loads is also measured against
+//! Redis's floor for it (`floor.rs`).
 
 #![allow(missing_docs)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark: a panic is a failure
@@ -20,6 +22,8 @@ use actix_governor::{Governor, GovernorConfigBuilder};
 use actix_web::{web, App, HttpServer};
 use limiter::{rate_limit, Limiter};
 
+#[cfg(feature = "redis")]
+mod floor;
 #[cfg(feature = "redis")]
 #[path = "../tests/common/redis_server.rs"]
 #[allow(unreachable_pub)]
@@ -741,6 +745,36 @@ fn main() {
         if !redis_mix[i].is_empty() {
             println!("  per request (calls, µs): {}", redis_mix[i]);
         }
+    }
+    // Redis's floor for each of the limiter's Redis loads, at the batch size its calls had.
+    #[cfg(feature = "redis")]
+    for (i, variant) in variants.iter().enumerate().filter(|(_, v)| {
+        matches!(
+            **v,
+            "redis" | "redis_fixed" | "redis_many" | "redis_many_log"
+        )
+    }) {
+        let new_clients = variant.contains("_many");
+        let calls = median(redis_calls[i].clone());
+        let batch = (1.0 / calls.max(1e-3)).round() as usize;
+        let floor = floor::floor(&runtime, &redis, new_clients, batch, cpu_ns);
+        let ours = median(redis_us[i].clone());
+        print!(
+            "{variant}: Redis's floor ({}, pipelines of {}): {:.2} µs Redis CPU a check; ours {:.2} = {:.2}x the floor",
+            if new_clients { "SET NX PX" } else { "INCR + PEXPIRE" },
+            floor.batch,
+            floor.redis_us,
+            ours,
+            ours / floor.redis_us,
+        );
+        if let (Some(bytes), false) = (floor.key_bytes, redis_key_bytes[i].is_empty()) {
+            let ours = median(redis_key_bytes[i].clone());
+            print!(
+                "; {bytes:.0} bytes a key, ours {ours:.0} = {:.2}x",
+                ours / bytes
+            );
+        }
+        println!();
     }
     #[cfg(feature = "redis")]
     drop(redis);
