@@ -62,20 +62,18 @@
 //! than 5% fails CI (`PIN=1` re-pins a cost that is meant).
 //!
 //! Hello world on loopback, one actix worker on CPU 0, the load (32 keep-alive connections)
-//! on CPU 1, medians of five alternating rounds, CPU time from the server's `schedstat`:
+//! on CPU 1, medians of three alternating rounds, CPU time from the server's `schedstat`
+//! (`benches/side_by_side.sh`, one run):
 //!
 //! | variant | req/s | × bare | µs CPU / request | vs bare |
 //! | --- | --- | --- | --- | --- |
-//! | bare actix | 166,568 | 1.000 | 5.78 | |
-//! | `#[rate_limit]`, limit never reached | 151,471 | 0.909 | 6.51 | +0.72 |
-//! | `#[rate_limit]`, header fields off (`.ietf_headers(false)`) | 161,580 | 0.970 | 6.00 | +0.21 |
-//! | actix-governor middleware (sends no header fields) | 161,973 | 0.972 | 6.04 | +0.26 |
-//! | bare actix sending the same two header fields | 159,898 | 0.960 | 6.15 | +0.37 |
-//! | `#[rate_limit]` behind a trusted proxy (`X-Forwarded-For` read) | 150,992 | 0.906 | 6.52 | +0.74 |
-//! | `#[rate_limit]`, every request rejected (429) | 142,778 | 0.857 | 6.91 | +1.13 |
+//! | bare actix | 194,187 | 1.000 | 5.03 | |
+//! | `#[rate_limit]`, limit never reached | 157,192 | 0.809 | 6.18 | +1.16 |
+//! | actix-governor middleware (sends no header fields) | 185,218 | 0.954 | 5.26 | +0.23 |
+//! | `#[rate_limit]`, every request rejected (429) | 134,799 | 0.694 | 7.31 | +2.28 |
 //!
-//! Like for like (no fields) the attribute serves 0.96–1.01× what actix-governor does; the
-//! two RateLimit fields are most of the rest. Other rows, from runs of their own (bare actix
+//! The two RateLimit fields are most of the difference with actix-governor, which sends
+//! none (bare actix sending them: below, by callgrind). Other rows, from runs of their own (bare actix
 //! at 7.7–8.4 µs CPU a request there), as ratios within their run:
 //!
 //! | variant | × bare | µs CPU / request vs bare | ratio |
@@ -87,20 +85,19 @@
 //! | `#[rate_limit]` with feature `metrics` and a Prometheus recorder (`--features metrics`, row `metrics`) | | | 0.995× the throughput without, −0.03 µs CPU a request |
 //! | rejected form posts on kept-alive connections (`post_kept`) | | | 4.8× the throughput of closing each connection (`post_closed`) |
 //!
-//! Instructions per request, counted by callgrind: each server answers 2,000 then 12,000
-//! keep-alive GETs on one connection, the difference over 10,000 is one request (user space
-//! only). Runs of one binary differ by up to ±600. Rows marked † are from a second run of
-//! the same script, the others from one run:
+//! Instructions per request, counted by callgrind (user space only): each server answers
+//! 2,000 then 12,000 keep-alive GETs on one connection, the difference over 10,000 is one
+//! request. One run of `benches/side_by_side.sh`; runs of one binary differ by up to 3%:
 //!
 //! | variant | instructions / request |
 //! | --- | --- |
-//! | bare actix | 18,885 |
-//! | bare actix sending the same two header fields | 22,095 |
-//! | `#[rate_limit]`, limit never reached † | 23,293 |
-//! | `#[rate_limit]`, header fields off | 20,536 |
-//! | `RateLimit` middleware | 22,662 |
-//! | actix-governor middleware (no fields) | 19,980 |
-//! | `#[rate_limit]`, every request rejected (429) † | 25,815 |
+//! | bare actix | 18,974 |
+//! | bare actix sending the same two header fields | 21,788 |
+//! | `#[rate_limit]`, limit never reached | 23,233 |
+//! | `#[rate_limit]`, header fields off | 21,207 |
+//! | actix-governor middleware (no fields) | 20,014 |
+//! | `#[rate_limit]`, every request rejected (429) | 25,898 |
+//! | `#[rate_limit]` behind a trusted proxy, a new client per request (`MANY=1`; bare 18,817) | 24,894 |
 //!
 //! A limited request's share: the key's SipHash about 100, the shard's lock and the sliding
 //! log about 350, the clock 30, the address's key 120, the handler's wrapping 250. A 429 adds
@@ -110,8 +107,7 @@
 //! ## On Redis
 //!
 //! ```text
-//! ONLY=bare,rejecting,redis,redis_rejecting,aerl_redis,redis_many,redis_many_log,aerl_many ROUNDS=3 \
-//!     cargo bench --manifest-path benches/Cargo.toml --features redis --bench http
+//! benches/side_by_side.sh          # every load below, the peers and Redis's floors, in one run
 //! KEYS=1 benches/script_callgrind.sh peer f2 f3 f4 f5 f1       # Redis instructions, one check a call
 //! benches/script_callgrind.sh peer mark set f2 f3 f4 f5 f1     # 16 new clients a call
 //! HOT=1 benches/script_callgrind.sh peer f2 f5 f1              # one busy client, 16 a call
@@ -119,16 +115,23 @@
 //! ```
 //!
 //! The http bench against actix-extensible-rate-limit (a fixed window in a `MULTI`/`EXEC`
-//! per request) on a `redis-server` the bench starts; a new client per request is one of
-//! 2^20 addresses named by a trusted proxy. Redis CPU from its `schedstat`, its time from
-//! `INFO commandstats`. Three runs each; the fixed-window row is from other runs:
+//! per request) on a `redis-server` the bench starts, pinned beside the load; a new client
+//! per request is one of 2^20 addresses named by a trusted proxy. Redis CPU from its
+//! `schedstat`; the floor is the same key stream as plain pipelined commands at the batch
+//! size the limiter's calls had (`benches/floor.rs`: `INCR` + `PEXPIRE` for a busy client,
+//! `SET NX PX` for new clients). One run of `benches/side_by_side.sh`:
 //!
-//! | load | throughput × the peer | Redis CPU / request × the peer | Redis time in commands / request |
-//! | --- | --- | --- | --- |
-//! | a new client per request, fixed window | 1.12–1.23 | 0.71–0.76 | 0.62–0.73× the peer's (`SET` 1.9–2.7 µs, the peer's transaction 3.5–5.4) |
-//! | a new client per request, sliding log (the default) | 1.05–1.18 | 0.74–0.91 | 3.0–3.9 µs (the peer 3.2–4.1) |
-//! | one busy client | 1.10–1.34 | 0.95–1.12 | |
-//! | a rejected flood, × the in-memory store's rejected flood | 0.95–1.01 | answered by each instance's rejection cache | |
+//! | load | throughput × the peer | Redis CPU / request (× the peer) | × Redis's floor | checks a call | instance CPU over bare (the peer) |
+//! | --- | --- | --- | --- | --- | --- |
+//! | one busy client, sliding log (the default) | 1.11 | 2.96 µs (0.64) | 3.32 | 30 | +6.57 µs (+8.35) |
+//! | one busy client, fixed window | 1.19 | 2.61 µs (0.57) | 2.89 | 31 | +6.28 µs |
+//! | a new client per request, fixed window | 1.11 | 4.64 µs (0.68) | 2.54 | 42 | +7.68 µs (+10.40) |
+//! | a new client per request, sliding log | 1.06 | 4.71 µs (0.69) | 2.58 | 42 | +8.40 µs |
+//!
+//! Bytes a key for a new client: 130–132, the floor's plain key with an expiry 117, the
+//! peer's 148. Checks answered on the store's own thread come back to their callers on
+//! theirs: after a call of several checks the next call waits, at most as long as that call
+//! took, for as many to gather.
 //!
 //! A new client's first check is one `SET key MARK NX PXAT` (no script); a busy client's
 //! checks share a call of the check's function library (`FCALL`; a script where the server
@@ -142,9 +145,7 @@
 //!
 //! A new client's first check as the store sends it: 10,200 instructions and 132 bytes of
 //! Redis memory on Redis 7.0 (`mark`), against the peer's transaction's 34,500 and 156; on
-//! Valkey 8.0 (`REDIS_SERVER=valkey-server`) 9,400 and 116 against 39,900 and 140. With
-//! 1,000,000 new clients written through `redis-cli --pipe` (`used_memory` over `DBSIZE`):
-//! 112 bytes a client on Redis 7.0, 96 on Valkey 8.0; the peer's 131 and 127. On a cluster
+//! Valkey 8.0 (`REDIS_SERVER=valkey-server`) 9,400 and 116 against 39,900 and 140. On a cluster
 //! of three Redis 7.0 masters, 1,200 checks of 600 new clients take 40 calls and 12.3 µs of
 //! Redis command time a check, batched per node (`cargo test --all-features --test on_redis
 //! new_clients_batch_per_node -- --nocapture` prints them).
