@@ -187,9 +187,16 @@ impl Enforcement {
     /// The share configuration sets for `scope`, if any.
     #[inline]
     pub(crate) fn of(&self, scope: &str) -> Option<Share> {
-        if !self.configured.load(Ordering::Relaxed) {
-            return None;
+        match self.configured.load(Ordering::Relaxed) {
+            false => None,
+            true => self.configured_of(scope),
         }
+    }
+
+    /// [`of`](Self::of) once a share is configured: out of line, so that the check every
+    /// request makes is the load alone.
+    #[inline(never)]
+    fn configured_of(&self, scope: &str) -> Option<Share> {
         self.shares.load().get(scope).copied()
     }
 

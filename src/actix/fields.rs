@@ -2,6 +2,7 @@
 //! `X-RateLimit-*` ones, written from the request's decisions.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -61,7 +62,6 @@ pub(crate) fn policy_member(out: &mut String, name: &str, quota: u32, window_ms:
 pub(crate) struct RateLimitFields {
     /// Most handlers have one limit: its decision needs no allocation.
     first: Option<Decision>,
-    stacked: Vec<Decision>,
     /// When the limits decided are not the set's exactly as declared (some exempt, some
     /// policies chosen for this request, a limit checked inside the handler): what each
     /// decision's member is called and limits. `None`: the set's limits, in order.
@@ -69,6 +69,16 @@ pub(crate) struct RateLimitFields {
     /// A limit went undecided (the store failed open): `RateLimit` is left out, since its
     /// members would no longer line up with the limits.
     incomplete: bool,
+    /// What few requests have, boxed: every request moves these fields through its
+    /// decision and its handler's future, and drops them.
+    rare: Option<Box<Rare>>,
+}
+
+/// The fields of a request with stacked limits, or with limits let through.
+#[derive(Default)]
+struct Rare {
+    /// The decisions after the first.
+    stacked: Vec<Decision>,
     /// The limits that would have rejected the request but were not enforced on it (a dry
     /// run, or a client outside the share a limit is enforced on), by name.
     let_through: Vec<Cow<'static, str>>,
@@ -111,22 +121,26 @@ impl RateLimitFields {
     pub(crate) fn one(decision: Decision) -> RateLimitFields {
         RateLimitFields {
             first: Some(decision),
-            stacked: Vec::new(),
             members: None,
             incomplete: false,
-            let_through: Vec::new(),
+            rare: None,
         }
     }
 
     /// The decisions of a handler's stacked limits, in order.
     pub(crate) fn many(mut decisions: Vec<Decision>) -> RateLimitFields {
         let first = (!decisions.is_empty()).then(|| decisions.remove(0));
+        let rare = (!decisions.is_empty()).then(|| {
+            Box::new(Rare {
+                stacked: decisions,
+                let_through: Vec::new(),
+            })
+        });
         RateLimitFields {
             first,
-            stacked: decisions,
             members: None,
             incomplete: false,
-            let_through: Vec::new(),
+            rare,
         }
     }
 
@@ -141,10 +155,9 @@ impl RateLimitFields {
     pub(crate) fn undecided() -> RateLimitFields {
         RateLimitFields {
             first: None,
-            stacked: Vec::new(),
             members: None,
             incomplete: true,
-            let_through: Vec::new(),
+            rare: None,
         }
     }
 
@@ -155,28 +168,46 @@ impl RateLimitFields {
 
     /// Adds the decisions of limits checked inside the handler ([`crate::check`]), which
     /// the request carries in its extensions; returns what a success takes back of them.
+    #[inline]
     pub(crate) fn take_inline_checks(
         &mut self,
         req: &actix_web::HttpRequest,
         declared: impl FnOnce() -> Vec<Member>,
     ) -> Vec<Refund> {
-        use actix_web::HttpMessage;
-        if !ANY_INLINE.load(Ordering::Relaxed) {
-            return Vec::new();
+        match ANY_INLINE.load(Ordering::Relaxed) {
+            false => Vec::new(),
+            true => self.take_inline_checks_made(req, declared),
         }
+    }
+
+    /// [`take_inline_checks`](Self::take_inline_checks) once this process has checked a
+    /// limit inside a handler: out of line, so that every other response pays a load.
+    #[inline(never)]
+    fn take_inline_checks_made(
+        &mut self,
+        req: &actix_web::HttpRequest,
+        declared: impl FnOnce() -> Vec<Member>,
+    ) -> Vec<Refund> {
+        use actix_web::HttpMessage;
         let Some(checked) = req.extensions_mut().remove::<InlineChecks>() else {
             return Vec::new();
         };
         if self.incomplete {
             return checked.refunds;
         }
-        self.let_through.extend(checked.let_through);
+        if !checked.let_through.is_empty() {
+            self.rare_mut().let_through.extend(checked.let_through);
+        }
         let members = self.members.get_or_insert_with(declared);
         for (member, decision) in checked.checks {
             members.push(member);
             match self.first {
                 None => self.first = Some(decision),
-                Some(_) => self.stacked.push(decision),
+                Some(_) => self
+                    .rare
+                    .get_or_insert_with(Box::default)
+                    .stacked
+                    .push(decision),
             }
         }
         checked.refunds
@@ -187,7 +218,10 @@ impl RateLimitFields {
     pub(crate) fn give_back(&mut self, place: usize, units: u32) {
         let decision = match place {
             0 => self.first.as_mut(),
-            _ => self.stacked.get_mut(place - 1),
+            _ => self
+                .rare
+                .as_mut()
+                .and_then(|r| r.stacked.get_mut(place - 1)),
         };
         if let Some(d) = decision.filter(|d| d.allowed()) {
             let remaining = d.remaining().saturating_add(units).min(d.limit());
@@ -198,7 +232,13 @@ impl RateLimitFields {
     /// Names the limits that would have rejected the request and were not enforced on it:
     /// its response says so in [`X_RATELIMIT_DRY_RUN`].
     pub(crate) fn let_through(&mut self, names: Vec<Cow<'static, str>>) {
-        self.let_through = names;
+        if !names.is_empty() || self.rare.is_some() {
+            self.rare_mut().let_through = names;
+        }
+    }
+
+    fn rare_mut(&mut self) -> &mut Rare {
+        self.rare.get_or_insert_with(Box::default)
     }
 
     /// Each decision with its member's name and policy, where they are named.
@@ -208,13 +248,29 @@ impl RateLimitFields {
     }
 
     fn decisions(&self) -> impl Iterator<Item = &Decision> {
-        self.first.iter().chain(&self.stacked)
+        let stacked = self.rare.as_deref().map_or(&[][..], |r| &r.stacked[..]);
+        self.first.iter().chain(stacked)
     }
 
     /// Writes the fields into a response's headers, as `write` says: replacing what is
     /// there (which saves a lookup per field on every response), keeping the fields a
     /// custom rejection response set itself, or before a handler's own (a middleware).
+    #[inline]
     pub(crate) fn apply(
+        &self,
+        headers: &mut HeaderMap,
+        policy: &HeaderValue,
+        prefixes: &[Box<str>],
+        options: HeaderOptions,
+        write: Write,
+    ) {
+        if options.ietf || options.legacy {
+            self.write(headers, policy, prefixes, options, write);
+        }
+    }
+
+    /// [`apply`](Self::apply) with some fields enabled.
+    fn write(
         &self,
         headers: &mut HeaderMap,
         policy: &HeaderValue,
@@ -229,8 +285,10 @@ impl RateLimitFields {
             self.write_ietf(headers, policy, prefixes, write);
         }
         // Beside the RateLimit fields, which already tell the client its `r=0`.
-        if options.ietf && !self.let_through.is_empty() {
-            self.write_let_through(headers, write);
+        if let Some(rare) = self.rare.as_deref().filter(|r| !r.let_through.is_empty()) {
+            if options.ietf {
+                Self::write_let_through(&rare.let_through, headers, write);
+            }
         }
         if options.legacy {
             self.write_legacy(headers, write);
@@ -283,9 +341,9 @@ impl RateLimitFields {
 
     /// [`X_RATELIMIT_DRY_RUN`]: the limits on trial that would have refused the request.
     #[cold]
-    fn write_let_through(&self, headers: &mut HeaderMap, write: Write) {
-        let mut names = Vec::with_capacity(16 * self.let_through.len());
-        for name in &self.let_through {
+    fn write_let_through(names_of: &[Cow<'static, str>], headers: &mut HeaderMap, write: Write) {
+        let mut names = Vec::with_capacity(16 * names_of.len());
+        for name in names_of {
             if !names.is_empty() {
                 names.extend_from_slice(b", ");
             }
@@ -341,8 +399,28 @@ pub(crate) fn number_value(n: u64) -> HeaderValue {
     match usize::try_from(n) {
         Ok(n @ 0..=9) => HeaderValue::from_static(&PAIRS[2 * n + 1..2 * n + 2]),
         Ok(n @ 10..=99) => HeaderValue::from_static(&PAIRS[2 * n..2 * n + 2]),
-        _ => HeaderValue::from(n),
+        _ => recent_number_value(n),
     }
+}
+
+/// `n`'s value as [`number_value`] last made it on this thread, else made anew: a flood's
+/// refusals carry the same `Retry-After` for a second at a time, and cloning a value is a
+/// reference count where making one is a formatting and an allocation.
+fn recent_number_value(n: u64) -> HeaderValue {
+    thread_local! {
+        static LAST: RefCell<Option<(u64, HeaderValue)>> = const { RefCell::new(None) };
+    }
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        match &*last {
+            Some((made, value)) if *made == n => value.clone(),
+            _ => {
+                let value = HeaderValue::from(n);
+                *last = Some((n, value.clone()));
+                value
+            }
+        }
+    })
 }
 
 /// How [`RateLimitFields::apply`] writes a field a response may carry already.

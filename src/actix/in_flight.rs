@@ -156,11 +156,18 @@ impl Slots {
 
     /// Puts the slots' fields on `response` and ties the slots to its body: given back
     /// when the body is sent, or dropped.
+    #[inline]
     pub(crate) fn hold_until_sent(self, response: HttpResponse, headers: bool) -> HttpResponse {
-        if self.guards.is_empty() && self.fields.is_none() {
-            return response;
+        match self.guards.is_empty() && self.fields.is_none() {
+            true => response,
+            false => self.hold(response, headers),
         }
-        let mut response = response;
+    }
+
+    /// [`hold_until_sent`](Self::hold_until_sent) where there is something to hold: out of
+    /// line, so that a handler without concurrency limits moves its response nowhere.
+    #[inline(never)]
+    fn hold(self, mut response: HttpResponse, headers: bool) -> HttpResponse {
         if let (true, Some((policy, state))) = (headers, &self.fields) {
             append(response.headers_mut(), "ratelimit-policy", policy);
             append(response.headers_mut(), "ratelimit", state);

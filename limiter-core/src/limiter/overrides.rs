@@ -80,9 +80,16 @@ impl Limiter {
     #[inline]
     #[doc(hidden)]
     pub fn overridden(&self, declared: &Limit) -> Option<Arc<Limit>> {
-        if !self.inner.overridden.load(Ordering::Relaxed) {
-            return None;
+        match self.inner.overridden.load(Ordering::Relaxed) {
+            false => None,
+            true => self.overridden_now(declared),
         }
+    }
+
+    /// [`overridden`](Self::overridden) once an override exists: kept out of line, so that
+    /// the check every request makes is the load alone.
+    #[inline(never)]
+    fn overridden_now(&self, declared: &Limit) -> Option<Arc<Limit>> {
         let overrides = self.inner.overrides.load();
         let limit = overrides.get(declared.scope())?.over(declared, self);
         (limit.policy() != declared.policy()).then_some(limit)

@@ -85,24 +85,24 @@ pub(super) fn at_once(
     limiter: &Limiter,
     asker: Asker<'_>,
     plan: &Plan<'_>,
-    verdict: Verdict<Counted>,
+    verdict: Verdict<Decision>,
 ) -> Result<Decided, HttpResponse> {
-    let counted = match decided(limiter, asker, plan, verdict) {
-        Ok(counted) => counted,
-        Err(done) => return done,
+    let decision = match verdict {
+        Verdict::Decided(decision) => decision,
+        Verdict::Unlimited => return store_failed(limiter, asker, plan, false),
+        Verdict::Unavailable => return store_failed(limiter, asker, plan, true),
     };
     // One limit as declared that admits the request: its pass, with nothing to name.
-    if let ([p], [Some(decision)], Asker::Handler(_)) =
-        (plan.items(), counted.decisions.as_slice(), asker)
-    {
+    if let ([p], Asker::Handler(_)) = (plan.items(), asker) {
         if decision.allowed() && !p.dry_run && plan.as_declared {
-            p.counted(Outcome::of(decision));
+            p.counted(Outcome::of(&decision));
             return Ok(Decided {
-                fields: RateLimitFields::one(*decision),
+                fields: RateLimitFields::one(decision),
                 refund: None,
             });
         }
     }
+    let counted = Counted::one(decision);
     if let Some(response) = refused(limiter, asker, plan, &counted) {
         return Err(response);
     }
@@ -118,23 +118,33 @@ fn decided(
     plan: &Plan<'_>,
     verdict: Verdict<Counted>,
 ) -> Result<Counted, Result<Decided, HttpResponse>> {
-    let failed = |outcome| {
-        for p in plan.items().iter().filter(|p| !p.dry_run) {
-            p.counted(outcome);
-        }
-    };
     match verdict {
         Verdict::Decided(counted) => Ok(counted),
-        // Unlimited meanwhile; the RateLimit fields are left out.
-        Verdict::Unlimited => {
-            failed(Outcome::StoreError);
-            Err(Ok(Decided::undecided()))
-        }
-        Verdict::Unavailable => {
-            failed(Outcome::StoreError);
-            let failure = respond::failure(limiter, asker.limits(), Failure::StoreUnavailable);
-            Err(Err(failure))
-        }
+        Verdict::Unlimited => Err(store_failed(limiter, asker, plan, false)),
+        Verdict::Unavailable => Err(store_failed(limiter, asker, plan, true)),
+    }
+}
+
+/// The store failed: the request let through without fields (`FailOpen`, and the
+/// RateLimit fields are left out), or, `unavailable`, a 503.
+#[cold]
+#[allow(clippy::result_large_err)]
+fn store_failed(
+    limiter: &Limiter,
+    asker: Asker<'_>,
+    plan: &Plan<'_>,
+    unavailable: bool,
+) -> Result<Decided, HttpResponse> {
+    for p in plan.items().iter().filter(|p| !p.dry_run) {
+        p.counted(Outcome::StoreError);
+    }
+    match unavailable {
+        false => Ok(Decided::undecided()),
+        true => Err(respond::failure(
+            limiter,
+            asker.limits(),
+            Failure::StoreUnavailable,
+        )),
     }
 }
 

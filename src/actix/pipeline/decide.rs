@@ -43,13 +43,30 @@ fn alone<'p, 's>(plan: &'p Plan<'s>) -> Option<&'p Planned<'s>> {
 }
 
 /// [`enforced`] without a future, where the plan is one limit checked alone and the store
-/// answers at once. `None` otherwise, having counted nothing.
+/// answers at once: its decision, which is all the lean path needs. `None` otherwise,
+/// having counted nothing.
 #[inline]
-pub(super) fn enforced_now(limiter: &Limiter, plan: &Plan<'_>) -> Option<Verdict<Counted>> {
+pub(super) fn enforced_now(limiter: &Limiter, plan: &Plan<'_>) -> Option<Verdict<Decision>> {
     let p = alone(plan)?;
     // A check that is not answered at once has not started: dropping it counts nothing.
     let result = limiter.check(&p.limit, p.key.as_bytes()).take_ready()?;
-    Some(one_decided(limiter, p, result))
+    Some(match limiter.verdict(result) {
+        Verdict::Decided(decision) => Verdict::Decided(jittered(decision, p.jitter_ms())),
+        Verdict::Unlimited => Verdict::Unlimited,
+        Verdict::Unavailable => Verdict::Unavailable,
+    })
+}
+
+impl Counted {
+    /// The count of a plan of one limit, decided.
+    pub(super) fn one(decision: Decision) -> Counted {
+        Counted {
+            decisions: Each::One(Some(decision)),
+            receipt: None,
+            refunds: Vec::new(),
+            refunded: Vec::new(),
+        }
+    }
 }
 
 fn one_decided(
@@ -58,12 +75,9 @@ fn one_decided(
     result: Result<Decision, StoreError>,
 ) -> Verdict<Counted> {
     match limiter.verdict(result) {
-        Verdict::Decided(decision) => Verdict::Decided(Counted {
-            decisions: Each::One(Some(jittered(decision, p.jitter_ms()))),
-            receipt: None,
-            refunds: Vec::new(),
-            refunded: Vec::new(),
-        }),
+        Verdict::Decided(decision) => {
+            Verdict::Decided(Counted::one(jittered(decision, p.jitter_ms())))
+        }
         Verdict::Unlimited => Verdict::Unlimited,
         Verdict::Unavailable => Verdict::Unavailable,
     }

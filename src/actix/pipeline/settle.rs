@@ -39,7 +39,11 @@ impl Counts {
 /// What to take back once the response is known, check by check: the charges (which
 /// outlive the decision), the receipt of what their check counted, and which responses
 /// keep them counted.
-pub(crate) struct Refund {
+///
+/// Boxed: few requests have one, and every decision carries the place for it.
+pub(crate) struct Refund(Box<Checks>);
+
+struct Checks {
     checks: Vec<(Vec<Owned>, Receipt, Counts)>,
     /// The place of each check's decision in the response's fields, where it has one.
     fields: Vec<Option<usize>>,
@@ -52,7 +56,7 @@ impl Refund {
     /// The charges of each check, what the check counted, and which responses count.
     pub(crate) fn new(checks: Vec<(Vec<Owned>, Receipt, Counts)>) -> Refund {
         let fields = vec![None; checks.len()];
-        Refund { checks, fields }
+        Refund::in_fields(checks, fields)
     }
 
     /// [`new`](Self::new), each check's decision at its place in the response's fields.
@@ -60,7 +64,7 @@ impl Refund {
         checks: Vec<(Vec<Owned>, Receipt, Counts)>,
         fields: Vec<Option<usize>>,
     ) -> Refund {
-        Refund { checks, fields }
+        Refund(Box::new(Checks { checks, fields }))
     }
 
     /// What a response of `status` gives back, by the place of its decision in the fields:
@@ -69,9 +73,10 @@ impl Refund {
         &self,
         status: StatusCode,
     ) -> impl Iterator<Item = (usize, u32)> + '_ {
-        self.checks
+        self.0
+            .checks
             .iter()
-            .zip(&self.fields)
+            .zip(&self.0.fields)
             .filter(move |((_, _, counts), _)| !counts.keep(status))
             .filter_map(|((charges, _, _), place)| {
                 let units = charges.iter().map(|(_, _, cost)| *cost).sum();
@@ -92,7 +97,7 @@ impl Refund {
     }
 
     async fn give_back(self, limiter: &Limiter, owed: impl Fn(Counts) -> bool) {
-        for (charges, receipt, counts) in &self.checks {
+        for (charges, receipt, counts) in &self.0.checks {
             if !owed(*counts) {
                 continue;
             }
