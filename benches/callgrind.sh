@@ -7,7 +7,8 @@
 # HTTP_BENCH=path/to/http-binary measures another build (say, a worktree of the commit before
 # a change) with the same requests. MANY=1 sends every request from a new address (the
 # `*_many` variants' load); the Redis variants need LIMITER_BENCH_REDIS=redis://... (a
-# redis-server of your own, never the machine's).
+# redis-server of your own, never the machine's). IN_HANDLER=0 leaves out the handler's
+# column (benches/callgrind_gate.sh reads the totals only).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 n1="${N1:-2000}"
@@ -71,7 +72,7 @@ instructions() {
     wait "$pid" || true
     local total handler
     total="$(grep -h '^summary:' "$out".cg* | awk '{s += $2} END {print s}')"
-    handler="$(callgrind_annotate --inclusive=yes --threshold=100 "$out".cg* 2>/dev/null \
+    [ "${IN_HANDLER:-1}" = 1 ] && handler="$(callgrind_annotate --inclusive=yes --threshold=100 "$out".cg* 2>/dev/null \
         | grep -m1 'handler_service::{{closure}}::{{closure}} \[' | awk '{gsub(",", "", $1); print $1}')"
     echo "$total ${handler:-0}"
 }

@@ -11,7 +11,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 pins="$here/benches/callgrind.pinned"
 most_growth_percent=5
-export N1="${N1:-1000}" N2="${N2:-6000}"
+export N1="${N1:-1000}" N2="${N2:-6000}" IN_HANDLER=0
 bin="${HTTP_BENCH:-}"
 [ -n "$bin" ] || bin="$(cd "$here" && cargo bench --manifest-path benches/Cargo.toml --bench http --no-run 2>&1 \
     | sed -n 's/.*Executable .*(\(.*\))$/\1/p' | tail -1)"

@@ -374,17 +374,32 @@ fn bytes_of(value: Vec<u8>) -> actix_web::web::Bytes {
     actix_web::web::Bytes::from(value)
 }
 
-/// Appends `n` in decimal, without the formatting machinery (this runs on every response).
+/// The decimal digits of 0 to 99, two by two.
+const PAIRS: &str = "00010203040506070809101112131415161718192021222324\
+                     25262728293031323334353637383940414243444546474849\
+                     50515253545556575859606162636465666768697071727374\
+                     75767778798081828384858687888990919293949596979899";
+
+/// Appends `n` in decimal, without the formatting machinery (this runs on every response),
+/// two digits a division.
 pub(crate) fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+    let pairs = PAIRS.as_bytes();
     let mut digits = [0u8; 20];
     let mut at = digits.len();
-    loop {
+    while n >= 100 {
+        let pair = (n % 100) as usize * 2;
+        n /= 100;
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&pairs[pair..pair + 2]);
+    }
+    // Below 100: the cast cannot truncate.
+    let n = n as usize;
+    if n >= 10 {
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&pairs[2 * n..2 * n + 2]);
+    } else {
         at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
+        digits[at] = b'0' + n as u8;
     }
     out.extend_from_slice(&digits[at..]);
 }
@@ -392,10 +407,6 @@ pub(crate) fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
 /// `n` as a header field value, with no allocation below 100 — most `Retry-After`s, and
 /// every `X-RateLimit-Reset` of a minute's window.
 pub(crate) fn number_value(n: u64) -> HeaderValue {
-    const PAIRS: &str = "00010203040506070809101112131415161718192021222324\
-                         25262728293031323334353637383940414243444546474849\
-                         50515253545556575859606162636465666768697071727374\
-                         75767778798081828384858687888990919293949596979899";
     match usize::try_from(n) {
         Ok(n @ 0..=9) => HeaderValue::from_static(&PAIRS[2 * n + 1..2 * n + 2]),
         Ok(n @ 10..=99) => HeaderValue::from_static(&PAIRS[2 * n..2 * n + 2]),
@@ -497,10 +508,13 @@ mod tests {
 
     #[test]
     fn decimals() {
-        for n in [0, 7, 10, 42, 65_535, u64::MAX] {
-            let mut out = Vec::new();
+        let mut every_width: Vec<u64> = (0..=20).map(|d| 10u64.saturating_pow(d)).collect();
+        every_width.extend(every_width.clone().iter().map(|n| n.saturating_sub(1)));
+        every_width.extend([7, 42, 65_535, 3_600, 86_399, 1_000_001, u64::MAX]);
+        for n in every_width.into_iter().chain(0..10_000) {
+            let mut out = b"x".to_vec();
             push_decimal(&mut out, n);
-            assert_eq!(out, n.to_string().into_bytes());
+            assert_eq!(out, format!("x{n}").into_bytes(), "{n}");
         }
     }
 }

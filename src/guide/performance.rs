@@ -86,23 +86,34 @@
 //! | rejected form posts on kept-alive connections (`post_kept`) | | | 4.8× the throughput of closing each connection (`post_closed`) |
 //!
 //! Instructions per request, counted by callgrind (user space only): each server answers
-//! 2,000 then 12,000 keep-alive GETs on one connection, the difference over 10,000 is one
-//! request. One run of `benches/side_by_side.sh`; runs of one binary differ by up to 3%:
+//! 1,000 then 6,000 keep-alive GETs on one connection, the difference over 5,000 is one
+//! request; the median of three runs (`benches/callgrind_gate.sh`, whose pins these are).
+//! A server's total moves by up to 3% from run to run with how its reads and wakeups fall;
+//! the instructions of the handler's future (actix's, which runs the attribute's decision,
+//! the handler and its response; `benches/callgrind.sh` prints them) do not, and show what a
+//! change to the decision costs to the instruction. Actix-governor decides in a middleware,
+//! outside the handler's future:
 //!
-//! | variant | instructions / request |
-//! | --- | --- |
-//! | bare actix | 18,974 |
-//! | bare actix sending the same two header fields | 21,788 |
-//! | `#[rate_limit]`, limit never reached | 23,233 |
-//! | `#[rate_limit]`, header fields off | 21,207 |
-//! | actix-governor middleware (no fields) | 20,014 |
-//! | `#[rate_limit]`, every request rejected (429) | 25,898 |
-//! | `#[rate_limit]` behind a trusted proxy, a new client per request (`MANY=1`; bare 18,817) | 24,894 |
+//! | variant | instructions / request | in the handler's future |
+//! | --- | --- | --- |
+//! | bare actix | 18,844 | 779 |
+//! | bare actix sending the same two header fields | 22,028 | 3,528 |
+//! | `#[rate_limit]`, limit never reached | 22,374 | 4,206 |
+//! | `#[rate_limit]`, header fields off | 20,654 | 2,478 |
+//! | actix-governor middleware (no fields) | 20,068 | 779 |
+//! | `#[rate_limit]`, every request rejected (429) | 24,849 | 5,858 |
+//! | `RateLimit` middleware, limit never reached | 22,764 | 1,118 |
+//! | `#[rate_limit]` behind a trusted proxy, a new client per request (`MANY=1`; bare 18,488) | 24,398 | 5,864 |
 //!
-//! A limited request's share: the key's SipHash about 100, the shard's lock and the sliding
-//! log about 350, the clock 30, the address's key 120, the handler's wrapping 250. A 429 adds
-//! three fields (about 150 each in actix) and a 150-byte body; the summary of rejected
-//! clients adds about 580 (`rejecting` against `rejecting_untracked`).
+//! Where a limited request's instructions go (callgrind_annotate on a build with line
+//! tables): the store's check about 500 (the key's SipHash about 300 of it, the shard's
+//! lock and the sliding log the rest), the address's key 150, the clock 45, finding the
+//! `Limiter` in the app data 80, the handler's wrapping and the response's move about 300;
+//! with fields on, two fields (about 260 each for actix's header map) and their values. A
+//! 429 adds its body, three fields and the summary of rejected clients (about 440, with its
+//! event 610). A new client behind a trusted proxy adds the walk of `X-Forwarded-For` (about
+//! 680: UTF-8 check, address parse, two header lookups) and the key's first place in the
+//! store (about 650).
 //!
 //! ## On Redis
 //!
