@@ -21,6 +21,16 @@ pub(super) struct Counted {
 }
 
 impl Counted {
+    /// The count of a plan of one limit, decided.
+    pub(super) fn one(decision: Decision) -> Counted {
+        Counted {
+            decisions: Each::One(Some(decision)),
+            receipt: None,
+            refunds: Vec::new(),
+            refunded: Vec::new(),
+        }
+    }
+
     fn nothing(len: usize) -> Counted {
         Counted {
             decisions: Each::filled(len, || None),
@@ -50,22 +60,20 @@ pub(super) fn enforced_now(limiter: &Limiter, plan: &Plan<'_>) -> Option<Verdict
     let p = alone(plan)?;
     // A check that is not answered at once has not started: dropping it counts nothing.
     let result = limiter.check(&p.limit, p.key.as_bytes()).take_ready()?;
-    Some(match limiter.verdict(result) {
+    Some(one_verdict(limiter, p, result))
+}
+
+/// The verdict on one limit's check, its decision jittered as the limit says.
+#[inline]
+fn one_verdict(
+    limiter: &Limiter,
+    p: &Planned<'_>,
+    result: Result<Decision, StoreError>,
+) -> Verdict<Decision> {
+    match limiter.verdict(result) {
         Verdict::Decided(decision) => Verdict::Decided(jittered(decision, p.jitter_ms())),
         Verdict::Unlimited => Verdict::Unlimited,
         Verdict::Unavailable => Verdict::Unavailable,
-    })
-}
-
-impl Counted {
-    /// The count of a plan of one limit, decided.
-    pub(super) fn one(decision: Decision) -> Counted {
-        Counted {
-            decisions: Each::One(Some(decision)),
-            receipt: None,
-            refunds: Vec::new(),
-            refunded: Vec::new(),
-        }
     }
 }
 
@@ -74,10 +82,8 @@ fn one_decided(
     p: &Planned<'_>,
     result: Result<Decision, StoreError>,
 ) -> Verdict<Counted> {
-    match limiter.verdict(result) {
-        Verdict::Decided(decision) => {
-            Verdict::Decided(Counted::one(jittered(decision, p.jitter_ms())))
-        }
+    match one_verdict(limiter, p, result) {
+        Verdict::Decided(decision) => Verdict::Decided(Counted::one(decision)),
         Verdict::Unlimited => Verdict::Unlimited,
         Verdict::Unavailable => Verdict::Unavailable,
     }
