@@ -909,6 +909,112 @@ fn concurrent_checks_are_batched_and_decided_in_order() {
     }
 }
 
+/// A busy client's checks side by side in one call, on the server's clock, are one entry of
+/// the call (its key named once, six numbers answering them all: see check.lua) and are
+/// decided exactly as one by one: 400 concurrent checks of one key, a few of another key
+/// between them, against 40 — every algorithm and a short and a long log, both ways of
+/// sending the check. Each key admits exactly 40, with the remaining counts 39, 38, ... 0;
+/// the refused wait within the window; and the receipts of 5 admitted checks give back
+/// exactly 5 (a run's receipts are each check's own).
+#[::std::prelude::v1::test]
+fn a_busy_clients_checks_in_one_call_count_as_one_by_one() {
+    for (server, way) in both_ways() {
+        let rt = runtime();
+        let store = rt.block_on(RedisStore::connect(&server.url())).unwrap();
+        assert!(store.accept_timeout(Duration::from_secs(10)));
+        let hour = Duration::from_secs(3600);
+        let policies = [
+            ("log", Policy::new(40, hour).unwrap()),
+            // A limit past 128 keeps its log as a list: 200, with 160 counted first.
+            ("long-log", Policy::new(200, hour).unwrap()),
+            ("fixed", Policy::for_algorithm(Algorithm::FixedWindow, 40, hour).unwrap()),
+            ("counter", Policy::for_algorithm(Algorithm::SlidingWindowCounter, 40, hour).unwrap()),
+            ("bucket", Policy::for_algorithm(Algorithm::TokenBucket, 40, hour).unwrap()),
+            ("day", Policy::per_calendar(40, limiter::Period::Day).unwrap()),
+        ];
+        for (name, policy) in policies {
+            let limit = Limit::new(format!("run-{name}"), policy);
+            let max = policy.max().get();
+            // The long log starts 40 short of its limit.
+            let before = max - 40;
+            for _ in 0..before {
+                assert!(rt
+                    .block_on(store.check(&limit, b"busy", Duration::ZERO))
+                    .unwrap()
+                    .allowed());
+            }
+            let calls_before = server.check_calls();
+            let checked: Vec<(&[u8], limiter::Checked)> = rt.block_on(async {
+                let tasks: Vec<_> = (0..400u32)
+                    .map(|i| {
+                        let (store, limit) = (store.clone(), limit.clone());
+                        let key: &'static [u8] = if i % 37 == 36 { b"other" } else { b"busy" };
+                        tokio::spawn(async move {
+                            let charge = [Charge::new(&limit, key)];
+                            (key, store.check_all(&charge, Duration::ZERO).await.unwrap())
+                        })
+                    })
+                    .collect();
+                let mut checked = Vec::new();
+                for task in tasks {
+                    checked.push(task.await.unwrap());
+                }
+                checked
+            });
+            let calls = server.check_calls() - calls_before;
+            println!("{way:?} {name}: 400 checks in {calls} calls");
+            assert!(calls < 100, "{way:?} {name}: {calls} calls");
+            for (key, limit_left) in [(&b"busy"[..], 40), (&b"other"[..], 10)] {
+                let decisions: Vec<&limiter::Decision> = checked
+                    .iter()
+                    .filter(|(k, _)| *k == key)
+                    .map(|(_, c)| &c.decisions()[0])
+                    .collect();
+                let mut remaining: Vec<u32> = decisions
+                    .iter()
+                    .filter(|d| d.allowed())
+                    .map(|d| d.remaining())
+                    .collect();
+                remaining.sort_unstable();
+                let left = if key == b"busy" { limit_left } else { limit_left.min(max) };
+                let expected: Vec<u32> = match key {
+                    b"busy" => (0..left).collect(),
+                    // 10 of "other" against the whole limit.
+                    _ => (max - left..max).collect(),
+                };
+                assert_eq!(remaining, expected, "{way:?} {name}, {key:?}");
+                for refused in decisions.iter().filter(|d| !d.allowed()) {
+                    let wait = refused.retry_after().unwrap();
+                    assert!(wait > Duration::ZERO && wait <= Duration::from_secs(86_400), "{way:?} {name}: {wait:?}");
+                }
+            }
+            // Five admitted checks of the busy key given back by their receipts: exactly
+            // five more are admitted.
+            let admitted: Vec<&limiter::Checked> = checked
+                .iter()
+                .filter(|(k, c)| *k == b"busy" && c.decisions()[0].allowed())
+                .map(|(_, c)| c)
+                .take(5)
+                .collect();
+            let charge = [Charge::new(&limit, b"busy")];
+            for checked in admitted {
+                rt.block_on(store.refund(&charge, checked.receipt(), Duration::ZERO))
+                    .unwrap();
+            }
+            let again: usize = (0..8)
+                .filter(|_| {
+                    rt.block_on(store.check(&limit, b"busy", Duration::ZERO))
+                        .unwrap()
+                        .allowed()
+                })
+                .count();
+            // A bucket refills a token a 90 s: within the test, none.
+            assert_eq!(again, 5, "{way:?} {name}: admitted after 5 refunds");
+        }
+        way.was_taken(&server);
+    }
+}
+
 /// Batches decide as the memory store decides the same checks one by one, in order: random
 /// A check of no limits, batched with others, answers nothing and fails none of them; a
 /// check of more keys than Lua unpacks at once (8,000) reads and counts them all.

@@ -31,9 +31,11 @@ impl RedisStore {
 
     /// The `FCALL` (or `EVALSHA`) deciding `checks` (see [`call`](Self::call)).
     pub(super) fn script_call(&self, checks: &[&CheckArgs]) -> redis::Cmd {
-        // The number of names of each slot's checks.
+        let plan = Plan::of(checks);
+        // The number of names of each slot's entries.
         let mut groups: Vec<(u16, u32)> = Vec::new();
-        for check in checks {
+        for entry in &plan.entries {
+            let check = checks[entry.first];
             let names = u32::try_from(check.names.len()).unwrap_or(u32::MAX);
             match groups.last_mut() {
                 Some((slot, count)) if *slot == check.slot => *count += names,
@@ -43,41 +45,26 @@ impl RedisStore {
         let declared = groups.first().map_or(0, |&(_, count)| count as usize);
         let mut command = self.check_command();
         command.arg(declared);
-        let mut names = checks.iter().flat_map(|check| &check.names);
+        // A run's key is named once.
+        let mut names = plan
+            .entries
+            .iter()
+            .flat_map(|entry| &checks[entry.first].names);
         for name in names.by_ref().take(declared) {
             command.arg(name);
         }
         let min_ttl = self.min_ttl();
-        // Each distinct policy once, then one short argument per check.
-        let mut policies: Vec<&[u64]> = Vec::new();
-        let mut numbered = Vec::with_capacity(checks.len());
-        for check in checks {
-            let numbers: Vec<usize> = check
-                .limits
-                .iter()
-                .map(|limit| {
-                    let policy = &limit[..COST];
-                    match policies.iter().position(|p| *p == policy) {
-                        Some(at) => at + 1,
-                        None => {
-                            policies.push(policy);
-                            policies.len()
-                        }
-                    }
-                })
-                .collect();
-            numbered.push(numbers);
-        }
         // The header, packed big-endian: `min_ttl` (8 bytes), the number of policies (4),
         // and each policy — state (1), window_ms (8), max (4), interval_ns (8), capacity_ns
         // (8), then its penalty: block_ms (8), after (1), within_ms (8), escalated block_ms
         // (8), its calendar: period (1), offset (2), and its delay in ns (8). A script's
         // `tonumber` costs more than a `GET`: no number is parsed per call.
+        let policies = &plan.policies;
         let mut header = Vec::with_capacity(12 + 65 * policies.len());
         header.extend_from_slice(&min_ttl.to_be_bytes());
         let count = u32::try_from(policies.len()).unwrap_or(u32::MAX);
         header.extend_from_slice(&count.to_be_bytes());
-        for policy in &policies {
+        for policy in policies {
             // The state code (below 8) and `max` (a u32) as the header holds them.
             header.push(u8::try_from(policy[0]).unwrap_or(u8::MAX));
             header.extend_from_slice(&policy[1].to_be_bytes());
@@ -100,25 +87,23 @@ impl RedisStore {
             }
         }
         command.arg(header);
-        // The plan: a byte per check, its policy's number for the usual check (one limit
-        // without a penalty, one unit, the server's clock), else 0 and the check in full in
-        // an argument of its own. One argument for most of a batch: Redis makes a string of
-        // every argument.
-        let mut plan = Vec::with_capacity(checks.len());
+        // The plan: a byte per entry, its policy's number for the usual check (one limit
+        // without a penalty, one unit, the server's clock), and for a run of them 255 and
+        // its length less one; else 0 and the check in full in an argument of its own. One
+        // argument for most of a batch: Redis makes a string of every argument.
+        let mut bytes = Vec::with_capacity(plan.entries.len());
         let mut given = Vec::new();
-        for (check, numbers) in checks.iter().zip(&numbered) {
-            if let ([number], [limit], None, true) = (
-                &numbers[..],
-                &check.limits[..],
-                check.now,
-                check.peek == Peek::No,
-            ) {
-                if let (1, 0, Ok(byte @ 1..)) = (limit[COST], limit[5], u8::try_from(*number)) {
-                    plan.push(byte);
-                    continue;
+        for entry in &plan.entries {
+            if let Some(byte) = entry.usual {
+                bytes.push(byte);
+                if entry.len > 1 {
+                    bytes.push(RUN);
+                    bytes.push(u8::try_from(entry.len - 1).unwrap_or(u8::MAX));
                 }
+                continue;
             }
-            plan.push(0);
+            let check = checks[entry.first];
+            bytes.push(0);
             let mut arg = String::with_capacity(32);
             if let Some(now) = check.now {
                 let _ = write!(arg, "{now}");
@@ -129,12 +114,12 @@ impl RedisStore {
                 Peek::Status => 2,
             };
             let _ = write!(arg, ";{peek}");
-            for (number, limit) in numbers.iter().zip(&check.limits) {
+            for (number, limit) in plan.numbered[entry.first].iter().zip(&check.limits) {
                 let _ = write!(arg, ";{number}:{}", limit[COST]);
             }
             given.push(arg);
         }
-        command.arg(plan);
+        command.arg(bytes);
         for arg in given {
             command.arg(arg);
         }
@@ -151,31 +136,53 @@ impl RedisStore {
         reply: Vec<i64>,
         sent: std::time::Instant,
     ) -> Result<Vec<Vec<i64>>, CallError> {
-        let limits: usize = checks.iter().map(|c| c.limits.len()).sum();
-        if reply.len() != 3 * limits + 1 {
+        let plan = Plan::of(checks);
+        let expected: usize = plan
+            .entries
+            .iter()
+            .map(|entry| match entry.len {
+                1 => 3 * checks[entry.first].limits.len(),
+                _ => RUN_ANSWER,
+            })
+            .sum();
+        if reply.len() != expected + 1 {
             return Err(CallError::Reply(StoreError::msg(format!(
-                "the rate limit script answered {} numbers for {} limits",
+                "the rate limit script answered {} numbers for {} checks",
                 reply.len(),
-                limits
+                checks.len()
             ))));
         }
-        let (answers, server_clock) = reply.split_at(3 * limits);
+        let (answers, server_clock) = reply.split_at(expected);
         self.inner.server_clock.note(server_clock[0], sent);
         let mut rest = answers;
-        Ok(checks
-            .iter()
-            .map(|check| {
+        let mut out = Vec::with_capacity(checks.len());
+        for entry in &plan.entries {
+            let check = checks[entry.first];
+            // Each answer ends with the reading it was decided at.
+            let clock = check.now.map_or(server_clock[0], |now| {
+                i64::try_from(now).unwrap_or(i64::MAX)
+            });
+            if entry.len == 1 {
                 let (answer, after) = rest.split_at(3 * check.limits.len());
                 rest = after;
-                // Each answer ends with the reading it was decided at.
-                let clock = check.now.map_or(server_clock[0], |now| {
-                    i64::try_from(now).unwrap_or(i64::MAX)
-                });
                 let mut answer = answer.to_vec();
                 answer.push(clock);
-                answer
-            })
-            .collect())
+                out.push(answer);
+                continue;
+            }
+            // A run: how many it admitted, the first's answer, then the refusal's remaining
+            // and wait (see check.lua): the i-th admitted has i units fewer left.
+            let (run, after) = rest.split_at(RUN_ANSWER);
+            rest = after;
+            let admitted = usize::try_from(run[0]).unwrap_or(0);
+            for i in 0..entry.len {
+                out.push(match i < admitted {
+                    true => vec![run[1], run[2] - i as i64, run[3], clock],
+                    false => vec![0, run[4], run[5], clock],
+                });
+            }
+        }
+        Ok(out)
     }
 
     /// How long every key written must live at least (ms): with the caller's clock, a
@@ -191,6 +198,96 @@ impl RedisStore {
 
 /// Where a check's limit numbers (see [`CheckArgs`]) hold the cost: before it, the policy.
 const COST: usize = 12;
+
+/// The plan byte that makes the usual check before it a run (followed by its length less
+/// one); the usual checks' policies are numbered below it.
+const RUN: u8 = 255;
+/// The numbers a run is answered with.
+const RUN_ANSWER: usize = 6;
+
+/// A call's checks as the script reads them: each distinct policy numbered once, and the
+/// checks as entries, where a busy client's usual checks of one key side by side are one.
+struct Plan<'a> {
+    policies: Vec<&'a [u64]>,
+    /// Each check's limits' policy numbers (from 1).
+    numbered: Vec<Vec<usize>>,
+    entries: Vec<Entry>,
+}
+
+/// One check, or a run of usual checks of one key.
+struct Entry {
+    /// The index of its (first) check.
+    first: usize,
+    /// How many checks it stands for.
+    len: usize,
+    /// Its policy's number, when it is the usual check.
+    usual: Option<u8>,
+}
+
+impl<'a> Plan<'a> {
+    fn of(checks: &[&'a CheckArgs]) -> Plan<'a> {
+        let mut policies: Vec<&[u64]> = Vec::new();
+        let mut numbered = Vec::with_capacity(checks.len());
+        let mut entries: Vec<Entry> = Vec::with_capacity(checks.len());
+        for (at, check) in checks.iter().enumerate() {
+            let numbers: Vec<usize> = check
+                .limits
+                .iter()
+                .map(|limit| {
+                    let policy = &limit[..COST];
+                    match policies.iter().position(|p| *p == policy) {
+                        Some(at) => at + 1,
+                        None => {
+                            policies.push(policy);
+                            policies.len()
+                        }
+                    }
+                })
+                .collect();
+            let usual = usual(check, &numbers);
+            numbered.push(numbers);
+            if let (Some(byte), Some(last)) = (usual, entries.last_mut()) {
+                if last.usual == Some(byte)
+                    && last.len < usize::from(u8::MAX) + 1
+                    && checks[last.first].names == check.names
+                    && runs(check)
+                {
+                    last.len += 1;
+                    continue;
+                }
+            }
+            entries.push(Entry {
+                first: at,
+                len: 1,
+                usual,
+            });
+        }
+        Plan {
+            policies,
+            numbered,
+            entries,
+        }
+    }
+}
+
+/// The policy number of the usual check — one limit without a penalty, one unit, the
+/// server's clock, counting — which the plan names in one byte.
+fn usual(check: &CheckArgs, numbers: &[usize]) -> Option<u8> {
+    match (numbers, &check.limits[..], check.now, check.peek) {
+        ([number], [limit], None, Peek::No) if limit[COST] == 1 && limit[5] == 0 => {
+            u8::try_from(*number).ok().filter(|n| (1..RUN).contains(n))
+        }
+        _ => None,
+    }
+}
+
+/// Whether a usual check's algorithm leaves exactly one unit fewer with each check admitted
+/// at one reading, and waits as long: a fixed window, a sliding log (either form) or a
+/// calendar quota (scripts.rs's codes 2, 1 and 5, 6). Those checks of one key side by side
+/// are answered as a run.
+fn runs(check: &CheckArgs) -> bool {
+    matches!(check.limits[0][0], 1 | 2 | 5 | 6)
+}
 
 /// With the caller's clock, keys live at least this long in Redis's own time (a minute): the
 /// caller's time need not run at Redis's pace, and expiry must not cut a window short.

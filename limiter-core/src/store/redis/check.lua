@@ -761,8 +761,10 @@ local function run(KEYS, ARGV)
   fresh = nil
 
   -- Then the plan: one byte per check, decided in order, each all or nothing, each seeing
-  -- those before it; its keys are the next ones in `names`. A byte from 1 up is the usual check
-  -- of that policy: one limit, one unit, the server's clock. A 0 is any other check, given by
+  -- those before it; its keys are the next ones in `names`. A byte from 1 to 254 is the usual
+  -- check of that policy: one limit, one unit, the server's clock. Followed by 255 and a
+  -- count n, it stands for n + 1 such checks of one key, side by side (a busy client's, of a
+  -- window or a log: see `usual_run`), its key named once. A 0 is any other check, given by
   -- the next ARGV as `now;peek;policy:cost;policy:cost...` (`now` empty for the server's
   -- clock, `peek` 1 or 2 to count nothing, 2 to change nothing at all).
   local reply, r = {}, 0
@@ -775,14 +777,26 @@ local function run(KEYS, ARGV)
   -- check of the same key again gets the same answer without being decided again (a busy
   -- client's flood, most of its batch) — until a check of another kind runs.
   local refused = nil
-  for c = 1, #plan do
+  local c, planned = 1, #plan
+  while c <= planned do
     local single = byte(plan, c)
+    c = c + 1
     if single > 0 then
+      local times = 1
+      if byte(plan, c) == 255 then
+        times = byte(plan, c + 1) + 1
+        c = c + 2
+      end
       clock = server_now()
       local key = names[first]
       local known = refused and refused[key]
       if known and known[1] == single then
-        reply[r + 1], reply[r + 2], reply[r + 3], r = 0, known[2], known[3], r + 3
+        if times == 1 then
+          reply[r + 1], reply[r + 2], reply[r + 3], r = 0, known[2], known[3], r + 3
+        else
+          reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4], reply[r + 5], reply[r + 6], r =
+            0, 0, known[2], known[3], known[2], known[3], r + 6
+        end
       else
         local admits, remaining, wait, used, _
         if values[key] == false and policies[single][1] ~= 1 then
@@ -790,15 +804,44 @@ local function run(KEYS, ARGV)
         else
           admits, remaining, wait, _, _, used = decide(single, key, 1, true)
         end
-        if admits then
-          reply[r + 1], reply[r + 2], reply[r + 3], r = 1 + used - clock, remaining, wait, r + 3
-          -- (One key under two policies — a bucket with a delay and without share it — may
-          -- admit under one after refusing under the other: that answer is stale then.)
-          if refused then refused[key] = nil end
+        if times == 1 then
+          if admits then
+            reply[r + 1], reply[r + 2], reply[r + 3], r = 1 + used - clock, remaining, wait, r + 3
+            -- (One key under two policies — a bucket with a delay and without share it — may
+            -- admit under one after refusing under the other: that answer is stale then.)
+            if refused then refused[key] = nil end
+          else
+            reply[r + 1], reply[r + 2], reply[r + 3], r = 0, remaining, wait, r + 3
+            if not refused then refused = {} end
+            refused[key] = {single, remaining, wait}
+          end
         else
-          reply[r + 1], reply[r + 2], reply[r + 3], r = 0, remaining, wait, r + 3
-          if not refused then refused = {} end
-          refused[key] = {single, remaining, wait}
+          -- A run of one key's usual checks under a fixed window, a log or a calendar quota,
+          -- all at the call's one reading: the k-th admitted leaves one unit fewer than the
+          -- one before and waits as long, so the first's answer stands for them all, and those
+          -- `remaining` units are counted at once. The rest are refused as the one after them.
+          -- Answered in six numbers: how many it admitted, the first's answer, the refusal's
+          -- remaining and wait.
+          local admitted, rejected_remaining, rejected_wait = 0, remaining, wait
+          local flag = 0
+          if admits then
+            flag = 1 + used - clock
+            admitted = remaining + 1
+            if admitted > times then admitted = times end
+            if admitted > 1 then decide(single, key, admitted - 1, true) end
+            if admitted < times then
+              local _
+              _, rejected_remaining, rejected_wait = decide(single, key, 1, true)
+            end
+          end
+          reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4], reply[r + 5], reply[r + 6], r =
+            admitted, flag, remaining, wait, rejected_remaining, rejected_wait, r + 6
+          if admitted < times then
+            if not refused then refused = {} end
+            refused[key] = {single, rejected_remaining, rejected_wait}
+          elseif refused then
+            refused[key] = nil
+          end
         end
       end
       first = first + 1
