@@ -927,10 +927,22 @@ fn a_busy_clients_checks_in_one_call_count_as_one_by_one() {
             ("log", Policy::new(40, hour).unwrap()),
             // A limit past 128 keeps its log as a list: 200, with 160 counted first.
             ("long-log", Policy::new(200, hour).unwrap()),
-            ("fixed", Policy::for_algorithm(Algorithm::FixedWindow, 40, hour).unwrap()),
-            ("counter", Policy::for_algorithm(Algorithm::SlidingWindowCounter, 40, hour).unwrap()),
-            ("bucket", Policy::for_algorithm(Algorithm::TokenBucket, 40, hour).unwrap()),
-            ("day", Policy::per_calendar(40, limiter::Period::Day).unwrap()),
+            (
+                "fixed",
+                Policy::for_algorithm(Algorithm::FixedWindow, 40, hour).unwrap(),
+            ),
+            (
+                "counter",
+                Policy::for_algorithm(Algorithm::SlidingWindowCounter, 40, hour).unwrap(),
+            ),
+            (
+                "bucket",
+                Policy::for_algorithm(Algorithm::TokenBucket, 40, hour).unwrap(),
+            ),
+            (
+                "day",
+                Policy::per_calendar(40, limiter::Period::Day).unwrap(),
+            ),
         ];
         for (name, policy) in policies {
             let limit = Limit::new(format!("run-{name}"), policy);
@@ -976,7 +988,11 @@ fn a_busy_clients_checks_in_one_call_count_as_one_by_one() {
                     .map(|d| d.remaining())
                     .collect();
                 remaining.sort_unstable();
-                let left = if key == b"busy" { limit_left } else { limit_left.min(max) };
+                let left = if key == b"busy" {
+                    limit_left
+                } else {
+                    limit_left.min(max)
+                };
                 let expected: Vec<u32> = match key {
                     b"busy" => (0..left).collect(),
                     // 10 of "other" against the whole limit.
@@ -985,7 +1001,10 @@ fn a_busy_clients_checks_in_one_call_count_as_one_by_one() {
                 assert_eq!(remaining, expected, "{way:?} {name}, {key:?}");
                 for refused in decisions.iter().filter(|d| !d.allowed()) {
                     let wait = refused.retry_after().unwrap();
-                    assert!(wait > Duration::ZERO && wait <= Duration::from_secs(86_400), "{way:?} {name}: {wait:?}");
+                    assert!(
+                        wait > Duration::ZERO && wait <= Duration::from_secs(86_400),
+                        "{way:?} {name}: {wait:?}"
+                    );
                 }
             }
             // Five admitted checks of the busy key given back by their receipts: exactly

@@ -31,6 +31,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use tokio::sync::{oneshot, Notify, OwnedSemaphorePermit, Semaphore};
 
+use super::fresh::Decided;
 use super::{RedisStore, StoreError};
 
 /// Calls in flight at once per node of a cluster: one is being answered while the next
@@ -65,6 +66,9 @@ pub(super) struct CheckArgs {
     pub(super) first: Option<crate::Policy>,
     /// The hash slot of its keys (0 on one server).
     pub(super) slot: u16,
+    /// Left by a batch for the next (see `fresh.rs`): it is never tried as a first check
+    /// again, nor left a second time.
+    pub(super) carried: bool,
 }
 
 /// Whether a check counts, or only reads.
@@ -176,21 +180,50 @@ impl RedisStore {
             if batch.is_empty() {
                 continue;
             }
-            let (checks, answers): (Vec<CheckArgs>, Vec<oneshot::Sender<Answer>>) = batch
-                .into_iter()
-                .map(|(check, answer, _place)| (check, answer))
-                .unzip();
+            let mut checks = Vec::with_capacity(batch.len());
+            let mut answers = Vec::with_capacity(batch.len());
+            let mut places = Vec::with_capacity(batch.len());
+            for (check, answer, place) in batch {
+                checks.push(check);
+                answers.push(answer);
+                places.push(place);
+            }
             let mut decided: Vec<Option<Vec<i64>>> = vec![None; checks.len()];
             let sent = std::time::Instant::now();
             let result = self.call_within_timeout(&checks, &mut decided).await;
             last = (checks.len(), sent.elapsed());
             match result {
-                Ok(()) => {
+                Ok(Decided::All) => {
                     for (answer, reply) in answers.into_iter().zip(decided) {
                         let _ = answer.send(reply.ok_or_else(|| {
                             StoreError::msg("the Redis call answered no decision for this check")
                         }));
                     }
+                }
+                Ok(Decided::Carried) => {
+                    // What is left goes first in the next batch, before anything that came
+                    // since: its checks still reach Redis in the order they came.
+                    let mut carried = Vec::new();
+                    let batch = checks.into_iter().zip(answers).zip(places).zip(decided);
+                    for (((check, answer), place), reply) in batch {
+                        match reply {
+                            Some(reply) => {
+                                let _ = answer.send(Ok(reply));
+                            }
+                            None => carried.push((
+                                CheckArgs {
+                                    carried: true,
+                                    first: None,
+                                    ..check
+                                },
+                                answer,
+                                place,
+                            )),
+                        }
+                    }
+                    let mut queues = self.inner.batcher.queues.lock();
+                    let queue = queues.entry(queue_id).or_default();
+                    queue.waiting.splice(0..0, carried);
                 }
                 Err(error) => {
                     let message = error.to_string();
@@ -292,17 +325,18 @@ impl RedisStore {
     /// Decides `checks` within the store's timeout, filling `decided` as Redis answers; sent
     /// once more at once, within the same timeout, if the connection dropped under it (the
     /// connection reconnects): a blip is not an outage. What was decided before a failure
-    /// stays decided and is not sent again.
+    /// stays decided and is not sent again. What a first round trip left may be left to the
+    /// next batch ([`Decided::Carried`]).
     async fn call_within_timeout(
         &self,
         checks: &[CheckArgs],
         decided: &mut [Option<Vec<i64>>],
-    ) -> Result<(), StoreError> {
+    ) -> Result<Decided, StoreError> {
         let call = async {
             let mut retried = false;
             loop {
-                match self.decide(checks, decided).await {
-                    Ok(()) => return Ok(()),
+                match self.decide(checks, decided, true).await {
+                    Ok(done) => return Ok(done),
                     Err(error) if !retried && error.is_transient() => retried = true,
                     Err(error) => return Err(error.into_store_error()),
                 }

@@ -334,6 +334,14 @@ fn candidate(check: &CheckArgs) -> Option<(&str, &Policy)> {
     }
 }
 
+/// What a batch's round trips decided.
+pub(super) enum Decided {
+    /// Every check.
+    All,
+    /// All but those left for the next batch (see [`RedisStore::decide`]).
+    Carried,
+}
+
 /// A first check sent without the script: where it is in the batch, its policy and the
 /// reading it counted at.
 struct Tried<'a> {
@@ -349,52 +357,64 @@ impl RedisStore {
     /// Decides `checks` in order, each one's answer as the script gives it into `decided`:
     /// new clients' first checks by plain writes, then the rest by the script. Those already
     /// decided (by an earlier try of the same batch) are not sent again.
+    ///
+    /// With `carry`, what the first round trip left — a first check whose key existed after
+    /// all, the checks held back behind a first check of their keys — is left undecided
+    /// ([`Decided::Carried`]) for the next batch, which sends it first, in its one round trip,
+    /// rather than in a second call of this one's: in a new client per request's batches most
+    /// calls would otherwise be two (a returning client among forty new ones).
     pub(super) async fn decide(
         &self,
         checks: &[CheckArgs],
         decided: &mut [Option<Vec<i64>>],
-    ) -> Result<(), CallError> {
+        carry: bool,
+    ) -> Result<Decided, CallError> {
         let open: Vec<usize> = (0..checks.len())
             .filter(|&i| decided[i].is_none())
             .collect();
         let first = match self.inner.connection.one_server() {
             Some(connection) => self.first_checks(&connection, checks, &open, decided).await,
-            None => Ok(()),
+            None => Ok(false),
         };
         // A server that refused a new client's write still decides the rest: its
         // rejections stand, whatever the call carried (the refused checks keep the refusal).
-        match &first {
-            Err(error) if !error.was_answered() => return first,
-            _ => {}
-        }
+        let carry = match first {
+            Err(error) if !error.was_answered() => return Err(error),
+            Err(_) => false,
+            Ok(wrote) => carry && wrote,
+        };
         let rest: Vec<usize> = open.into_iter().filter(|&i| decided[i].is_none()).collect();
         if rest.is_empty() {
-            return first;
+            return first.map(|_| Decided::All);
+        }
+        if carry && rest.iter().all(|&i| !checks[i].carried) {
+            return Ok(Decided::Carried);
         }
         if self.inner.connection.is_cluster() {
             self.call_on_node(checks, rest, decided).await?;
-            return first;
+            return first.map(|_| Decided::All);
         }
         let rest_checks: Vec<&CheckArgs> = rest.iter().map(|&i| &checks[i]).collect();
         let replies = self.call(&rest_checks).await?;
         for (i, reply) in rest.into_iter().zip(replies) {
             decided[i] = Some(reply);
         }
-        first
+        first.map(|_| Decided::All)
     }
 
     /// Sends the `open` checks that are new clients' first ones as plain writes, and with
     /// them, in the same round trip, the script for the others that touch none of their
     /// keys; records the answers Redis gave. What is left — a first check whose key existed
     /// after all, the checks after it of the same keys, a script Redis did not know — is
-    /// the second call's.
+    /// the second call's. `true` when it sent first writes and Redis knew the script beside
+    /// them (so what is left may wait for the next batch: see [`decide`](Self::decide)).
     async fn first_checks(
         &self,
         connection: &redis::aio::ConnectionManager,
         checks: &[CheckArgs],
         open: &[usize],
         decided: &mut [Option<Vec<i64>>],
-    ) -> Result<(), CallError> {
+    ) -> Result<bool, CallError> {
         let recent = &self.inner.recent;
         let min_ttl = self.min_ttl();
         let server_now = self.inner.server_clock.now_ms();
@@ -431,7 +451,7 @@ impl RedisStore {
             recent.note(hash);
         }
         if tried.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         // A batch of new clients only (the usual batch of a new client per request) has no
         // other check to send along.
@@ -487,15 +507,16 @@ impl RedisStore {
                 for (&at, answer) in along.iter().zip(answers) {
                     decided[at] = Some(answer);
                 }
+                true
             }),
             // Redis does not know the script or the library (a restart, a flush), or refuses
             // the library: the second call mends that.
-            Some(Ok(Err(e))) if super::functions::mended_alone(&e) => Ok(()),
+            Some(Ok(Err(e))) if super::functions::mended_alone(&e) => Ok(false),
             Some(Ok(Err(e))) => Err(CallError::Redis(e)),
             Some(Err(e)) => Err(CallError::Reply(StoreError::msg(format!(
                 "the rate limit script answered {e}"
             )))),
-            None => Ok(()),
+            None => Ok(true),
         };
         match refused.map_or(script, Err) {
             Err(CallError::Redis(e)) => Err(self.failed(e)),

@@ -343,6 +343,7 @@ impl RedisStore {
                 .then(|| u64::try_from(now.as_millis()).unwrap_or(u64::MAX)),
             peek,
             first: first_check_policy(charges),
+            carried: false,
             limits: charges
                 .iter()
                 .map(|charge| {
