@@ -71,6 +71,46 @@ pub(super) struct CheckArgs {
     pub(super) carried: bool,
 }
 
+/// A charge's numbers in [`CheckArgs::limits`].
+pub(super) fn limit_numbers(charge: &super::Charge<'_>) -> [u64; 13] {
+    let policy = charge.limit.policy();
+    let [block, after, within, long] = policy.penalty().map_or([0; 4], |p| p.to_numbers());
+    let (period, offset) = calendar_numbers(policy);
+    [
+        u64::from(super::scripts::code(policy)),
+        policy.window_ms(),
+        u64::from(policy.max().get()),
+        policy.emission_interval_ns(),
+        u64::from(policy.burst().get()) * policy.emission_interval_ns(),
+        block,
+        after,
+        within,
+        long,
+        period,
+        offset,
+        policy.delay().map_or(0, |d| d.as_nanos() as u64),
+        u64::from(charge.units()),
+    ]
+}
+
+/// A calendar quota's period (1 day, 2 week, 3 month; 0: not a quota) and its offset from
+/// UTC in minutes plus 840 (never negative), as the check script's header takes them.
+fn calendar_numbers(policy: &crate::Policy) -> (u64, u64) {
+    use crate::algorithm::calendar::Period;
+    match policy.calendar() {
+        Some(calendar) => {
+            let period = match calendar.period() {
+                Period::Day => 1,
+                Period::Week => 2,
+                Period::Month => 3,
+            };
+            let offset = i64::from(calendar.offset_minutes()) + 840;
+            (period, offset.max(0) as u64)
+        }
+        None => (0, 0),
+    }
+}
+
 /// Whether a check counts, or only reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Peek {

@@ -344,30 +344,7 @@ impl RedisStore {
             peek,
             first: first_check_policy(charges),
             carried: false,
-            limits: charges
-                .iter()
-                .map(|charge| {
-                    let policy = charge.limit.policy();
-                    let [block, after, within, long] =
-                        policy.penalty().map_or([0; 4], |p| p.to_numbers());
-                    let (period, offset) = calendar_numbers(policy);
-                    [
-                        u64::from(scripts::code(policy)),
-                        policy.window_ms(),
-                        u64::from(policy.max().get()),
-                        policy.emission_interval_ns(),
-                        u64::from(policy.burst().get()) * policy.emission_interval_ns(),
-                        block,
-                        after,
-                        within,
-                        long,
-                        period,
-                        offset,
-                        policy.delay().map_or(0, |d| d.as_nanos() as u64),
-                        u64::from(charge.units()),
-                    ]
-                })
-                .collect(),
+            limits: charges.iter().map(batch::limit_numbers).collect(),
         };
         let reply = self.batched(check).await?;
         // Admitted where the server refused to write it (check.lua): undecided, so the
@@ -443,24 +420,6 @@ fn first_check_policy(charges: &[Charge<'_>]) -> Option<crate::Policy> {
             (policy.penalty().is_none() && fresh::has_first_state(policy)).then_some(*policy)
         }
         _ => None,
-    }
-}
-
-/// A calendar quota's period (1 day, 2 week, 3 month; 0: not a quota) and its offset from
-/// UTC in minutes plus 840 (never negative), as the check script's header takes them.
-fn calendar_numbers(policy: &crate::Policy) -> (u64, u64) {
-    use crate::algorithm::calendar::Period;
-    match policy.calendar() {
-        Some(calendar) => {
-            let period = match calendar.period() {
-                Period::Day => 1,
-                Period::Week => 2,
-                Period::Month => 3,
-            };
-            let offset = i64::from(calendar.offset_minutes()) + 840;
-            (period, offset.max(0) as u64)
-        }
-        None => (0, 0),
     }
 }
 
