@@ -127,6 +127,15 @@ impl RateLimitFields {
         }
     }
 
+    /// The one decision, when they are its limits' one limit as declared and nothing else
+    /// (what a flood's 429s carry).
+    pub(crate) fn only_decision(&self) -> Option<&Decision> {
+        match (&self.first, &self.members, &self.rare, self.incomplete) {
+            (Some(decision), None, None, false) => Some(decision),
+            _ => None,
+        }
+    }
+
     /// The decisions of a handler's stacked limits, in order.
     pub(crate) fn many(mut decisions: Vec<Decision>) -> RateLimitFields {
         let first = (!decisions.is_empty()).then(|| decisions.remove(0));

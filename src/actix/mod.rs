@@ -24,6 +24,7 @@
 //! | `fields.rs` | the RateLimit header fields |
 //! | `problem.rs` | the 429's and the failures' bodies, as problem details |
 //! | `respond.rs` | the one place that builds every response: 429, 503, 500, 400 |
+//! | `last_rejection.rs` | a flood's 429s are alike: the last one a worker built, copied for the next |
 //! | `settings.rs` | the builder's HTTP settings |
 //! | `mistakes.rs` | setups that cannot do what their author meant, reported once |
 //! | `observe.rs` | the decisions as metrics (feature `metrics`) |
@@ -39,6 +40,7 @@ pub(crate) mod in_flight_middleware;
 pub(crate) mod inline;
 pub(crate) mod jitter;
 pub(crate) mod keys;
+pub(crate) mod last_rejection;
 pub(crate) mod limits;
 pub(crate) mod middleware;
 pub(crate) mod mistakes;

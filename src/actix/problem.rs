@@ -4,6 +4,7 @@
 
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::StatusCode;
+use actix_web::web::Bytes;
 use actix_web::HttpResponse;
 
 use super::fields::{number_value, push_decimal, set_if_absent, HeaderOptions, RATELIMIT_POLICY};
@@ -105,6 +106,11 @@ impl<'a> Rejection<'a> {
     /// type is the IETF draft's `…#quota-exceeded`, with `violated-policies` naming the
     /// limit.
     pub fn problem_response(&self) -> HttpResponse {
+        self.problem_response_with(self.problem_body())
+    }
+
+    /// The default response's body (see [`problem_response`](Self::problem_response)).
+    pub(crate) fn problem_body(&self) -> Bytes {
         let retry_after = self.retry_after();
         let made;
         let head = match (self.head, self.quota_exceeded) {
@@ -125,6 +131,12 @@ impl<'a> Rejection<'a> {
             None => body.extend_from_slice(b"null"),
         }
         body.push(b'}');
+        Bytes::from(body)
+    }
+
+    /// The default response with `body`, [`problem_body`](Self::problem_body)'s.
+    pub(crate) fn problem_response_with(&self, body: Bytes) -> HttpResponse {
+        let retry_after = self.retry_after();
         let mut response = HttpResponse::with_body(StatusCode::TOO_MANY_REQUESTS, body);
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, PROBLEM_JSON.clone());

@@ -10,6 +10,7 @@ use actix_web::HttpResponse;
 
 use super::fields::{Member, RateLimitFields, Write};
 use super::keys::KeyError;
+use super::last_rejection::Alike;
 use super::limits::HandlerLimits;
 use super::problem::{complete_rejection, Failure, Rejection};
 use crate::{Decision, Limiter};
@@ -24,11 +25,32 @@ pub(crate) fn rejection(
     name: &str,
     decision: Decision,
 ) -> HttpResponse {
+    let alike =
+        fields.and_then(|(limits, fields)| Alike::of(limiter, limits, fields, name, &decision));
+    if let Some(response) = alike.as_ref().and_then(Alike::copy) {
+        return response;
+    }
     let http = limiter.http();
     let rejection = Rejection::new(name, decision, &http.rejection_message)
         .with_head(http.problem_head())
         .quota_exceeded(http.quota_exceeded);
-    reject_with(limiter, fields, &rejection)
+    let (Some(alike), Some((limits, fields))) = (alike, fields) else {
+        return reject_with(limiter, fields, &rejection);
+    };
+    // The default response, kept for the next one alike (see `last_rejection.rs`).
+    let body = rejection.problem_body();
+    let mut response = rejection.problem_response_with(body.clone());
+    let headers = response.headers_mut();
+    let options = http.headers;
+    fields.apply(
+        headers,
+        &limits.policy,
+        &limits.prefixes,
+        options,
+        Write::Replace,
+    );
+    alike.note(&response, &body);
+    response
 }
 
 /// The 429 of a request that costs more than the limit ever allows at once: no
