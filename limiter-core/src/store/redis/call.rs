@@ -114,7 +114,7 @@ impl RedisStore {
                 Peek::Status => 2,
             };
             let _ = write!(arg, ";{peek}");
-            for (number, limit) in plan.numbered[entry.first].iter().zip(&check.limits) {
+            for (number, limit) in plan.numbers(checks, entry.first).iter().zip(&check.limits) {
                 let _ = write!(arg, ";{number}:{}", limit[COST]);
             }
             given.push(arg);
@@ -209,8 +209,10 @@ const RUN_ANSWER: usize = 6;
 /// checks as entries, where a busy client's usual checks of one key side by side are one.
 struct Plan<'a> {
     policies: Vec<&'a [u64]>,
-    /// Each check's limits' policy numbers (from 1).
-    numbered: Vec<Vec<usize>>,
+    /// Every check's limits' policy numbers (from 1), one check's after another's.
+    numbered: Vec<usize>,
+    /// Where each check's are in `numbered`.
+    starts: Vec<usize>,
     entries: Vec<Entry>,
 }
 
@@ -228,24 +230,22 @@ impl<'a> Plan<'a> {
     fn of(checks: &[&'a CheckArgs]) -> Plan<'a> {
         let mut policies: Vec<&[u64]> = Vec::new();
         let mut numbered = Vec::with_capacity(checks.len());
+        let mut starts = Vec::with_capacity(checks.len());
         let mut entries: Vec<Entry> = Vec::with_capacity(checks.len());
         for (at, check) in checks.iter().enumerate() {
-            let numbers: Vec<usize> = check
-                .limits
-                .iter()
-                .map(|limit| {
-                    let policy = &limit[..COST];
-                    match policies.iter().position(|p| *p == policy) {
-                        Some(at) => at + 1,
-                        None => {
-                            policies.push(policy);
-                            policies.len()
-                        }
+            let start = numbered.len();
+            starts.push(start);
+            for limit in &check.limits {
+                let policy = &limit[..COST];
+                numbered.push(match policies.iter().position(|p| *p == policy) {
+                    Some(at) => at + 1,
+                    None => {
+                        policies.push(policy);
+                        policies.len()
                     }
-                })
-                .collect();
-            let usual = usual(check, &numbers);
-            numbered.push(numbers);
+                });
+            }
+            let usual = usual(check, &numbered[start..]);
             if let (Some(byte), Some(last)) = (usual, entries.last_mut()) {
                 if last.usual == Some(byte)
                     && last.len < usize::from(u8::MAX) + 1
@@ -265,8 +265,15 @@ impl<'a> Plan<'a> {
         Plan {
             policies,
             numbered,
+            starts,
             entries,
         }
+    }
+
+    /// The policy numbers of check `at`'s limits.
+    fn numbers(&self, checks: &[&CheckArgs], at: usize) -> &[usize] {
+        let start = self.starts[at];
+        &self.numbered[start..start + checks[at].limits.len()]
     }
 }
 
