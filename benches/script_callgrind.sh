@@ -19,7 +19,8 @@
 # generations and shards its expiry needs (see the replayer); or `hsetex`: a field per
 # client with an expiry of its own (Redis 8, Valkey 9). Beside the instructions, Redis's
 # `used_memory` per check: with a new client per check, the bytes one client's state costs.
-# KEYS=16 checks per call; HOT=1 makes every check one client's (else each a new client's);
+# KEYS=16 checks per call; HOT=1 makes every check one client's (else each a new client's),
+# sent as the store sends them (one entry for them all, for a window or a log);
 # SCRIPT=path measures another version of check.lua (same arguments); REDIS_SERVER=path
 # another server (`hsetex` needs Redis 8 or Valkey 9).
 set -euo pipefail
@@ -148,7 +149,12 @@ for c in range(calls):
                 read()
         continue
     call = ("FCALL", "limiter_check") if function else ("EVALSHA", sha)
-    batch.append(cmd(*call, k, *names, header, bytes([1] * k)))
+    if hot and state in "1256":
+        # One client's checks side by side, as the store sends them: one entry of the
+        # plan (255 and the count less one), its key named once.
+        batch.append(cmd(*call, 1, names[0], header, bytes([1, 255, k - 1])))
+    else:
+        batch.append(cmd(*call, k, *names, header, bytes([1] * k)))
     if len(batch) == 50 or (c == calls - 1 and batch):
         s.sendall(b"".join(batch))
         for _ in batch:

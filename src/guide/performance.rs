@@ -67,10 +67,10 @@
 //!
 //! | variant | req/s | × bare | µs CPU / request | vs bare |
 //! | --- | --- | --- | --- | --- |
-//! | bare actix | 194,187 | 1.000 | 5.03 | |
-//! | `#[rate_limit]`, limit never reached | 157,192 | 0.809 | 6.18 | +1.16 |
-//! | actix-governor middleware (sends no header fields) | 185,218 | 0.954 | 5.26 | +0.23 |
-//! | `#[rate_limit]`, every request rejected (429) | 134,799 | 0.694 | 7.31 | +2.28 |
+//! | bare actix | 187,139 | 1.000 | 5.26 | |
+//! | `#[rate_limit]`, limit never reached | 163,123 | 0.872 | 6.02 | +0.76 |
+//! | actix-governor middleware (sends no header fields) | 178,087 | 0.952 | 5.50 | +0.24 |
+//! | `#[rate_limit]`, every request rejected (429) | 139,501 | 0.745 | 7.02 | +1.76 |
 //!
 //! The two RateLimit fields are most of the difference with actix-governor, which sends
 //! none (bare actix sending them: below, by callgrind). Other rows, from runs of their own (bare actix
@@ -101,7 +101,7 @@
 //! | `#[rate_limit]`, limit never reached | 22,374 | 4,206 |
 //! | `#[rate_limit]`, header fields off | 20,654 | 2,478 |
 //! | actix-governor middleware (no fields) | 20,068 | 779 |
-//! | `#[rate_limit]`, every request rejected (429) | 24,849 | 5,858 |
+//! | `#[rate_limit]`, every request rejected (429) | 23,764 | 4,867 |
 //! | `RateLimit` middleware, limit never reached | 22,764 | 1,118 |
 //! | `#[rate_limit]` behind a trusted proxy, a new client per request (`MANY=1`; bare 18,488) | 24,398 | 5,864 |
 //!
@@ -110,10 +110,12 @@
 //! lock and the sliding log the rest), the address's key 150, the clock 45, finding the
 //! `Limiter` in the app data 80, the handler's wrapping and the response's move about 300;
 //! with fields on, two fields (about 260 each for actix's header map) and their values. A
-//! 429 adds its body, three fields and the summary of rejected clients (about 440, with its
-//! event 610). A new client behind a trusted proxy adds the walk of `X-Forwarded-For` (about
-//! 680: UTF-8 check, address parse, two header lookups) and the key's first place in the
-//! store (about 650).
+//! 429 adds its body, three fields and the summary of rejected clients (about 350, with its
+//! events 450); a flood's 429s alike (the same `Retry-After` and fields) are copies of the
+//! last one the worker built, its header map copied rather than five fields made and
+//! hashed into it (about 1,200 fewer). A new client behind a trusted proxy adds the walk of
+//! `X-Forwarded-For` (about 680: UTF-8 check, address parse, two header lookups) and the
+//! key's first place in the store (about 650).
 //!
 //! ## On Redis
 //!
@@ -128,21 +130,27 @@
 //! The http bench against actix-extensible-rate-limit (a fixed window in a `MULTI`/`EXEC`
 //! per request) on a `redis-server` the bench starts, pinned beside the load; a new client
 //! per request is one of 2^20 addresses named by a trusted proxy. Redis CPU from its
-//! `schedstat`; the floor is the same key stream as plain pipelined commands at the batch
-//! size the limiter's calls had (`benches/floor.rs`: `INCR` + `PEXPIRE` for a busy client,
-//! `SET NX PX` for new clients). One run of `benches/side_by_side.sh`:
+//! `schedstat`; the floor is the same key stream as plain pipelined commands (`benches/
+//! floor.rs`: `INCR` + `PEXPIRE` for a busy client, `SET NX PX` for new clients) in
+//! pipelines as long as the limiter's round trips, over as many keys, sent while the same
+//! HTTP load runs against bare actix — Redis shares its CPU with the load generator in the
+//! limiter's rounds, and its commands take half the time on an idle one. One run of
+//! `benches/side_by_side.sh`:
 //!
-//! | load | throughput × the peer | Redis CPU / request (× the peer) | × Redis's floor | checks a call | instance CPU over bare (the peer) |
+//! | load | throughput × the peer | Redis CPU / request (× the peer) | × Redis's floor | checks a round trip | instance CPU over bare (the peer) |
 //! | --- | --- | --- | --- | --- | --- |
-//! | one busy client, sliding log (the default) | 1.11 | 2.96 µs (0.64) | 3.32 | 30 | +6.57 µs (+8.35) |
-//! | one busy client, fixed window | 1.19 | 2.61 µs (0.57) | 2.89 | 31 | +6.28 µs |
-//! | a new client per request, fixed window | 1.11 | 4.64 µs (0.68) | 2.54 | 42 | +7.68 µs (+10.40) |
-//! | a new client per request, sliding log | 1.06 | 4.71 µs (0.69) | 2.58 | 42 | +8.40 µs |
+//! | one busy client, sliding log (the default) | 1.26 | 2.05 µs (0.44) | 1.89 | 30 | +5.73 µs (+8.34) |
+//! | one busy client, fixed window | 1.29 | 1.57 µs (0.33) | 1.46 | 30 | +5.76 µs |
+//! | a new client per request, fixed window | 1.16 | 4.32 µs (0.62) | 1.64 | 29 | +7.19 µs (+10.11) |
+//! | a new client per request, sliding log | 1.18 | 4.13 µs (0.59) | 1.61 | 29 | +6.97 µs |
 //!
-//! Bytes a key for a new client: 130–132, the floor's plain key with an expiry 117, the
-//! peer's 148. Checks answered on the store's own thread come back to their callers on
-//! theirs: after a call of several checks the next call waits, at most as long as that call
-//! took, for as many to gather.
+//! Bytes a key for a new client: 123, the floor's plain key with an expiry 128 over as many
+//! keys (82,000), the peer's 149. A busy client's checks side by side in one call are one
+//! entry of it: its key named once, its units counted at once, one answer for them all.
+//! Checks answered on the store's own thread come back to their callers on theirs: after a
+//! call of several checks the next call waits, at most as long as that call took, for as
+//! many to gather. A returning client among new ones, whose `SET NX` finds its key, goes
+//! first in the next batch's round trip rather than in a second call.
 //!
 //! A new client's first check is one `SET key MARK NX PXAT` (no script); a busy client's
 //! checks share a call of the check's function library (`FCALL`; a script where the server
@@ -152,7 +160,7 @@
 //! | --- | --- | --- | --- | --- | --- |
 //! | one check a call (`KEYS=1`) | 81,400 | 88,800 | 84,800 | 84,100 | 84,500 |
 //! | 16 new clients a call | 28,500 | 28,900 | 29,900 | 28,700 | 49,600 |
-//! | one busy client, 16 a call, mostly rejected (`HOT=1`) | 9,900 | | | 12,500 | 10,900 |
+//! | one busy client, 16 a call as one entry, mostly rejected (`HOT=1`; the peer 31,300) | 4,300 | | | 6,800 | 5,700 |
 //!
 //! A new client's first check as the store sends it: 10,200 instructions and 132 bytes of
 //! Redis memory on Redis 7.0 (`mark`), against the peer's transaction's 34,500 and 156; on

@@ -48,7 +48,8 @@ use scripts::Script;
 ///   script (`EVALSHA`), and its source once when it lost it (`SCRIPT FLUSH`, a restart).
 /// - **Batched under load**: the checks that arrive while earlier ones are in Redis go out
 ///   together, one call for up to 128, decided in order exactly as if sent one by one;
-///   a key checked several times in one call is read and written once. An idle store sends
+///   a key checked several times in one call is read and written once, and a busy client's
+///   checks side by side are one entry of the call, counted at once. An idle store sends
 ///   each check at once. On a cluster, batches are per node (see
 ///   [`connect_cluster`](RedisStore::connect_cluster)).
 /// - **A new client is one `SET`**: on one server, a client's first check (one limit

@@ -13,7 +13,10 @@
 //! for each — `state` (1 byte: 1 sliding window with a long log, 5 with a short one, 2
 //! fixed window, 3 counter, 4 bucket; see [`code`]), `window_ms` (8), `max` (4),
 //! `interval_ns` (8), `capacity_ns` (8). `ARGV[2]` is the plan, a byte per check: its
-//! policy's number for the usual check (one limit, one unit, the server's clock), else 0,
+//! policy's number (1 to 254) for the usual check (one limit, one unit, the server's clock),
+//! followed by 255 and a count n for a run of n + 1 such checks of one key side by side (a
+//! fixed window, a log or a calendar quota: its key named once, its answer six numbers —
+//! how many it admitted, the first's three, the refusal's remaining and wait), else 0,
 //! the check then being the next argument, `now;peek;policy:cost;...`. Few arguments, and
 //! no number to parse for the header or a usual check: Redis makes a string of every
 //! argument, and a script's `tonumber` costs more than a `GET`. Without a `now` the script reads the Redis server's
