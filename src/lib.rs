@@ -40,6 +40,13 @@ pub use limiter_core::{
     Penalty, Period, Policy, PolicyError, PreciseClock, Receipt, RestoreError, Route, RouteLimit,
     Routes, ScopeConflict, Slot, SlotGuard, Store, StoreError, SystemClock, RETRY_INTERVAL,
 };
+// Who a client is by address: the key logic every front end shares, documented where it is
+// defined (the `limiter_http` crate).
+#[doc(no_inline)]
+pub use limiter_http::{
+    client_ip, client_of, Client, Contradiction, ForwardingHeaders, InvalidNetwork, ProxyNet,
+    TrustedProxies,
+};
 // Plumbing of the glue: kept out of the documented surface.
 #[doc(hidden)]
 pub use limiter_core::Verdict;
@@ -54,12 +61,9 @@ pub use crate::limiter::LimiterBuilder;
 pub use actix::enforcement::{InvalidShare, Share};
 pub use actix::in_flight_middleware::{ConcurrencyLimit, ConcurrencyLimitService};
 pub use actix::inline::{check, check_failures, Rejected};
-pub use actix::keys::{client_ip, KeySpec};
+pub use actix::keys::KeySpec;
 pub use actix::middleware::{RateLimit, RateLimitService};
 pub use actix::problem::{Failure, Rejection};
-pub use actix::proxy::{
-    client_of, Client, Contradiction, ForwardingHeaders, InvalidNetwork, TrustedProxies,
-};
 pub use actix::rejected::RejectedClient;
 pub use actix::reset::Subject;
 pub use actix::resolve::{Awaited, IntoResolver, Now, Resolver};

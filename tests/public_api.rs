@@ -1,4 +1,4 @@
-//! The public surface of both crates, pinned: every documented item, and each one's inherent
+//! The public surface of the three crates (the facade, the engine, the key logic), pinned: every documented item, and each one's inherent
 //! methods, variants, fields and associated constants, as rustdoc documents them — the
 //! project's own names only (not what a type has from `std` through `Deref`). The facade
 //! lists the engine's items as re-exports, so each name is pinned once, at the path where it
@@ -100,12 +100,21 @@ const FEATURES: [(&str, bool); 3] = [
     ("metrics", cfg!(feature = "metrics")),
 ];
 
-/// The names of both crates documented with `features`.
+/// The names of the three crates documented with `features`.
 fn documented(features: &[&str]) -> BTreeSet<String> {
     let target = target_dir();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
-        .args(["doc", "--no-deps", "-p", "limiter", "-p", "limiter-core"])
+        .args([
+            "doc",
+            "--no-deps",
+            "-p",
+            "limiter",
+            "-p",
+            "limiter-core",
+            "-p",
+            "limiter-http",
+        ])
         .args(["--features", &features.join(",")])
         .arg("--target-dir")
         .arg(&target)
@@ -116,6 +125,7 @@ fn documented(features: &[&str]) -> BTreeSet<String> {
     let docs = target.join("doc");
     let mut names = surface(&docs, "limiter");
     names.extend(surface(&docs, "limiter_core"));
+    names.extend(surface(&docs, "limiter_http"));
     names
 }
 

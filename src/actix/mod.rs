@@ -47,7 +47,6 @@ pub(crate) mod mistakes;
 pub(crate) mod observe;
 pub(crate) mod pipeline;
 pub(crate) mod problem;
-pub(crate) mod proxy;
 pub(crate) mod rejected;
 pub(crate) mod reset;
 pub(crate) mod resolve;

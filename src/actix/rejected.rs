@@ -12,7 +12,7 @@ use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 
 use super::fnv::Fnv;
-use super::keys::ClientKey;
+use limiter_http::ClientKey;
 
 /// Counters per summary: any client with more than 1/`SLOTS` of an epoch's rejections is in
 /// it, its count over by at most that much.

@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use super::keys::{ip_key_of, ClientKey, Kind};
+use limiter_http::{ip_key_of, ClientKey, Kind};
 
 /// A client as a limit counts it, for [`Limiter::reset`](crate::Limiter::reset): the same value a key of that kind
 /// takes from a request.

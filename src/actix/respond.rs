@@ -9,11 +9,11 @@ use std::time::Duration;
 use actix_web::HttpResponse;
 
 use super::fields::{Member, RateLimitFields, Write};
-use super::keys::KeyError;
 use super::last_rejection::Alike;
 use super::limits::HandlerLimits;
 use super::problem::{complete_rejection, Failure, Rejection};
 use crate::{Decision, Limiter};
+use limiter_http::KeyError;
 
 /// The 429 (or the configured rejection response) for a request some limits rejected:
 /// `decision` says when every one of them admits it again. `limits` and `fields` are

@@ -10,8 +10,8 @@ use actix_web::{HttpRequest, HttpResponse};
 use super::enforcement::Enforcement;
 use super::fields::HeaderOptions;
 use super::problem::{Failure, Rejection};
-use super::proxy::{ForwardingHeaders, TrustedProxies};
 use super::rejected::RejectedClients;
+use limiter_http::{ClientSettings, TrustedProxies};
 
 /// The most requests waiting for their turn at once (`delay`), by default.
 pub(crate) const DEFAULT_MOST_WAITING: usize = 1_024;
@@ -36,9 +36,8 @@ const DEFAULT_MESSAGE: &str =
 
 /// The glue's settings of one limiter.
 pub(crate) struct HttpSettings {
-    pub(crate) ipv6_prefix: u8,
-    pub(crate) trusted_proxies: TrustedProxies,
-    pub(crate) forwarding_headers: ForwardingHeaders,
+    /// Who a client is by address: IPv6 grouping, trusted proxies and their header.
+    pub(crate) clients: ClientSettings,
     pub(crate) user_key: Option<Arc<UserKey>>,
     pub(crate) rejection_message: Cow<'static, str>,
     /// The default 429's body up to `retry_after`, made once from the message.
@@ -75,9 +74,7 @@ pub(crate) struct HttpSettings {
 impl Default for HttpSettings {
     fn default() -> HttpSettings {
         HttpSettings {
-            ipv6_prefix: 56,
-            trusted_proxies: TrustedProxies::none(),
-            forwarding_headers: ForwardingHeaders::XForwardedFor,
+            clients: ClientSettings::default(),
             user_key: None,
             rejection_message: Cow::Borrowed(DEFAULT_MESSAGE),
             problem_head: std::sync::OnceLock::new(),

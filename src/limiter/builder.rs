@@ -9,13 +9,13 @@ use std::time::Duration;
 
 use actix_web::{HttpRequest, HttpResponse};
 
-use crate::actix::proxy::ProxyNet;
 use crate::actix::settings::{self, HttpSettings};
 use crate::limiter::{Http, BUILT};
 use crate::{
     Clock, Failure, ForwardingHeaders, InvalidNetwork, Limiter, OnStoreError, Policy, Rejection,
     ScopeConflict, Share, Store, TrustedProxies,
 };
+use limiter_http::ProxyNet;
 
 /// Settings for a [`Limiter`]: the engine's (store, clock, fault policy, configured
 /// policies) and the HTTP ones (proxies, users, responses, exemptions, header fields).
@@ -209,7 +209,7 @@ impl LimiterBuilder {
     /// 128): a home connection usually owns a /56 or more, so a per-address key would be
     /// rotated at will.
     pub fn ipv6_prefix(mut self, bits: u8) -> LimiterBuilder {
-        self.http().ipv6_prefix = bits.min(128);
+        self.http().clients.ipv6_prefix = bits.min(128);
         self
     }
 
@@ -248,7 +248,7 @@ impl LimiterBuilder {
         I: IntoIterator,
         I::Item: ProxyNet,
     {
-        self.http().trusted_proxies = TrustedProxies::parse(proxies)?;
+        self.http().clients.trusted_proxies = TrustedProxies::parse(proxies)?;
         Ok(self)
     }
 
@@ -257,7 +257,7 @@ impl LimiterBuilder {
     /// write). The other is ignored: a client's own header passed through never makes a
     /// request an error, and one that names another client is reported once as a `warn`.
     pub fn forwarding_headers(mut self, headers: ForwardingHeaders) -> LimiterBuilder {
-        self.http().forwarding_headers = headers;
+        self.http().clients.forwarding_headers = headers;
         self
     }
 

@@ -115,20 +115,22 @@ impl Limiter {
     /// [`ipv6_prefix`](Self::ipv6_prefix); see [`client_ip`](crate::client_ip)). For logs,
     /// and for checking a proxy setup. `Err` says why there is none.
     pub fn client(&self, req: &HttpRequest) -> Result<Client, Failure> {
-        crate::actix::keys::client(req, self.http()).map_err(|error| match error {
-            crate::actix::keys::KeyError::NoClientAddress => Failure::NoClientAddress,
-            crate::actix::keys::KeyError::Contradiction(_) => Failure::ContradictoryForwarding,
-        })
+        limiter_http::client(&crate::actix::keys::Head(req), &self.http().clients).map_err(
+            |error| match error {
+                limiter_http::KeyError::NoClientAddress => Failure::NoClientAddress,
+                limiter_http::KeyError::Contradiction(_) => Failure::ContradictoryForwarding,
+            },
+        )
     }
 
     /// The IPv6 prefix length clients are grouped by.
     pub fn ipv6_prefix(&self) -> u8 {
-        self.http().ipv6_prefix
+        self.http().clients.ipv6_prefix
     }
 
     /// The proxies whose forwarding headers are believed.
     pub fn trusted_proxies(&self) -> &TrustedProxies {
-        &self.http().trusted_proxies
+        &self.http().clients.trusted_proxies
     }
 
     /// Enforces the limits of `scope` on `share` of their clients from the next request on,

@@ -11,11 +11,11 @@ use actix_web::{HttpRequest, HttpResponse};
 use super::each::Each;
 use super::settle::{gives_back_preflight, Counts, Owned};
 use crate::actix::fields::Member;
-use crate::actix::keys::ClientKey;
 use crate::actix::limits::{HandlerLimits, LimitSpec};
 use crate::actix::observe::Outcome;
 use crate::actix::respond;
 use crate::{Charge, Limit, Limiter, Share};
+use limiter_http::ClientKey;
 
 /// A limit as it applies to one request: as declared, or overridden by configuration, or
 /// chosen for it.
@@ -285,7 +285,7 @@ pub(crate) fn is_exempt(limiter: &Limiter, req: &HttpRequest) -> bool {
         return false;
     }
     matches!(
-        crate::actix::keys::client(req, limiter.http()),
+        limiter_http::client(&crate::actix::keys::Head(req), &limiter.http().clients),
         Ok(crate::Client::Address(ip)) if http.exempt.contains(ip)
     )
 }

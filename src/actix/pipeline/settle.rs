@@ -9,9 +9,9 @@ use actix_web::http::StatusCode;
 
 use actix_web::HttpRequest;
 
-use crate::actix::keys::ClientKey;
 use crate::actix::limits::HandlerLimits;
 use crate::{Charge, Limit, Limiter, Receipt};
+use limiter_http::ClientKey;
 
 /// Which responses keep a request counted: `count = "failures"`, or `count = fn`.
 #[derive(Clone, Copy, Debug)]

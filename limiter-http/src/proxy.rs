@@ -23,7 +23,7 @@ use std::str::FromStr;
 use ipnet::IpNet;
 
 /// How many entries of a forwarding header are read, from the right, at most.
-pub(crate) const MAX_HOPS: usize = 32;
+pub const MAX_HOPS: usize = 32;
 
 /// The networks whose forwarding headers are believed.
 ///
@@ -215,7 +215,7 @@ pub enum Client {
 /// A trusted proxy's `Forwarded` and `X-Forwarded-For` name different clients. One of them
 /// was written by the client (your proxy writes only the other): the request cannot be
 /// counted through them. Name the header your proxy writes with
-/// [`LimiterBuilder::forwarding_headers`](crate::LimiterBuilder::forwarding_headers).
+/// `LimiterBuilder::forwarding_headers` (in the facade, `limiter`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Contradiction {
     /// What `Forwarded` says.

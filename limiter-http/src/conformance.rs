@@ -1,0 +1,236 @@
+//! The key logic's cases, run by every front end against its own request type: each front
+//! end must read the peer and the headers so that the same request is the same client.
+
+use std::net::IpAddr;
+
+use crate::{client, ip_key, Client, ClientSettings, ForwardingHeaders, KeyError, RequestHead};
+use crate::{ip_key_of, TrustedProxies};
+
+/// Runs every case through `make`, which builds a request of the front end's type from a
+/// peer address (none: a request without one) and header fields (name, value) in order;
+/// panics, naming the case, at the first answer that is not the one expected.
+pub fn run_all<R: RequestHead>(make: impl Fn(Option<IpAddr>, &[(&str, &[u8])]) -> R) {
+    let ip = |text: &str| text.parse::<IpAddr>().expect("an address");
+    let behind = |headers: ForwardingHeaders| ClientSettings {
+        trusted_proxies: TrustedProxies::parse(["10.0.0.0/8", "fd00::/8"]).expect("networks"),
+        forwarding_headers: headers,
+        ..ClientSettings::default()
+    };
+    let direct = ClientSettings::default();
+    let addr = |text: &str| Ok(Client::Address(ip(text)));
+    let proxy = Some(ip("10.0.0.1"));
+    let cases: Vec<(
+        &str,
+        Option<IpAddr>,
+        Vec<(&str, &[u8])>,
+        ClientSettings,
+        Result<Client, KeyError>,
+    )> = vec![
+        (
+            "no peer",
+            None,
+            vec![],
+            direct.clone(),
+            Err(KeyError::NoClientAddress),
+        ),
+        (
+            "the peer, trusting none",
+            Some(ip("203.0.113.9")),
+            vec![("x-forwarded-for", b"6.6.6.6")],
+            direct.clone(),
+            addr("203.0.113.9"),
+        ),
+        (
+            "a mapped peer is IPv4",
+            Some(ip("::ffff:203.0.113.9")),
+            vec![],
+            direct.clone(),
+            addr("203.0.113.9"),
+        ),
+        (
+            "an untrusted peer's header is ignored",
+            Some(ip("198.51.100.1")),
+            vec![("x-forwarded-for", b"6.6.6.6")],
+            behind(ForwardingHeaders::XForwardedFor),
+            addr("198.51.100.1"),
+        ),
+        (
+            "rightmost untrusted",
+            proxy,
+            vec![("x-forwarded-for", b"6.6.6.6, 203.0.113.9, 10.1.1.1")],
+            behind(ForwardingHeaders::XForwardedFor),
+            addr("203.0.113.9"),
+        ),
+        (
+            "repeated fields read as one list",
+            proxy,
+            vec![
+                ("x-forwarded-for", b"6.6.6.6"),
+                ("x-forwarded-for", b"203.0.113.9"),
+            ],
+            behind(ForwardingHeaders::XForwardedFor),
+            addr("203.0.113.9"),
+        ),
+        (
+            "header names in any case",
+            proxy,
+            vec![("X-Forwarded-For", b"203.0.113.9")],
+            behind(ForwardingHeaders::XForwardedFor),
+            addr("203.0.113.9"),
+        ),
+        (
+            "Forwarded when believed",
+            proxy,
+            vec![
+                ("forwarded", b"for=\"[2001:db8::1]:80\""),
+                ("x-forwarded-for", b"6.6.6.6"),
+            ],
+            behind(ForwardingHeaders::Forwarded),
+            addr("2001:db8::1"),
+        ),
+        (
+            "Forwarded ignored by default",
+            proxy,
+            vec![
+                ("forwarded", b"for=6.6.6.6"),
+                ("x-forwarded-for", b"203.0.113.9"),
+            ],
+            behind(ForwardingHeaders::XForwardedFor),
+            addr("203.0.113.9"),
+        ),
+        (
+            "both, agreeing",
+            proxy,
+            vec![
+                ("forwarded", b"for=203.0.113.9"),
+                ("x-forwarded-for", b"203.0.113.9"),
+            ],
+            behind(ForwardingHeaders::Both),
+            addr("203.0.113.9"),
+        ),
+        (
+            "a trusted proxy saying nothing is the client",
+            proxy,
+            vec![],
+            behind(ForwardingHeaders::XForwardedFor),
+            addr("10.0.0.1"),
+        ),
+        (
+            "obfuscated",
+            proxy,
+            vec![("forwarded", b"for=_hidden")],
+            behind(ForwardingHeaders::Forwarded),
+            Ok(Client::Obfuscated("_hidden".into())),
+        ),
+        (
+            "one-address header",
+            proxy,
+            vec![("cf-connecting-ip", b" 203.0.113.9 ")],
+            behind(ForwardingHeaders::CfConnectingIp),
+            addr("203.0.113.9"),
+        ),
+        (
+            "one-address header, bracketed IPv6",
+            proxy,
+            vec![("true-client-ip", b"[2001:db8::1]")],
+            behind(ForwardingHeaders::TrueClientIp),
+            addr("2001:db8::1"),
+        ),
+        (
+            "one-address header, repeated: the peer",
+            proxy,
+            vec![("x-real-ip", b"203.0.113.9"), ("x-real-ip", b"6.6.6.6")],
+            behind(ForwardingHeaders::XRealIp),
+            addr("10.0.0.1"),
+        ),
+        (
+            "one-address header, not an address: the peer",
+            proxy,
+            vec![("x-real-ip", b"203.0.113.9, 6.6.6.6")],
+            behind(ForwardingHeaders::XRealIp),
+            addr("10.0.0.1"),
+        ),
+        (
+            "one-address header, not ASCII: the peer",
+            proxy,
+            vec![("x-real-ip", b"203.0.113.9\xe9")],
+            behind(ForwardingHeaders::XRealIp),
+            addr("10.0.0.1"),
+        ),
+        (
+            "one-address header, absent: the peer",
+            proxy,
+            vec![("x-forwarded-for", b"6.6.6.6")],
+            behind(ForwardingHeaders::XRealIp),
+            addr("10.0.0.1"),
+        ),
+    ];
+    for (case, peer, headers, settings, expected) in cases {
+        let req = make(peer, &headers);
+        assert_eq!(client(&req, &settings), expected, "{case}");
+    }
+    // Contradicting headers name both clients.
+    let settings = behind(ForwardingHeaders::Both);
+    let req = make(
+        proxy,
+        &[
+            ("forwarded", b"for=6.6.6.6"),
+            ("x-forwarded-for", b"203.0.113.9"),
+        ],
+    );
+    assert!(
+        matches!(client(&req, &settings), Err(KeyError::Contradiction(_))),
+        "both, contradicting"
+    );
+    // Keys: IPv6 by prefix, mapped IPv4 as IPv4, an obfuscated node in a namespace of its own.
+    let key = |peer: &str, settings: &ClientSettings| {
+        ip_key(&make(Some(ip(peer)), &[]), settings).map(|k| k.as_bytes().to_vec())
+    };
+    let by_56 = ip_key_of(ip("2001:db8:1:200::"), 56).as_bytes().to_vec();
+    assert_eq!(
+        key("2001:db8:1:2ff::1", &direct),
+        Ok(by_56),
+        "IPv6 by its /56"
+    );
+    let v4 = ip_key_of(ip("203.0.113.9"), 56).as_bytes().to_vec();
+    assert_eq!(key("::ffff:203.0.113.9", &direct), Ok(v4), "mapped IPv4");
+    let hidden = make(proxy, &[("forwarded", b"for=_hidden")]);
+    let hidden = ip_key(&hidden, &behind(ForwardingHeaders::Forwarded)).expect("a key");
+    assert_eq!(hidden.as_bytes(), b"o_hidden", "obfuscated");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Header;
+
+    /// The simplest request: what a front end's own type must read like.
+    struct Plain {
+        peer: Option<IpAddr>,
+        headers: Vec<(String, Vec<u8>)>,
+    }
+
+    impl RequestHead for Plain {
+        fn peer_ip(&self) -> Option<IpAddr> {
+            self.peer
+        }
+
+        fn header_values(&self, header: Header) -> impl Iterator<Item = &[u8]> {
+            self.headers
+                .iter()
+                .filter(move |(name, _)| name.eq_ignore_ascii_case(header.name()))
+                .map(|(_, value)| value.as_slice())
+        }
+    }
+
+    #[test]
+    fn the_key_logic_on_plain_requests() {
+        run_all(|peer, headers| Plain {
+            peer,
+            headers: headers
+                .iter()
+                .map(|(name, value)| (name.to_string(), value.to_vec()))
+                .collect(),
+        });
+    }
+}
