@@ -11,7 +11,7 @@ import sys
 
 MOST_FN_LINES = 80
 MOST_FILE_LINES = 400
-CRATES = ["src", "limiter-core/src", "limiter-macros/src"]
+CRATES = ["src", "limiter-core/src", "limiter-http/src", "limiter-macros/src"]
 
 
 def strip(text):

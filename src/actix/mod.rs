@@ -19,7 +19,7 @@
 //! | `fnv.rs` | FNV-1a, the fixed hash of names and of the clients a share takes in |
 //! | `rejected.rs` | who is being limited right now: each scope's most rejected clients |
 //! | `body.rs` | the body of a refused request: read only when small and quick, else the connection closes |
-//! | `keys.rs`, `proxy.rs` | who a request is counted as: keys, trusted proxies, forwarding headers |
+//! | `keys.rs` | who a request is counted as under its `key = ...`; by address (trusted proxies, forwarding headers, IPv6 prefixes) through `limiter_http`, the key logic every front end shares |
 //! | `resolve.rs` | [`Resolver`](crate::Resolver): the functions `key = path` and `policy = path` name, plain or `async` |
 //! | `fields.rs` | the RateLimit header fields |
 //! | `problem.rs` | the 429's and the failures' bodies, as problem details |

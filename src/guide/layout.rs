@@ -1,8 +1,9 @@
 //! # Layout of the repository
 //!
-//! Every folder, and what it holds. Three crates: the facade `limiter` (the root package,
-//! `src/`), the engine `limiter-core`, which has no actix-web in its dependency tree, and the
-//! proc macro `limiter-macros`. `benches/` is a workspace of its own, which
+//! Every folder, and what it holds. Four crates: the facade `limiter` (the root package,
+//! `src/`), the engine `limiter-core`, which has no actix-web in its dependency tree, the key
+//! logic every front end shares `limiter-http` (no web framework in it either), and the proc
+//! macro `limiter-macros`. `benches/` is a workspace of its own, which
 //! `cargo test --workspace` and `cargo run --example basic` never build.
 //!
 //! | folder | holds |
@@ -26,6 +27,8 @@
 //! | `limiter-core/src/store/redis/` | the Redis store (feature `redis`): connecting, the check as a function library or a script, batches, calls, new clients' first writes, key names, cluster nodes, deadlines and probes, refunds, slots, overrides, inspection for `limiter-cli`; the Lua sources (`check.lua`, `first_state.lua`, `script_head.lua`, `refund.lua`, `slots.lua`) |
 //! | `limiter-core/tests/` | the engine's tests: `engine` (a binary of modules: reference models, late readings, eviction, penalties, restarts, stores, concurrency, boundaries), and `memory` and `memory_bound`, which count every allocation |
 //! | `limiter-core/tests/common/` | what those tests share: a counting allocator, schedules of late readings |
+//! | `limiter-http/` | the front ends' shared package: who a request's client is, whatever the framework |
+//! | `limiter-http/src/` | trusted proxies and forwarding headers (`proxy.rs`), the client read through the `RequestHead` trait a front end implements (`client.rs`), keys and their namespaces (`client_key.rs`), the forwarding mistakes (`mistakes.rs`), the cases every front end runs on its request type (`conformance.rs`) |
 //! | `limiter-macros/` | the proc-macro package |
 //! | `limiter-macros/src/` | the attribute: parsing (`args.rs`, `ast.rs`, `values.rs`, `key.rs`, `period.rs`, `penalty.rs`, `share.rs`), checks across values (`valid.rs`), the function (`input.rs`), a handler's stack (`stack.rs`), the guarded handler (`expand.rs`), `#[concurrency_limit]` (`in_flight.rs`), every error reported at once (`errors.rs`) |
 //! | `examples/` | runnable servers, each small and commented: `cargo run --example NAME` |
