@@ -6,6 +6,15 @@ use std::net::IpAddr;
 use crate::{client, ip_key, Client, ClientSettings, ForwardingHeaders, KeyError, RequestHead};
 use crate::{ip_key_of, TrustedProxies};
 
+/// One case: its name, the peer, the header fields, the settings, the client expected.
+type Case<'a> = (
+    &'a str,
+    Option<IpAddr>,
+    Vec<(&'a str, &'a [u8])>,
+    ClientSettings,
+    Result<Client, KeyError>,
+);
+
 /// Runs every case through `make`, which builds a request of the front end's type from a
 /// peer address (none: a request without one) and header fields (name, value) in order;
 /// panics, naming the case, at the first answer that is not the one expected.
@@ -19,13 +28,7 @@ pub fn run_all<R: RequestHead>(make: impl Fn(Option<IpAddr>, &[(&str, &[u8])]) -
     let direct = ClientSettings::default();
     let addr = |text: &str| Ok(Client::Address(ip(text)));
     let proxy = Some(ip("10.0.0.1"));
-    let cases: Vec<(
-        &str,
-        Option<IpAddr>,
-        Vec<(&str, &[u8])>,
-        ClientSettings,
-        Result<Client, KeyError>,
-    )> = vec![
+    let cases: Vec<Case<'_>> = vec![
         (
             "no peer",
             None,
