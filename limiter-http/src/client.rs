@@ -7,8 +7,8 @@ use crate::client_key::{ip_key_of, tag, ClientKey};
 use crate::mistakes;
 use crate::proxy::{client_of, unmap, Client, Contradiction, ForwardingHeaders, TrustedProxies};
 
-/// What the key logic reads of a request, implemented by each front end for its request
-/// type (actix-web's `HttpRequest`, `http::request::Parts`).
+/// What the key logic reads of a request, implemented by each front end for (a view of) its
+/// request type: the actix glue for actix-web's `HttpRequest`.
 ///
 /// ```
 /// use std::net::IpAddr;

@@ -162,6 +162,8 @@ pub(crate) mod tag {
 
 /// The key of the client at `ip`: IPv4-mapped IPv6 as IPv4, IPv6 cut to `ipv6_prefix` bits.
 pub fn ip_key_of(ip: IpAddr, ipv6_prefix: u8) -> ClientKey {
+    // The byte written is the prefix used: every front end names one client alike.
+    let ipv6_prefix = ipv6_prefix.min(128);
     let mut bytes = [0; 18];
     match client_ip(ip, ipv6_prefix) {
         IpAddr::V4(v4) => {

@@ -284,7 +284,7 @@ pub fn client_of(
     let from_forwarded = || walk(peer, forwarded, trusted, forwarded_nodes);
     let from_xff = || walk(peer, x_forwarded_for, trusted, xff_nodes);
     let said = match headers {
-        // One-address headers are read by the glue (`keys::client`): none of these.
+        // One-address headers are read by `crate::client`: none of these.
         ForwardingHeaders::CfConnectingIp
         | ForwardingHeaders::TrueClientIp
         | ForwardingHeaders::XRealIp => Said::Nothing,
