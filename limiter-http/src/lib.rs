@@ -9,21 +9,38 @@
 //! instance and an axum instance of a service count a client under the same key — and share
 //! its budget on one Redis.
 //!
+//! What a limited response carries is written here too, onto a front end's header map seen
+//! through [`FieldMap`]: the RateLimit fields ([`RateLimitFields`]) and the problem bodies of
+//! a 429 and of a failure ([`problem_body`], [`failure_body`]) — the same bytes from both.
+//!
 //! Users reach these items through the facade (`limiter::TrustedProxies`, ...); this crate
-//! knows nothing of the engine, of any framework, or of HTTP types.
+//! knows nothing of any framework or of HTTP types: the front ends map its [`Header`]s and
+//! [`Field`]s to their own.
 
 mod client;
 mod client_key;
 /// The key logic's cases, for a front end to run against its request type.
 #[doc(hidden)]
 pub mod conformance;
+mod fields;
+mod headers;
 mod mistakes;
+mod problem;
 mod proxy;
 
 pub use client::{client, ip_key, ClientSettings, Header, KeyError, RequestHead};
 pub use client_key::{client_ip, ip_key_of, ClientKey, Kind, MAX_KEY_VALUE};
+pub use fields::{
+    field_name, member_prefix, number_value, policy_member, push_decimal, set_if_absent, Declared,
+    HeaderOptions, Member, RateLimitFields, Write,
+};
+pub use headers::{Field, FieldMap};
 #[doc(hidden)]
 pub use mistakes::Once;
+pub use problem::{
+    complete_failure, complete_rejection, failure_body, problem_body, problem_fields, problem_head,
+    quota_exceeded_head, PROBLEM_JSON, QUOTA_EXCEEDED,
+};
 pub use proxy::{
     client_of, Client, Contradiction, ForwardingHeaders, InvalidNetwork, ProxyNet, TrustedProxies,
     MAX_HOPS,

@@ -9,7 +9,7 @@ use actix_web::body::BoxBody;
 use actix_web::{FromRequest, HttpRequest, HttpResponse, Responder};
 
 use super::body;
-use super::fields::{HeaderOptions, RateLimitFields, Write};
+use super::fields::{self, HeaderOptions, Headers, RateLimitFields, Write};
 use super::in_flight::{self, Slots};
 use super::limits::HandlerLimits;
 use super::pipeline::{self, settle::Refund};
@@ -126,16 +126,11 @@ impl Fields {
     /// Adds the fields, with those of limits checked inside the handler; returns what a
     /// success takes back of the latter.
     fn apply(mut self, response: &mut HttpResponse, req: &HttpRequest) -> Vec<Refund> {
-        let refunds = self
-            .fields
-            .take_inline_checks(req, || self.limits.members());
-        self.fields.apply(
-            response.headers_mut(),
-            &self.limits.policy,
-            &self.limits.prefixes,
-            self.options,
-            Write::Replace,
-        );
+        let refunds = fields::take_inline_checks(&mut self.fields, req, || self.limits.members());
+        let headers = &mut Headers(response.headers_mut());
+        let declared = self.limits.declared();
+        self.fields
+            .apply(headers, declared, self.options, Write::Replace);
         refunds
     }
 }

@@ -384,6 +384,15 @@ impl HandlerLimits {
         &self.limits
     }
 
+    /// Its limits as declared, as the fields name them.
+    #[inline]
+    pub(crate) fn declared(&self) -> fields::Declared<'_, HeaderValue> {
+        fields::Declared {
+            policy: &self.policy,
+            prefixes: &self.prefixes,
+        }
+    }
+
     /// The list members of its limits as declared, in order.
     pub(crate) fn members(&self) -> Vec<Member> {
         self.limits

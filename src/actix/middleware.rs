@@ -14,7 +14,7 @@ use actix_web::dev::{Service, ServiceRequest, ServiceResponse, Transform};
 use actix_web::{Error, HttpMessage, HttpResponse};
 
 use super::body;
-use super::fields::Write;
+use super::fields::{self, Headers, Write};
 use super::keys::KeySpec;
 use super::limits::{HandlerLimits, LimitSpec};
 use super::pipeline::{self, settle};
@@ -247,11 +247,11 @@ where
                     fields.give_back(place, units);
                 }
             }
-            let inline_refunds = fields.take_inline_checks(response.request(), || limits.members());
+            let inline_refunds =
+                fields::take_inline_checks(&mut fields, response.request(), || limits.members());
             fields.apply(
-                response.headers_mut(),
-                &limits.policy,
-                &limits.prefixes,
+                &mut Headers(response.headers_mut()),
+                limits.declared(),
                 limiter.http().headers,
                 Write::Prepend,
             );

@@ -2,13 +2,14 @@
 //! problems: the 429 ([`Rejection`]) and the failures ([`Failure`]), with what every one
 //! carries whoever built it.
 
-use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::header::HeaderValue;
 use actix_web::http::StatusCode;
 use actix_web::web::Bytes;
 use actix_web::HttpResponse;
 
-use super::fields::{number_value, push_decimal, set_if_absent, HeaderOptions, RATELIMIT_POLICY};
+use super::fields::{HeaderOptions, Headers};
 use crate::Decision;
+use limiter_http::{problem_head, quota_exceeded_head};
 
 /// A request turned away: what the rejection response is made from.
 ///
@@ -111,7 +112,6 @@ impl<'a> Rejection<'a> {
 
     /// The default response's body (see [`problem_response`](Self::problem_response)).
     pub(crate) fn problem_body(&self) -> Bytes {
-        let retry_after = self.retry_after();
         let made;
         let head = match (self.head, self.quota_exceeded) {
             (Some(head), false) => head,
@@ -124,84 +124,20 @@ impl<'a> Rejection<'a> {
                 &made
             }
         };
-        let mut body = Vec::with_capacity(head.len() + 24);
-        body.extend_from_slice(head);
-        match retry_after {
-            Some(secs) => push_decimal(&mut body, secs),
-            None => body.extend_from_slice(b"null"),
-        }
-        body.push(b'}');
-        Bytes::from(body)
+        limiter_http::problem_body(head, self.retry_after())
     }
 
     /// The default response with `body`, [`problem_body`](Self::problem_body)'s.
     pub(crate) fn problem_response_with(&self, body: Bytes) -> HttpResponse {
-        let retry_after = self.retry_after();
         let mut response = HttpResponse::with_body(StatusCode::TOO_MANY_REQUESTS, body);
-        let headers = response.headers_mut();
-        headers.insert(header::CONTENT_TYPE, PROBLEM_JSON.clone());
-        if let Some(secs) = retry_after {
-            headers.insert(header::RETRY_AFTER, number_value(secs));
-        }
-        headers.insert(header::CACHE_CONTROL, NO_STORE.clone());
+        limiter_http::problem_fields(&mut Headers(response.headers_mut()), self.retry_after());
         response.map_into_boxed_body()
     }
 }
 
-/// The default 429's body up to `retry_after`'s value: the problem's fixed members and
-/// `message`, escaped, as its `detail`.
-pub(crate) fn problem_head(message: &str) -> Box<[u8]> {
-    head_of("about:blank", "Too Many Requests", message, None)
-}
-
-/// The problem type of draft-ietf-httpapi-ratelimit-headers (-08 to -11) for a request
-/// over its quota.
-pub(crate) const QUOTA_EXCEEDED: &str =
-    "https://iana.org/assignments/http-problem-types#quota-exceeded";
-
-/// [`problem_head`] with the draft's problem type, its title, and `violated-policies`
-/// naming the limit that refused (the name its RateLimit fields use).
-fn quota_exceeded_head(message: &str, limit: &str) -> Box<[u8]> {
-    let title = "Request cannot be satisfied as assigned quota has been exceeded";
-    head_of(QUOTA_EXCEEDED, title, message, Some(limit))
-}
-
-/// A 429's problem body up to `retry_after`'s value, its strings escaped: `type`, `title`,
-/// `status`, `detail` and, when a limit is named, `violated-policies`.
-fn head_of(kind: &str, title: &str, message: &str, violated: Option<&str>) -> Box<[u8]> {
-    let mut head = Vec::with_capacity(128 + kind.len() + title.len() + message.len());
-    head.extend_from_slice(br#"{"type":"#);
-    string(&mut head, kind);
-    head.extend_from_slice(br#","title":"#);
-    string(&mut head, title);
-    head.extend_from_slice(br#","status":429,"detail":"#);
-    string(&mut head, message);
-    if let Some(limit) = violated {
-        head.extend_from_slice(br#","violated-policies":["#);
-        string(&mut head, limit);
-        head.push(b']');
-    }
-    head.extend_from_slice(br#","retry_after":"#);
-    head.into_boxed_slice()
-}
-
-/// `text` as a JSON string (`""` if it cannot be written).
-fn string(head: &mut Vec<u8>, text: &str) {
-    if serde_json::to_writer(&mut *head, text).is_err() {
-        head.extend_from_slice(b"\"\"");
-    }
-}
-
-static PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+json");
-static NO_STORE: HeaderValue = HeaderValue::from_static("no-store");
-
 /// Adds what every rejection carries, whoever built the response.
 pub(crate) fn complete_rejection(response: &mut HttpResponse, retry_after: Option<u64>) {
-    let headers = response.headers_mut();
-    if let Some(secs) = retry_after {
-        set_if_absent(headers, &header::RETRY_AFTER, number_value(secs));
-    }
-    set_if_absent(headers, &header::CACHE_CONTROL, NO_STORE.clone());
+    limiter_http::complete_rejection(&mut Headers(response.headers_mut()), retry_after);
 }
 
 /// A request a limited handler could not decide. Each has a fixed, documented response that
@@ -272,15 +208,10 @@ impl Failure {
     /// The default response: an RFC 9457 problem with the status, title and detail above.
     pub fn problem_response(&self) -> HttpResponse {
         let status = self.status();
-        let body = serde_json::json!({
-            "type": "about:blank",
-            "title": self.title(),
-            "status": status.as_u16(),
-            "detail": self.detail(),
-        });
+        let body = limiter_http::failure_body(status.as_u16(), self.title(), self.detail());
         HttpResponse::build(status)
-            .content_type(PROBLEM_JSON.clone())
-            .body(body.to_string())
+            .content_type(limiter_http::PROBLEM_JSON)
+            .body(body)
     }
 
     /// Adds what every such response carries, unless the response set it itself.
@@ -290,13 +221,7 @@ impl Failure {
         policy: &HeaderValue,
         options: HeaderOptions,
     ) {
-        let headers = response.headers_mut();
-        set_if_absent(headers, &header::CACHE_CONTROL, NO_STORE.clone());
-        if let Some(secs) = self.retry_after_secs() {
-            set_if_absent(headers, &header::RETRY_AFTER, number_value(secs));
-        }
-        if options.ietf && !policy.is_empty() {
-            set_if_absent(headers, &RATELIMIT_POLICY, policy.clone());
-        }
+        let headers = &mut Headers(response.headers_mut());
+        limiter_http::complete_failure(headers, self.retry_after_secs(), policy, options);
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use actix_web::HttpResponse;
 
-use super::fields::{Member, RateLimitFields, Write};
+use super::fields::{Headers, Member, RateLimitFields, Write};
 use super::last_rejection::Alike;
 use super::limits::HandlerLimits;
 use super::problem::{complete_rejection, Failure, Rejection};
@@ -40,15 +40,8 @@ pub(crate) fn rejection(
     // The default response, kept for the next one alike (see `last_rejection.rs`).
     let body = rejection.problem_body();
     let mut response = rejection.problem_response_with(body.clone());
-    let headers = response.headers_mut();
-    let options = http.headers;
-    fields.apply(
-        headers,
-        &limits.policy,
-        &limits.prefixes,
-        options,
-        Write::Replace,
-    );
+    let headers = &mut Headers(response.headers_mut());
+    fields.apply(headers, limits.declared(), http.headers, Write::Replace);
     alike.note(&response, &body);
     response
 }
@@ -89,9 +82,8 @@ fn reject_with(
     };
     if let Some((limits, fields)) = fields {
         fields.apply(
-            response.headers_mut(),
-            &limits.policy,
-            &limits.prefixes,
+            &mut Headers(response.headers_mut()),
+            limits.declared(),
             limiter.http().headers,
             if custom {
                 Write::KeepExisting

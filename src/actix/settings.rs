@@ -109,13 +109,11 @@ impl HttpSettings {
         self.problem_head = std::sync::OnceLock::new();
     }
 
-    /// The default 429's body up to `retry_after`: [`problem::problem_head`] of the
+    /// The default 429's body up to `retry_after`: [`limiter_http::problem_head`] of the
     /// message, made on first use.
-    ///
-    /// [`problem::problem_head`]: super::problem::problem_head
     pub(crate) fn problem_head(&self) -> &[u8] {
         self.problem_head
-            .get_or_init(|| super::problem::problem_head(&self.rejection_message))
+            .get_or_init(|| limiter_http::problem_head(&self.rejection_message))
     }
 
     /// Whether no limiter-wide rule applies to requests (exemptions, dry run): the lean

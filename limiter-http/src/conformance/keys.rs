@@ -1,5 +1,5 @@
-//! The key logic's cases, run by every front end against its own request type: each front
-//! end must read the peer and the headers so that the same request is the same client.
+//! The key logic's cases: each front end must read the peer and the headers so that the
+//! same request is the same client.
 
 use std::net::IpAddr;
 
@@ -219,7 +219,7 @@ pub fn run_all<R: RequestHead>(make: impl Fn(Option<IpAddr>, &[(&str, &[u8])]) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Header;
+    use crate::{Field, FieldMap, Header};
 
     /// The simplest request: what a front end's own type must read like.
     struct Plain {
@@ -238,6 +238,40 @@ mod tests {
                 .filter(move |(name, _)| name.eq_ignore_ascii_case(header.name()))
                 .map(|(_, value)| value.as_slice())
         }
+    }
+
+    /// The simplest header map.
+    #[derive(Default)]
+    struct PlainMap(Vec<(Field, Vec<u8>)>);
+
+    impl FieldMap for PlainMap {
+        type Value = Vec<u8>;
+
+        fn insert(&mut self, field: Field, value: Vec<u8>) {
+            self.0.retain(|(f, _)| *f != field);
+            self.0.push((field, value));
+        }
+
+        fn get(&self, field: Field) -> Option<&Vec<u8>> {
+            self.0.iter().find(|(f, _)| *f == field).map(|(_, v)| v)
+        }
+
+        fn value(bytes: bytes::Bytes) -> Option<Vec<u8>> {
+            Some(bytes.to_vec())
+        }
+
+        fn value_static(text: &'static str) -> Vec<u8> {
+            text.as_bytes().to_vec()
+        }
+
+        fn bytes_of(value: &Vec<u8>) -> &[u8] {
+            value
+        }
+    }
+
+    #[test]
+    fn the_answers_on_a_plain_map() {
+        crate::conformance::run_answers(PlainMap::default);
     }
 
     #[test]
