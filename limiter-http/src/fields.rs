@@ -251,6 +251,7 @@ impl RateLimitFields {
         members.zip(self.decisions().copied())
     }
 
+    #[inline]
     fn decisions(&self) -> impl Iterator<Item = &Decision> {
         let stacked = self.rare.as_deref().map_or(&[][..], |r| &r.stacked[..]);
         self.first.iter().chain(stacked)
