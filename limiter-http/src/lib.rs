@@ -38,8 +38,9 @@ pub use headers::{Field, FieldMap};
 #[doc(hidden)]
 pub use mistakes::Once;
 pub use problem::{
-    complete_failure, complete_rejection, failure_body, problem_body, problem_fields, problem_head,
-    quota_exceeded_head, PROBLEM_JSON, QUOTA_EXCEEDED,
+    append_members, complete_failure, complete_rejection, concurrency_member,
+    concurrency_policy_member, concurrency_refused, failure_body, problem_body, problem_fields,
+    problem_head, quota_exceeded_head, PROBLEM_JSON, QUOTA_EXCEEDED,
 };
 pub use proxy::{
     client_of, Client, Contradiction, ForwardingHeaders, InvalidNetwork, ProxyNet, TrustedProxies,

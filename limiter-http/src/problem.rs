@@ -122,3 +122,41 @@ pub fn complete_failure<M: FieldMap>(
         set_if_absent(headers, Field::RateLimitPolicy, policy.clone());
     }
 }
+
+/// A concurrency limit's `RateLimit-Policy` member: `"NAME";q=4;qu="concurrent-requests"`.
+pub fn concurrency_policy_member(name: &str, max: u32) -> String {
+    format!("\"{name}\";q={max};qu=\"concurrent-requests\"")
+}
+
+/// A concurrency limit's `RateLimit` member: `"NAME";r=2`, the slots left.
+pub fn concurrency_member(name: &str, remaining: u32) -> String {
+    format!("\"{name}\";r={remaining}")
+}
+
+/// Adds `members` to the list field `field` after what it holds (or sets it): the
+/// concurrency limits' members beside the rate limits'.
+pub fn append_members<M: FieldMap>(headers: &mut M, field: Field, members: &str) {
+    let present = headers.get(field).map(|v| M::bytes_of(v)).unwrap_or(b"");
+    let mut value = Vec::with_capacity(present.len() + 2 + members.len());
+    if !present.is_empty() {
+        value.extend_from_slice(present);
+        value.extend_from_slice(b", ");
+    }
+    value.extend_from_slice(members.as_bytes());
+    if let Some(value) = M::value(Bytes::from(value)) {
+        headers.insert(field, value);
+    }
+}
+
+/// The fields of a request over a concurrency limit: its policy member, and no slot left.
+pub fn concurrency_refused<M: FieldMap>(headers: &mut M, name: &str, max: u32) {
+    let fields = [
+        (Field::RateLimitPolicy, concurrency_policy_member(name, max)),
+        (Field::RateLimit, concurrency_member(name, 0)),
+    ];
+    for (field, value) in fields {
+        if let Some(value) = M::value(Bytes::from(value)) {
+            headers.insert(field, value);
+        }
+    }
+}

@@ -10,15 +10,16 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use actix_web::body::{BodySize, BoxBody, MessageBody};
-use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::web::Bytes;
 use actix_web::{HttpMessage, HttpRequest, HttpResponse};
 
+use super::fields::Headers;
 use super::keys::KeySpec;
 use super::limits::{handler_path, HandlerLimits};
 use super::observe::{count, Outcome};
 use super::problem::Failure;
 use crate::{Concurrency, Decision, Limiter, NoSlot, SlotGuard};
+use limiter_http::Field;
 
 /// One concurrency limit of a handler, as `#[concurrency_limit]` declares it. Not a public
 /// API: the attribute makes it.
@@ -94,11 +95,7 @@ impl InFlightSpec {
 
     /// `"NAME";q=4;qu="concurrent-requests"`: its `RateLimit-Policy` member.
     fn policy_member(&self) -> String {
-        format!(
-            "\"{}\";q={};qu=\"concurrent-requests\"",
-            self.name,
-            self.limit.max()
-        )
+        limiter_http::concurrency_policy_member(&self.name, self.limit.max().get())
     }
 }
 
@@ -169,8 +166,9 @@ impl Slots {
     #[inline(never)]
     fn hold(self, mut response: HttpResponse, headers: bool) -> HttpResponse {
         if let (true, Some((policy, state))) = (headers, &self.fields) {
-            append(response.headers_mut(), "ratelimit-policy", policy);
-            append(response.headers_mut(), "ratelimit", state);
+            let headers = &mut Headers(response.headers_mut());
+            limiter_http::append_members(headers, Field::RateLimitPolicy, policy);
+            limiter_http::append_members(headers, Field::RateLimit, state);
         }
         let guards = self.guards;
         response.map_body(|_, body| {
@@ -194,18 +192,6 @@ impl WrappingSlots {
         if let Some(lent) = req.extensions().get::<WrappingSlots>() {
             lent.0.borrow_mut().clear();
         }
-    }
-}
-
-/// Adds `members` to the list field `name` (or sets it).
-fn append(headers: &mut actix_web::http::header::HeaderMap, name: &'static str, members: &str) {
-    let name = HeaderName::from_static(name);
-    let value = match headers.get(&name).and_then(|v| v.to_str().ok()) {
-        Some(present) if !present.is_empty() => format!("{present}, {members}"),
-        _ => members.to_string(),
-    };
-    if let Ok(value) = HeaderValue::from_str(&value) {
-        headers.insert(name, value);
     }
 }
 
@@ -243,13 +229,8 @@ pub(crate) async fn take_slots(
                 // The guards taken so far go with `guards`: given back now.
                 let decision = Decision::reject(spec.limit.max().get(), Duration::from_secs(1));
                 let mut response = super::respond::rejection(limiter, None, &spec.name, decision);
-                let headers = response.headers_mut();
-                if let Ok(value) = HeaderValue::from_str(&spec.policy_member()) {
-                    headers.insert(HeaderName::from_static("ratelimit-policy"), value);
-                }
-                if let Ok(value) = HeaderValue::from_str(&format!("\"{}\";r=0", spec.name)) {
-                    headers.insert(HeaderName::from_static("ratelimit"), value);
-                }
+                let headers = &mut Headers(response.headers_mut());
+                limiter_http::concurrency_refused(headers, &spec.name, spec.limit.max().get());
                 return Err(response);
             }
             Err(NoSlot::Unavailable) => {
@@ -266,7 +247,10 @@ pub(crate) async fn take_slots(
             state.push_str(", ");
         }
         policy.push_str(&spec.policy_member());
-        state.push_str(&format!("\"{}\";r={}", spec.name, remaining(&guards)));
+        state.push_str(&limiter_http::concurrency_member(
+            &spec.name,
+            remaining(&guards),
+        ));
     }
     Ok(Slots {
         guards,

@@ -21,8 +21,8 @@
 //! | `body.rs` | the body of a refused request: read only when small and quick, else the connection closes |
 //! | `keys.rs` | who a request is counted as under its `key = ...`; by address (trusted proxies, forwarding headers, IPv6 prefixes) through `limiter_http`, the key logic every front end shares |
 //! | `resolve.rs` | [`Resolver`](crate::Resolver): the functions `key = path` and `policy = path` name, plain or `async` |
-//! | `fields.rs` | the RateLimit header fields |
-//! | `problem.rs` | the 429's and the failures' bodies, as problem details |
+//! | `fields.rs` | the RateLimit header fields on actix's header map (their bytes are `limiter_http`'s, the same for every front end), and the decisions of checks inside a handler |
+//! | `problem.rs` | [`Rejection`](crate::Rejection) and [`Failure`](crate::Failure): the 429's and the failures' responses, their bodies and fields written by `limiter_http` |
 //! | `respond.rs` | the one place that builds every response: 429, 503, 500, 400 |
 //! | `last_rejection.rs` | a flood's 429s are alike: the last one a worker built, copied for the next |
 //! | `settings.rs` | the builder's HTTP settings |

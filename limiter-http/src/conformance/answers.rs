@@ -7,8 +7,8 @@ use std::time::Duration;
 use limiter_core::{Decision, Policy};
 
 use crate::{
-    complete_failure, complete_rejection, problem_fields, Declared, Field, FieldMap, HeaderOptions,
-    Member, RateLimitFields, Write,
+    append_members, complete_failure, complete_rejection, concurrency_refused, problem_fields,
+    Declared, Field, FieldMap, HeaderOptions, Member, RateLimitFields, Write,
 };
 
 const IETF: HeaderOptions = HeaderOptions {
@@ -262,5 +262,41 @@ pub fn run_answers<M: FieldMap>(mut fresh: impl FnMut() -> M) {
         "a failure outside any handler's limits",
         &|map| complete_failure(map, None, &M::value_static(""), IETF),
         &[(Field::RetryAfter, None), (Field::RateLimitPolicy, None)],
+    );
+    case(
+        "a concurrency limit after the rate limits",
+        &|map| {
+            one(map, &RateLimitFields::one(allowed), IETF, Write::Replace);
+            let policy = crate::concurrency_policy_member("uploads", 4);
+            append_members(map, Field::RateLimitPolicy, &policy);
+            append_members(
+                map,
+                Field::RateLimit,
+                &crate::concurrency_member("uploads", 3),
+            );
+        },
+        &[
+            (
+                Field::RateLimitPolicy,
+                Some(r#""login";q=5;w=60, "uploads";q=4;qu="concurrent-requests""#),
+            ),
+            (Field::RateLimit, Some(r#""login";r=4;t=60, "uploads";r=3"#)),
+        ],
+    );
+    case(
+        "a concurrency limit alone",
+        &|map| append_members(map, Field::RateLimit, r#""uploads";r=3"#),
+        &[(Field::RateLimit, Some(r#""uploads";r=3"#))],
+    );
+    case(
+        "over a concurrency limit",
+        &|map| concurrency_refused(map, "uploads", 4),
+        &[
+            (
+                Field::RateLimitPolicy,
+                Some(r#""uploads";q=4;qu="concurrent-requests""#),
+            ),
+            (Field::RateLimit, Some(r#""uploads";r=0"#)),
+        ],
     );
 }
