@@ -47,6 +47,10 @@ pub use limiter_http::{
     client_ip, client_of, Client, Contradiction, ForwardingHeaders, InvalidNetwork, ProxyNet,
     TrustedProxies,
 };
+// Shares, the rejected clients, a client to reset: plain values every front end shares,
+// documented where they are defined.
+#[doc(no_inline)]
+pub use limiter_http::{InvalidShare, RejectedClient, Share, Subject};
 // Plumbing of the glue: kept out of the documented surface.
 #[doc(hidden)]
 pub use limiter_core::Verdict;
@@ -58,14 +62,11 @@ mod limiter;
 
 pub use crate::limiter::Limiter;
 pub use crate::limiter::LimiterBuilder;
-pub use actix::enforcement::{InvalidShare, Share};
 pub use actix::in_flight_middleware::{ConcurrencyLimit, ConcurrencyLimitService};
 pub use actix::inline::{check, check_failures, Rejected};
 pub use actix::keys::KeySpec;
 pub use actix::middleware::{RateLimit, RateLimitService};
 pub use actix::problem::{Failure, Rejection};
-pub use actix::rejected::RejectedClient;
-pub use actix::reset::Subject;
 pub use actix::resolve::{Awaited, IntoResolver, Now, Resolver};
 pub use actix::routes_page::routes_service;
 #[doc(inline)]

@@ -22,14 +22,21 @@ mod client_key;
 /// The key logic's cases, for a front end to run against its request type.
 #[doc(hidden)]
 pub mod conformance;
+mod enforcement;
 mod fields;
+mod fnv;
 mod headers;
+mod jitter;
 mod mistakes;
+mod observe;
 mod problem;
 mod proxy;
+mod rejected;
+mod reset;
 
 pub use client::{client, ip_key, ClientSettings, Header, KeyError, RequestHead};
 pub use client_key::{client_ip, ip_key_of, ClientKey, Kind, MAX_KEY_VALUE};
+pub use enforcement::{InvalidShare, Share};
 pub use fields::{
     field_name, member_prefix, number_value, policy_member, push_decimal, set_if_absent, Declared,
     HeaderOptions, Member, RateLimitFields, Write,
@@ -46,3 +53,17 @@ pub use proxy::{
     client_of, Client, Contradiction, ForwardingHeaders, InvalidNetwork, ProxyNet, TrustedProxies,
     MAX_HOPS,
 };
+pub use rejected::RejectedClient;
+pub use reset::Subject;
+
+/// What the front ends run beside the decision, shared so that they run the same: the
+/// shares' configuration, the rejected clients' summary, the decisions' metrics, jitter.
+/// Not a public API.
+#[doc(hidden)]
+pub mod plumbing {
+    pub use crate::enforcement::Enforcement;
+    pub use crate::fnv::Fnv;
+    pub use crate::jitter::jittered;
+    pub use crate::observe::{count, Counters, Outcome};
+    pub use crate::rejected::{RejectedClients, SHOWN};
+}

@@ -16,9 +16,9 @@ use actix_web::{HttpMessage, HttpRequest, HttpResponse};
 use super::fields::Headers;
 use super::keys::KeySpec;
 use super::limits::{handler_path, HandlerLimits};
-use super::observe::{count, Outcome};
 use super::problem::Failure;
 use crate::{Concurrency, Decision, Limiter, NoSlot, SlotGuard};
+use limiter_http::plumbing::{count, Outcome};
 use limiter_http::Field;
 
 /// One concurrency limit of a handler, as `#[concurrency_limit]` declares it. Not a public

@@ -23,7 +23,7 @@ pub struct LimitSpec {
     handler: String,
     pub(crate) options: Options,
     /// Its decision counters (feature `metrics`; nothing without it).
-    pub(crate) counters: super::observe::Counters,
+    pub(crate) counters: limiter_http::plumbing::Counters,
 }
 
 /// What a limit does besides counting one unit per request: the attribute's `exempt`,

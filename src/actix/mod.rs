@@ -8,16 +8,11 @@
 //! | `middleware.rs` | [`RateLimit`](crate::RateLimit): one limit over an `App` or a `Scope` |
 //! | `inline.rs` | [`check`](crate::check): a limit decided inside a handler |
 //! | `routes_page.rs` | [`routes_service`](crate::routes_service): the route table as a page and as JSON |
-//! | `reset.rs` | [`Limiter::reset`](crate::Limiter::reset): forgetting one client's budget |
 //! | `limits.rs` | a handler's limits as declared: each limit's spec and options, the set checked together |
 //! | `pipeline/` | the one decision every request runs: `plan.rs` (keys, policies, exemptions, shares, costs), `decide.rs` (the store's count), `answer.rs` (pass, 429, 503, a turn to wait), `settle.rs` (what a response gives back) |
 //! | `delay.rs` | `delay = "2s"`: a request admitted ahead of its tokens waits its turn |
 //! | `in_flight.rs` | `#[concurrency_limit]`: a slot per request, held until its response is sent |
 //! | `in_flight_middleware.rs` | [`ConcurrencyLimit`](crate::ConcurrencyLimit): the same over an `App` or a `Scope` |
-//! | `enforcement.rs` | [`Share`](crate::Share): a limit enforced on a share of its clients, the rest a dry run |
-//! | `jitter.rs` | a rejection's wait lengthened at random (`jitter = "1s"`) |
-//! | `fnv.rs` | FNV-1a, the fixed hash of names and of the clients a share takes in |
-//! | `rejected.rs` | who is being limited right now: each scope's most rejected clients |
 //! | `body.rs` | the body of a refused request: read only when small and quick, else the connection closes |
 //! | `keys.rs` | who a request is counted as under its `key = ...`; by address (trusted proxies, forwarding headers, IPv6 prefixes) through `limiter_http`, the key logic every front end shares |
 //! | `resolve.rs` | [`Resolver`](crate::Resolver): the functions `key = path` and `policy = path` name, plain or `async` |
@@ -27,28 +22,21 @@
 //! | `last_rejection.rs` | a flood's 429s are alike: the last one a worker built, copied for the next |
 //! | `settings.rs` | the builder's HTTP settings |
 //! | `mistakes.rs` | setups that cannot do what their author meant, reported once |
-//! | `observe.rs` | the decisions as metrics (feature `metrics`) |
 
 pub(crate) mod attribute;
 pub(crate) mod body;
 pub(crate) mod delay;
-pub(crate) mod enforcement;
 pub(crate) mod fields;
-pub(crate) mod fnv;
 pub(crate) mod in_flight;
 pub(crate) mod in_flight_middleware;
 pub(crate) mod inline;
-pub(crate) mod jitter;
 pub(crate) mod keys;
 pub(crate) mod last_rejection;
 pub(crate) mod limits;
 pub(crate) mod middleware;
 pub(crate) mod mistakes;
-pub(crate) mod observe;
 pub(crate) mod pipeline;
 pub(crate) mod problem;
-pub(crate) mod rejected;
-pub(crate) mod reset;
 pub(crate) mod resolve;
 pub(crate) mod respond;
 pub(crate) mod routes_page;

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use actix_web::{HttpRequest, HttpResponse};
 
-use super::enforcement::Enforcement;
 use super::fields::HeaderOptions;
 use super::problem::{Failure, Rejection};
-use super::rejected::RejectedClients;
+use limiter_http::plumbing::Enforcement;
+use limiter_http::plumbing::RejectedClients;
 use limiter_http::{ClientSettings, TrustedProxies};
 
 /// The most requests waiting for their turn at once (`delay`), by default.

@@ -15,10 +15,10 @@ use super::plan::{Plan, Planned};
 use super::settle::Refund;
 use super::{Asker, Decided};
 use crate::actix::fields::{InlineChecks, Member, RateLimitFields};
-use crate::actix::observe::Outcome;
 use crate::actix::problem::Failure;
 use crate::actix::respond;
 use crate::{Decision, Limiter, Verdict};
+use limiter_http::plumbing::Outcome;
 use limiter_http::ClientKey;
 
 /// What the enforced limits' count came to: go on (to the limits on trial, and a pass), or

@@ -5,8 +5,8 @@
 use super::each::Each;
 use super::plan::{Plan, Planned};
 use super::settle::Owned;
-use crate::actix::jitter::jittered;
 use crate::{Charge, Decision, Limiter, Receipt, StoreError, Verdict};
+use limiter_http::plumbing::jittered;
 
 /// What the store counted for a request: a decision per planned limit (`None` for one not
 /// decided: on trial and not yet checked, or its store failed), the receipt of the

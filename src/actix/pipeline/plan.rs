@@ -12,9 +12,9 @@ use super::each::Each;
 use super::settle::{gives_back_preflight, Counts, Owned};
 use crate::actix::fields::Member;
 use crate::actix::limits::{HandlerLimits, LimitSpec};
-use crate::actix::observe::Outcome;
 use crate::actix::respond;
 use crate::{Charge, Limit, Limiter, Share};
+use limiter_http::plumbing::Outcome;
 use limiter_http::ClientKey;
 
 /// A limit as it applies to one request: as declared, or overridden by configuration, or
@@ -104,7 +104,7 @@ impl Planned<'_> {
     pub(super) fn counted(&self, outcome: Outcome) {
         match &self.source {
             Source::Declared(spec) => spec.counters.add(self.limit.scope(), outcome),
-            Source::Checked(_) => crate::actix::observe::count(self.limit.scope(), outcome),
+            Source::Checked(_) => limiter_http::plumbing::count(self.limit.scope(), outcome),
         }
     }
 

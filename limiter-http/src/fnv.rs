@@ -6,7 +6,7 @@
 use std::hash::Hasher;
 
 /// FNV-1a as a `Hasher`.
-pub(crate) struct Fnv(u64);
+pub struct Fnv(u64);
 
 impl Default for Fnv {
     fn default() -> Fnv {

@@ -89,7 +89,8 @@ impl Share {
     /// Whether the share takes in the client whose store key is `key` under `scope`: the
     /// same answer on every call, every instance and every build (a fixed hash of the two),
     /// and independent from one scope to another.
-    pub(crate) fn includes(self, scope: &str, key: &[u8]) -> bool {
+    #[doc(hidden)]
+    pub fn includes(self, scope: &str, key: &[u8]) -> bool {
         match self.per_million {
             0 => false,
             MILLION => true,
@@ -178,7 +179,7 @@ impl std::error::Error for InvalidShare {}
 /// The shares configuration sets per scope, over the declared ones: read per request without
 /// a lock (and not at all until one is set), replaced whole when one changes.
 #[derive(Default)]
-pub(crate) struct Enforcement {
+pub struct Enforcement {
     configured: AtomicBool,
     shares: ArcSwap<HashMap<Box<str>, Share>>,
 }
@@ -186,7 +187,7 @@ pub(crate) struct Enforcement {
 impl Enforcement {
     /// The share configuration sets for `scope`, if any.
     #[inline]
-    pub(crate) fn of(&self, scope: &str) -> Option<Share> {
+    pub fn of(&self, scope: &str) -> Option<Share> {
         match self.configured.load(Ordering::Relaxed) {
             false => None,
             true => self.configured_of(scope),
@@ -201,7 +202,7 @@ impl Enforcement {
     }
 
     /// Sets `scope`'s share, from the next request on.
-    pub(crate) fn set(&self, scope: &str, share: Share) {
+    pub fn set(&self, scope: &str, share: Share) {
         self.shares.rcu(|shares| {
             let mut shares = HashMap::clone(shares);
             shares.insert(scope.into(), share);

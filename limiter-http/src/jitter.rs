@@ -5,13 +5,13 @@
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
-use crate::Decision;
+use limiter_core::Decision;
 
 /// `decision` with up to `jitter_ms` added to its wait, uniformly drawn, when it is a
 /// rejection; an admission as it is. `Retry-After`, `t` and the problem body all carry
 /// the lengthened wait: a client that obeys it finds the limit open.
 #[inline]
-pub(crate) fn jittered(decision: Decision, jitter_ms: u32) -> Decision {
+pub fn jittered(decision: Decision, jitter_ms: u32) -> Decision {
     if jitter_ms == 0 || decision.allowed() {
         return decision;
     }

@@ -12,7 +12,7 @@ use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 
 use super::fnv::Fnv;
-use limiter_http::ClientKey;
+use crate::ClientKey;
 
 /// Counters per summary: any client with more than 1/`SLOTS` of an epoch's rejections is in
 /// it, its count over by at most that much.
@@ -21,20 +21,19 @@ const SLOTS: usize = 64;
 /// the last one to two epochs.
 const EPOCH: Duration = Duration::from_secs(60);
 /// The most scopes tracked per limiter: scopes are declared in code, but a `Limit` made per
-/// request for [`check`](crate::check) could name new ones without end.
+/// request for `limiter::check` could name new ones without end.
 const MOST_SCOPES: usize = 1_024;
 /// How many clients a scope shows.
-pub(crate) const SHOWN: usize = 10;
+pub const SHOWN: usize = 10;
 
-/// A client among the most rejected of a scope, as [`Limiter::rejected_clients`] lists them.
-///
-/// [`Limiter::rejected_clients`]: crate::Limiter::rejected_clients
+/// A client among the most rejected of a scope, as `Limiter::rejected_clients` (in the
+/// facade, `limiter`) lists them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RejectedClient {
     /// The client as the limit keys it: `203.0.113.7`, `2001:db8::/56`, `user:ann`; the
     /// value of a header or a key function is shown as `header:sha1:…` (its digest's first
-    /// 8 bytes) unless [`trace_keys`](crate::LimiterBuilder::trace_keys) is on, since it is
+    /// 8 bytes) unless `LimiterBuilder::trace_keys` is on, since it is
     /// often a secret (an API key).
     pub client: String,
     /// Its rejections over the last one to two minutes: at most this many, and at least
@@ -52,7 +51,7 @@ type Scopes = HashMap<Box<str>, Arc<Mutex<Recent>>, BuildHasherDefault<Fnv>>;
 
 /// The rejected clients of every scope of one limiter.
 #[derive(Default)]
-pub(crate) struct RejectedClients {
+pub struct RejectedClients {
     scopes: ArcSwap<Scopes>,
     adding: Mutex<()>,
 }
@@ -61,7 +60,7 @@ impl RejectedClients {
     /// Counts one rejection of `key` under `scope` at `now` (the limiter's clock).
     /// A summary is a sample of a flood: a rejection that finds the scope's summary busy
     /// on another worker is not counted, rather than make rejections queue for it.
-    pub(crate) fn add(&self, scope: &str, key: &ClientKey, now: Duration) {
+    pub fn add(&self, scope: &str, key: &ClientKey, now: Duration) {
         if let Some(recent) = self.scopes.load().get(scope) {
             if let Some(mut recent) = recent.try_lock() {
                 recent.add(key, now);
@@ -93,7 +92,7 @@ impl RejectedClients {
 
     /// The [`SHOWN`] most rejected clients of `scope` at `now`, most first, with the keys
     /// shown as `describe` says.
-    pub(crate) fn top(
+    pub fn top(
         &self,
         scope: &str,
         now: Duration,
@@ -114,7 +113,7 @@ impl RejectedClients {
     }
 
     /// The scopes with rejections counted, sorted.
-    pub(crate) fn scopes(&self) -> Vec<String> {
+    pub fn scopes(&self) -> Vec<String> {
         let mut scopes: Vec<String> = self.scopes.load().keys().map(|s| s.to_string()).collect();
         scopes.sort_unstable();
         scopes

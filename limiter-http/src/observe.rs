@@ -12,12 +12,18 @@
 
 /// What became of a request, for one limit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Outcome {
+pub enum Outcome {
+    /// Admitted.
     Allowed,
+    /// Refused.
     Rejected,
+    /// Would have been refused, and let through (on trial).
     DryRun,
+    /// Not counted.
     Exempt,
+    /// Answered by the fault policy.
     StoreError,
+    /// Refused by a penalty's block, or starting one.
     Blocked,
 }
 
@@ -25,7 +31,7 @@ impl Outcome {
     /// What a store's answer counts as: `store_error` when the fault policy gave it (the
     /// fallback memory decided, the store being away), else allowed or rejected.
     #[inline]
-    pub(crate) fn of(decision: &limiter_core::Decision) -> Outcome {
+    pub fn of(decision: &limiter_core::Decision) -> Outcome {
         match (decision.by_fallback(), decision.allowed()) {
             (true, _) => Outcome::StoreError,
             (false, true) => Outcome::Allowed,
@@ -60,11 +66,12 @@ mod on {
 
     /// A limit's decision counters, taken from the recorder at first use.
     #[derive(Debug, Default)]
-    pub(crate) struct Counters(OnceLock<[metrics::Counter; 6]>);
+    pub struct Counters(OnceLock<[metrics::Counter; 6]>);
 
     impl Counters {
+        /// Counts one decision of `scope`.
         #[inline]
-        pub(crate) fn add(&self, scope: &str, outcome: Outcome) {
+        pub fn add(&self, scope: &str, outcome: Outcome) {
             let all = self
                 .0
                 .get_or_init(|| OUTCOMES.map(|(name, _)| counter(scope, name)));
@@ -79,7 +86,7 @@ mod on {
     }
 
     /// A decision of a limit that keeps no handles (one checked inside a handler).
-    pub(crate) fn count(scope: &str, outcome: Outcome) {
+    pub fn count(scope: &str, outcome: Outcome) {
         counter(scope, OUTCOMES[outcome as usize].0).increment(1);
     }
 }
@@ -88,19 +95,22 @@ mod on {
 mod off {
     use super::Outcome;
 
+    /// A limit's decision counters: none without the feature.
     #[derive(Clone, Debug, Default)]
-    pub(crate) struct Counters;
+    pub struct Counters;
 
     impl Counters {
+        /// Counts nothing.
         #[inline(always)]
-        pub(crate) fn add(&self, _: &str, _: Outcome) {}
+        pub fn add(&self, _: &str, _: Outcome) {}
     }
 
+    /// Counts nothing.
     #[inline(always)]
-    pub(crate) fn count(_: &str, _: Outcome) {}
+    pub fn count(_: &str, _: Outcome) {}
 }
 
 #[cfg(not(feature = "metrics"))]
-pub(crate) use off::*;
+pub use off::*;
 #[cfg(feature = "metrics")]
-pub(crate) use on::*;
+pub use on::*;
