@@ -58,10 +58,20 @@ pub use limiter_core::Verdict;
 mod actix;
 
 pub mod guide;
-mod limiter;
 
-pub use crate::limiter::Limiter;
-pub use crate::limiter::LimiterBuilder;
+/// Decides requests (see [`limiter_http::Limiter`], its page): the limiter of the actix
+/// front end. Build it once, outside `HttpServer::new`'s closure, and clone it into each
+/// worker's `App` with `.app_data(limiter.clone())`.
+///
+/// ```
+/// use limiter::Limiter;
+/// let limiter = Limiter::builder().trusted_proxies(["10.0.0.0/8"]).build();
+/// assert_eq!(limiter.ipv6_prefix(), 56);
+/// ```
+pub type Limiter = limiter_http::Limiter<Actix>;
+/// Settings for a [`Limiter`] (see [`limiter_http::LimiterBuilder`], its page).
+pub type LimiterBuilder = limiter_http::LimiterBuilder<Actix>;
+pub use actix::front::Actix;
 pub use actix::in_flight_middleware::{ConcurrencyLimit, ConcurrencyLimitService};
 pub use actix::inline::{check, check_failures, Rejected};
 pub use actix::keys::KeySpec;

@@ -27,12 +27,14 @@ mod fields;
 mod fnv;
 mod headers;
 mod jitter;
+mod limiter;
 mod mistakes;
 mod observe;
 mod problem;
 mod proxy;
 mod rejected;
 mod reset;
+mod waiting;
 
 pub use client::{client, ip_key, ClientSettings, Header, KeyError, RequestHead};
 pub use client_key::{client_ip, ip_key_of, ClientKey, Kind, MAX_KEY_VALUE};
@@ -42,6 +44,7 @@ pub use fields::{
     HeaderOptions, Member, RateLimitFields, Write,
 };
 pub use headers::{Field, FieldMap};
+pub use limiter::{Front, Limiter, LimiterBuilder};
 #[doc(hidden)]
 pub use mistakes::Once;
 pub use problem::{
@@ -64,6 +67,9 @@ pub mod plumbing {
     pub use crate::enforcement::Enforcement;
     pub use crate::fnv::Fnv;
     pub use crate::jitter::jittered;
+    pub use crate::limiter::settings::*;
+    pub use crate::limiter::Http;
     pub use crate::observe::{count, Counters, Outcome};
     pub use crate::rejected::{RejectedClients, SHOWN};
+    pub use crate::waiting::Waiting;
 }

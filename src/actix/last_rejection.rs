@@ -22,8 +22,8 @@ use actix_web::HttpResponse;
 
 use super::fields::RateLimitFields;
 use super::limits::HandlerLimits;
-use crate::limiter::Http;
 use crate::{Decision, Limiter};
+use limiter_http::plumbing::Http;
 
 /// The numbers a default 429 of one limit is written from: `Retry-After`, then its
 /// fields' remaining, reset and quota.
@@ -33,7 +33,7 @@ type Numbers = [u64; 4];
 /// (kept once it comes again).
 enum Last {
     Seen {
-        settings: *const Http,
+        settings: *const Http<super::front::Actix>,
         limits: *const HandlerLimits,
         numbers: Numbers,
     },
@@ -41,7 +41,7 @@ enum Last {
 }
 
 struct Kept {
-    settings: Arc<Http>,
+    settings: Arc<Http<super::front::Actix>>,
     policy: HeaderValue,
     prefix: Box<str>,
     name: Box<str>,
@@ -105,7 +105,7 @@ impl<'a> Alike<'a> {
 
     fn is(&self, kept: &Kept) -> bool {
         self.numbers == kept.numbers
-            && Arc::ptr_eq(&self.limiter.http, &kept.settings)
+            && Arc::ptr_eq(self.limiter.shared(), &kept.settings)
             && self.limits.policy == kept.policy
             && *self.limits.prefixes[0] == *kept.prefix
             && self.name == &*kept.name
@@ -114,7 +114,7 @@ impl<'a> Alike<'a> {
     /// Notes the 429 `response` made from this, `body` being what it carries: kept when
     /// the last one seen was alike too.
     pub(super) fn note(self, response: &HttpResponse<BoxBody>, body: &Bytes) {
-        let settings = Arc::as_ptr(&self.limiter.http);
+        let settings = Arc::as_ptr(self.limiter.shared());
         let limits = std::ptr::from_ref(self.limits);
         LAST.with(|last| {
             let mut last = last.borrow_mut();
@@ -122,7 +122,7 @@ impl<'a> Alike<'a> {
                 if *s == settings && *l == limits && *n == self.numbers);
             *last = Some(match again {
                 true => Last::Kept(Box::new(Kept {
-                    settings: Arc::clone(&self.limiter.http),
+                    settings: Arc::clone(self.limiter.shared()),
                     policy: self.limits.policy.clone(),
                     prefix: self.limits.prefixes[0].clone(),
                     name: self.name.into(),

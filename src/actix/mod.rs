@@ -20,13 +20,15 @@
 //! | `problem.rs` | [`Rejection`](crate::Rejection) and [`Failure`](crate::Failure): the 429's and the failures' responses, their bodies and fields written by `limiter_http` |
 //! | `respond.rs` | the one place that builds every response: 429, 503, 500, 400 |
 //! | `last_rejection.rs` | a flood's 429s are alike: the last one a worker built, copied for the next |
-//! | `settings.rs` | the builder's HTTP settings |
+//! | `front.rs` | [`Actix`](crate::Actix): the actix front end as the shared code sees it (request, response, where a request finds its limiter) |
+//! | `settings.rs` | the builder's HTTP settings, `limiter_http`'s for actix |
 //! | `mistakes.rs` | setups that cannot do what their author meant, reported once |
 
 pub(crate) mod attribute;
 pub(crate) mod body;
 pub(crate) mod delay;
 pub(crate) mod fields;
+pub(crate) mod front;
 pub(crate) mod in_flight;
 pub(crate) mod in_flight_middleware;
 pub(crate) mod inline;

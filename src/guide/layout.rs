@@ -1,16 +1,15 @@
 //! # Layout of the repository
 //!
 //! Every folder, and what it holds. Four crates: the facade `limiter` (the root package,
-//! `src/`), the engine `limiter-core`, which has no actix-web in its dependency tree, the key
-//! logic every front end shares `limiter-http` (no web framework in it either), and the proc
-//! macro `limiter-macros`. `benches/` is a workspace of its own, which
+//! `src/`), the engine `limiter-core`, which has no actix-web in its dependency tree, what every
+//! front end shares, `limiter-http` (the key logic, the `Limiter` and its settings, the
+//! answers' bytes; no web framework in it either), and the proc macro `limiter-macros`. `benches/` is a workspace of its own, which
 //! `cargo test --workspace` and `cargo run --example basic` never build.
 //!
 //! | folder | holds |
 //! | --- | --- |
 //! | `/` | `Cargo.toml` (the workspace, its shared lints and dependency versions, and the facade package), `README.md`, `CHANGELOG.md`, the licenses |
 //! | `src/` | the facade users depend on: `lib.rs` re-exports the engine's items one by one, beside the attribute and the actix glue |
-//! | `src/limiter/` | the one `Limiter` a service uses: its HTTP methods (`mod.rs`), the engine's methods it delegates (`engine.rs`), its builder (`builder.rs`), the mistakes made with a limiter (`mistakes.rs`) |
 //! | `src/actix/` | the actix glue, one file per concern (its module page lists them): the attribute's runtime, the `RateLimit` and `ConcurrencyLimit` middlewares, `check`, keys and trusted proxies, the RateLimit fields, the 429 and failure responses, delays, concurrency slots, shares, resolvers, the routes page, metrics, mistakes |
 //! | `src/actix/pipeline/` | the one decision every request runs, a file per stage: `plan.rs`, `decide.rs`, `answer.rs`, `settle.rs` |
 //! | `src/guide/` | this guide: one rustdoc page per module |
@@ -28,7 +27,7 @@
 //! | `limiter-core/tests/` | the engine's tests: `engine` (a binary of modules: reference models, late readings, eviction, penalties, restarts, stores, concurrency, boundaries), and `memory` and `memory_bound`, which count every allocation |
 //! | `limiter-core/tests/common/` | what those tests share: a counting allocator, schedules of late readings |
 //! | `limiter-http/` | the front ends' shared package: who a request's client is and what its responses carry, whatever the framework |
-//! | `limiter-http/src/` | trusted proxies and forwarding headers (`proxy.rs`), the client read through the `RequestHead` trait a front end implements (`client.rs`), keys and their namespaces (`client_key.rs`), the forwarding mistakes (`mistakes.rs`), the response fields by name and the `FieldMap` trait a front end implements on its header map (`headers.rs`), the RateLimit fields' bytes (`fields.rs`), the 429's and the failures' bodies and fields (`problem.rs`), the cases every front end runs on its request type and its header map (`conformance/`); what runs beside the decision, the same for every front end: a limit enforced on a share of its clients (`enforcement.rs`, with `fnv.rs`, the fixed hash of the clients a share takes in), each scope's most rejected clients (`rejected.rs`), a client to reset (`reset.rs`), a rejection's jitter (`jitter.rs`), the decisions as metrics (`observe.rs`, feature `metrics`) |
+//! | `limiter-http/src/` | trusted proxies and forwarding headers (`proxy.rs`), the client read through the `RequestHead` trait a front end implements (`client.rs`), keys and their namespaces (`client_key.rs`), the forwarding mistakes (`mistakes.rs`), the response fields by name and the `FieldMap` trait a front end implements on its header map (`headers.rs`), the RateLimit fields' bytes (`fields.rs`), the 429's and the failures' bodies and fields (`problem.rs`), the cases every front end runs on its request type and its header map (`conformance/`); the one `Limiter` a service uses, generic over its front end (`limiter/front.rs`, the `Front` trait): its HTTP methods (`limiter/mod.rs`), the engine's methods it delegates (`limiter/engine.rs`), its builder (`limiter/builder.rs`, with the settings in `limiter/settings.rs`), the mistakes made with a limiter (`limiter/mistakes.rs`), the requests waiting their turn (`waiting.rs`); what runs beside the decision, the same for every front end: a limit enforced on a share of its clients (`enforcement.rs`, with `fnv.rs`, the fixed hash of the clients a share takes in), each scope's most rejected clients (`rejected.rs`), a client to reset (`reset.rs`), a rejection's jitter (`jitter.rs`), the decisions as metrics (`observe.rs`, feature `metrics`) |
 //! | `limiter-macros/` | the proc-macro package |
 //! | `limiter-macros/src/` | the attribute: parsing (`args.rs`, `ast.rs`, `values.rs`, `key.rs`, `period.rs`, `penalty.rs`, `share.rs`), checks across values (`valid.rs`), the function (`input.rs`), a handler's stack (`stack.rs`), the guarded handler (`expand.rs`), `#[concurrency_limit]` (`in_flight.rs`), every error reported at once (`errors.rs`) |
 //! | `examples/` | runnable servers, each small and commented: `cargo run --example NAME` |

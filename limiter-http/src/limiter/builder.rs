@@ -7,31 +7,26 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix_web::{HttpRequest, HttpResponse};
-
-use crate::actix::settings::{self, HttpSettings};
+use super::settings::{self, HttpSettings};
 use crate::limiter::{Http, BUILT};
-use crate::{
-    Clock, Failure, ForwardingHeaders, InvalidNetwork, Limiter, OnStoreError, Policy, Rejection,
-    ScopeConflict, Share, Store, TrustedProxies,
-};
-use limiter_http::ProxyNet;
+use crate::{ForwardingHeaders, Front, InvalidNetwork, Limiter, ProxyNet, Share, TrustedProxies};
+use limiter_core::{Clock, OnStoreError, Policy, ScopeConflict, Store};
 
 /// Settings for a [`Limiter`]: the engine's (store, clock, fault policy, configured
 /// policies) and the HTTP ones (proxies, users, responses, exemptions, header fields).
-pub struct LimiterBuilder {
+pub struct LimiterBuilder<F: Front> {
     engine: limiter_core::LimiterBuilder,
-    http: HttpSettings,
+    http: HttpSettings<F>,
 }
 
-impl std::fmt::Debug for LimiterBuilder {
+impl<F: Front> std::fmt::Debug for LimiterBuilder<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.engine.fmt(f)
     }
 }
 
-impl Default for LimiterBuilder {
-    fn default() -> LimiterBuilder {
+impl<F: Front> Default for LimiterBuilder<F> {
+    fn default() -> LimiterBuilder<F> {
         LimiterBuilder {
             engine: limiter_core::Limiter::builder(),
             http: HttpSettings::default(),
@@ -39,7 +34,7 @@ impl Default for LimiterBuilder {
     }
 }
 
-impl LimiterBuilder {
+impl<F: Front> LimiterBuilder<F> {
     /// How long a networked store may take to answer, by default: 50 ms.
     pub const DEFAULT_STORE_TIMEOUT: Duration = limiter_core::LimiterBuilder::DEFAULT_STORE_TIMEOUT;
 
@@ -47,7 +42,7 @@ impl LimiterBuilder {
     pub const DEFAULT_REJECTION_CACHE: usize =
         limiter_core::LimiterBuilder::DEFAULT_REJECTION_CACHE;
 
-    pub(crate) fn http(&mut self) -> &mut HttpSettings {
+    pub(crate) fn http(&mut self) -> &mut HttpSettings<F> {
         &mut self.http
     }
 
@@ -59,36 +54,36 @@ impl LimiterBuilder {
         self
     }
 
-    /// Where counts live (default: a fresh [`MemoryStore`](crate::MemoryStore) owned by
+    /// Where counts live (default: a fresh [`MemoryStore`](limiter_core::MemoryStore) owned by
     /// this limiter and its clones). Pass `MemoryStore::global().clone()` to share the
     /// process-wide one. See [`limiter_core::LimiterBuilder::store`].
-    pub fn store(self, store: impl Store) -> LimiterBuilder {
+    pub fn store(self, store: impl Store) -> LimiterBuilder<F> {
         self.engine(|b| b.store(store))
     }
 
-    /// Where time comes from (default: [`SystemClock`](crate::SystemClock)). Tests pass a
-    /// [`ManualClock`](crate::ManualClock).
-    pub fn clock(self, clock: impl Clock) -> LimiterBuilder {
+    /// Where time comes from (default: [`SystemClock`](limiter_core::SystemClock)). Tests pass a
+    /// [`ManualClock`](limiter_core::ManualClock).
+    pub fn clock(self, clock: impl Clock) -> LimiterBuilder<F> {
         self.engine(|b| b.clock(clock))
     }
 
     /// What limited handlers do when a networked store fails (default:
     /// [`OnStoreError::FallBackToMemory`]). See
     /// [`limiter_core::LimiterBuilder::on_store_error`].
-    pub fn on_store_error(self, policy: OnStoreError) -> LimiterBuilder {
+    pub fn on_store_error(self, policy: OnStoreError) -> LimiterBuilder<F> {
         self.engine(|b| b.on_store_error(policy))
     }
 
     /// The longest a networked store may take to answer (default 50 ms), judging the
     /// store, not the load. See [`limiter_core::LimiterBuilder::store_timeout`].
-    pub fn store_timeout(self, timeout: Duration) -> LimiterBuilder {
+    pub fn store_timeout(self, timeout: Duration) -> LimiterBuilder<F> {
         self.engine(|b| b.store_timeout(timeout))
     }
 
     /// How many rejections of a networked store this instance remembers and answers itself
     /// until they end (default 65,536; 0 turns it off). See
     /// [`limiter_core::LimiterBuilder::rejection_cache`].
-    pub fn rejection_cache(self, capacity: usize) -> LimiterBuilder {
+    pub fn rejection_cache(self, capacity: usize) -> LimiterBuilder<F> {
         self.engine(|b| b.rejection_cache(capacity))
     }
 
@@ -102,7 +97,7 @@ impl LimiterBuilder {
     ///     .fallback_share(3) // three instances behind the balancer
     ///     .build();
     /// ```
-    pub fn fallback_share(self, instances: u32) -> LimiterBuilder {
+    pub fn fallback_share(self, instances: u32) -> LimiterBuilder<F> {
         self.engine(|b| b.fallback_share(instances))
     }
 
@@ -121,7 +116,7 @@ impl LimiterBuilder {
     /// assert_eq!(limiter.policy("login").unwrap().max().get(), 10);
     /// # Ok::<(), limiter::PolicyError>(())
     /// ```
-    pub fn policy(self, scope: &str, policy: Policy) -> LimiterBuilder {
+    pub fn policy(self, scope: &str, policy: Policy) -> LimiterBuilder<F> {
         self.engine(|b| b.policy(scope, policy))
     }
 
@@ -131,7 +126,7 @@ impl LimiterBuilder {
     /// # Panics
     ///
     /// Beyond ±14 hours (840 minutes).
-    pub fn utc_offset(self, minutes: i32) -> LimiterBuilder {
+    pub fn utc_offset(self, minutes: i32) -> LimiterBuilder<F> {
         self.engine(|b| b.utc_offset(minutes))
     }
 
@@ -145,7 +140,7 @@ impl LimiterBuilder {
     /// returns the conflict instead. Two `#[concurrency_limit]`s that give one scope
     /// different limits are an `error` event naming both (each keeps a pool of its own).
     #[track_caller]
-    pub fn build(self) -> Limiter {
+    pub fn build(self) -> Limiter<F> {
         match self.try_build() {
             Ok(limiter) => limiter,
             Err(conflict) => panic!("{conflict}"),
@@ -156,7 +151,7 @@ impl LimiterBuilder {
     /// [`build`](Self::build)).
     // Called once at start-up: the size of its error costs nothing.
     #[allow(clippy::result_large_err)]
-    pub fn try_build(self) -> Result<Limiter, ScopeConflict> {
+    pub fn try_build(self) -> Result<Limiter<F>, ScopeConflict> {
         let engine = self.engine.try_build()?;
         BUILT.store(true, Ordering::Relaxed);
         Ok(Limiter {
@@ -191,7 +186,7 @@ impl LimiterBuilder {
     /// request. Larger bodies, bodies of unknown length (chunked) and bodies that arrive
     /// slowly are left unread, and the connection closes right after the 429: a rejected
     /// request never holds a connection. `0` reads none.
-    pub fn keep_alive_body_limit(mut self, bytes: usize) -> LimiterBuilder {
+    pub fn keep_alive_body_limit(mut self, bytes: usize) -> LimiterBuilder<F> {
         self.http().keep_alive_body_limit = bytes;
         self
     }
@@ -200,7 +195,7 @@ impl LimiterBuilder {
     /// reading it, answers, and closes the connection (default
     /// [`DEFAULT_KEEP_ALIVE_BODY_TIME`](Self::DEFAULT_KEEP_ALIVE_BODY_TIME)). A body sent a
     /// few bytes a second never holds the 429 longer than this.
-    pub fn keep_alive_body_time(mut self, time: std::time::Duration) -> LimiterBuilder {
+    pub fn keep_alive_body_time(mut self, time: std::time::Duration) -> LimiterBuilder<F> {
         self.http().keep_alive_body_time = time;
         self
     }
@@ -208,7 +203,7 @@ impl LimiterBuilder {
     /// IPv6 clients are counted per network of this prefix length (default 56, capped at
     /// 128): a home connection usually owns a /56 or more, so a per-address key would be
     /// rotated at will.
-    pub fn ipv6_prefix(mut self, bits: u8) -> LimiterBuilder {
+    pub fn ipv6_prefix(mut self, bits: u8) -> LimiterBuilder<F> {
         self.http().clients.ipv6_prefix = bits.min(128);
         self
     }
@@ -224,7 +219,7 @@ impl LimiterBuilder {
     /// is a programmer error, found at start-up (as `HeaderValue::from_static` does). Lists
     /// read from configuration go through [`try_trusted_proxies`](Self::try_trusted_proxies).
     #[track_caller]
-    pub fn trusted_proxies<I>(self, proxies: I) -> LimiterBuilder
+    pub fn trusted_proxies<I>(self, proxies: I) -> LimiterBuilder<F>
     where
         I: IntoIterator,
         I::Item: ProxyNet,
@@ -243,7 +238,7 @@ impl LimiterBuilder {
     /// let error = Limiter::builder().try_trusted_proxies(["10.0.0.0/8", "10.0.0.300"]).unwrap_err();
     /// assert!(error.to_string().contains("`10.0.0.300`"));
     /// ```
-    pub fn try_trusted_proxies<I>(mut self, proxies: I) -> Result<LimiterBuilder, InvalidNetwork>
+    pub fn try_trusted_proxies<I>(mut self, proxies: I) -> Result<LimiterBuilder<F>, InvalidNetwork>
     where
         I: IntoIterator,
         I::Item: ProxyNet,
@@ -256,7 +251,7 @@ impl LimiterBuilder {
     /// [`ForwardingHeaders::XForwardedFor`], what nginx, HAProxy and the cloud balancers
     /// write). The other is ignored: a client's own header passed through never makes a
     /// request an error, and one that names another client is reported once as a `warn`.
-    pub fn forwarding_headers(mut self, headers: ForwardingHeaders) -> LimiterBuilder {
+    pub fn forwarding_headers(mut self, headers: ForwardingHeaders) -> LimiterBuilder<F> {
         self.http().clients.forwarding_headers = headers;
         self
     }
@@ -266,14 +261,14 @@ impl LimiterBuilder {
     /// user id never shares an address's budget).
     pub fn user_key(
         mut self,
-        resolve: impl Fn(&HttpRequest) -> Option<String> + Send + Sync + 'static,
-    ) -> LimiterBuilder {
+        resolve: impl Fn(&F::Request) -> Option<String> + Send + Sync + 'static,
+    ) -> LimiterBuilder<F> {
         self.http().user_key = Some(Arc::new(resolve));
         self
     }
 
     /// The `detail` of the default 429 problem body.
-    pub fn rejection_message(mut self, message: impl Into<Cow<'static, str>>) -> LimiterBuilder {
+    pub fn rejection_message(mut self, message: impl Into<Cow<'static, str>>) -> LimiterBuilder<F> {
         self.http().set_rejection_message(message.into());
         self
     }
@@ -283,13 +278,13 @@ impl LimiterBuilder {
     /// the response sets them itself.
     pub fn rejection_response(
         mut self,
-        build: impl Fn(&Rejection<'_>) -> HttpResponse + Send + Sync + 'static,
-    ) -> LimiterBuilder {
+        build: impl Fn(&F::Rejection<'_>) -> F::Response + Send + Sync + 'static,
+    ) -> LimiterBuilder<F> {
         self.http().rejection_response = Some(Arc::new(build));
         self
     }
 
-    /// Builds the response for a request the limiter could not decide (a [`Failure`]: the
+    /// Builds the response for a request the limiter could not decide (a failure: the
     /// store is unavailable and the limiter fails closed, no client address, contradictory
     /// forwarding headers) instead of the default problem body. `Cache-Control: no-store`,
     /// `Retry-After` (for a 503) and `RateLimit-Policy` are added unless the response sets
@@ -306,8 +301,8 @@ impl LimiterBuilder {
     /// ```
     pub fn failure_response(
         mut self,
-        build: impl Fn(&Failure) -> HttpResponse + Send + Sync + 'static,
-    ) -> LimiterBuilder {
+        build: impl Fn(&F::Failure) -> F::Response + Send + Sync + 'static,
+    ) -> LimiterBuilder<F> {
         self.http().failure_response = Some(Arc::new(build));
         self
     }
@@ -321,7 +316,7 @@ impl LimiterBuilder {
     /// On an entry that is not an address or a CIDR, naming it;
     /// [`try_exempt`](Self::try_exempt) returns the error instead.
     #[track_caller]
-    pub fn exempt<I>(self, clients: I) -> LimiterBuilder
+    pub fn exempt<I>(self, clients: I) -> LimiterBuilder<F>
     where
         I: IntoIterator,
         I::Item: ProxyNet,
@@ -338,7 +333,7 @@ impl LimiterBuilder {
     /// use limiter::Limiter;
     /// assert!(Limiter::builder().try_exempt(["10.0.0.0/8", "10.0.0/8"]).is_err());
     /// ```
-    pub fn try_exempt<I>(mut self, clients: I) -> Result<LimiterBuilder, InvalidNetwork>
+    pub fn try_exempt<I>(mut self, clients: I) -> Result<LimiterBuilder<F>, InvalidNetwork>
     where
         I: IntoIterator,
         I::Item: ProxyNet,
@@ -358,8 +353,8 @@ impl LimiterBuilder {
     /// ```
     pub fn exempt_when(
         mut self,
-        exempt: impl Fn(&HttpRequest) -> bool + Send + Sync + 'static,
-    ) -> LimiterBuilder {
+        exempt: impl Fn(&F::Request) -> bool + Send + Sync + 'static,
+    ) -> LimiterBuilder<F> {
         self.http().exempt_when = Some(Arc::new(exempt));
         self
     }
@@ -368,15 +363,15 @@ impl LimiterBuilder {
     /// `warn` event naming the limit, its key kind and the Retry-After it would have had,
     /// and its response carries the RateLimit fields as if enforced. For rolling a new
     /// limit out safely (default: off; `dry_run = true` does it for one limit).
-    pub fn dry_run(mut self, on: bool) -> LimiterBuilder {
+    pub fn dry_run(mut self, on: bool) -> LimiterBuilder<F> {
         self.http().dry_run = on;
         self
     }
 
     /// Enforces the limits of `scope` on `share` of their clients, over what the attribute
-    /// declares; see [`Limiter::set_enforcement`](crate::Limiter::set_enforcement), which
+    /// declares; see [`Limiter::set_enforcement`], which
     /// changes it while serving.
-    pub fn enforcement(mut self, scope: &str, share: Share) -> LimiterBuilder {
+    pub fn enforcement(mut self, scope: &str, share: Share) -> LimiterBuilder<F> {
         self.http().enforcement.set(scope, share);
         self
     }
@@ -384,7 +379,7 @@ impl LimiterBuilder {
     /// Whether the `debug` event of each rejection carries the client's key (an address, a
     /// user id, an API key: personal data, or a secret, in many services). Default: no —
     /// the event names the scope, the kind of key and the Retry-After.
-    pub fn trace_keys(mut self, on: bool) -> LimiterBuilder {
+    pub fn trace_keys(mut self, on: bool) -> LimiterBuilder<F> {
         self.http().trace_keys = on;
         self
     }
@@ -398,7 +393,7 @@ impl LimiterBuilder {
     /// ```
     /// let limiter = limiter::Limiter::builder().quota_exceeded_problems(true).build();
     /// ```
-    pub fn quota_exceeded_problems(mut self, on: bool) -> LimiterBuilder {
+    pub fn quota_exceeded_problems(mut self, on: bool) -> LimiterBuilder<F> {
         self.http().quota_exceeded = on;
         self
     }
@@ -413,7 +408,7 @@ impl LimiterBuilder {
     /// use limiter::Limiter;
     /// let limiter = Limiter::builder().most_waiting(10_000).build();
     /// ```
-    pub fn most_waiting(mut self, most: usize) -> LimiterBuilder {
+    pub fn most_waiting(mut self, most: usize) -> LimiterBuilder<F> {
         self.http().most_waiting = most;
         self
     }
@@ -432,39 +427,39 @@ impl LimiterBuilder {
     ///     .resolver_timeout(Duration::from_millis(20))
     ///     .build();
     /// ```
-    pub fn resolver_timeout(mut self, timeout: std::time::Duration) -> LimiterBuilder {
+    pub fn resolver_timeout(mut self, timeout: std::time::Duration) -> LimiterBuilder<F> {
         self.http().resolver_timeout = timeout;
         self
     }
 
     /// Whether CORS preflights (`OPTIONS` with `Access-Control-Request-Method`) that a CORS
     /// layer answers stay counted (default: no — a browser sends one before the request it
-    /// asks about, which is). A [`RateLimit`](crate::RateLimit) middleware counts a preflight
+    /// asks about, which is). A `RateLimit` middleware counts a preflight
     /// as any request and gives it back when the answer is the CORS layer's own (it carries
     /// `Access-Control-Allow-Methods`); a preflight that reaches a limited handler runs it,
     /// and is counted whatever this says.
-    pub fn count_preflights(mut self, on: bool) -> LimiterBuilder {
+    pub fn count_preflights(mut self, on: bool) -> LimiterBuilder<F> {
         self.http().count_preflights = on;
         self
     }
 
     /// Whether each scope's most rejected clients are kept, for
-    /// [`Limiter::rejected_clients`](crate::Limiter::rejected_clients) and the routes page
+    /// [`Limiter::rejected_clients`] and the routes page
     /// (default: yes; a few hundred nanoseconds per rejection, and at most 13 KiB per scope).
-    pub fn track_rejected_clients(mut self, on: bool) -> LimiterBuilder {
+    pub fn track_rejected_clients(mut self, on: bool) -> LimiterBuilder<F> {
         self.http().track_rejected = on;
         self
     }
 
     /// Whether responses carry `RateLimit-Policy` and `RateLimit` (default: yes).
-    pub fn ietf_headers(mut self, on: bool) -> LimiterBuilder {
+    pub fn ietf_headers(mut self, on: bool) -> LimiterBuilder<F> {
         self.http().headers.ietf = on;
         self
     }
 
     /// Whether responses carry `X-RateLimit-Limit`, `X-RateLimit-Remaining` and
     /// `X-RateLimit-Reset` (default: no), for the most restrictive limit of the handler.
-    pub fn legacy_headers(mut self, on: bool) -> LimiterBuilder {
+    pub fn legacy_headers(mut self, on: bool) -> LimiterBuilder<F> {
         self.http().headers.legacy = on;
         self
     }

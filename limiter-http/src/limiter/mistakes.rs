@@ -1,13 +1,14 @@
 //! The mistakes made with a [`Limiter`] itself, reported once each as a `warn` event (as
-//! the others, in `actix::mistakes`): a limiter built and handed to no `App`, and limiters
-//! built on each actix worker, each with a store of its own.
+//! the forwarding ones, in `crate::mistakes`): a limiter built and handed to no `App`, and
+//! limiters built on each worker of the framework, each with a store of its own.
 
 use std::cell::Cell;
 
 use parking_lot::Mutex;
 
 use super::Limiter;
-use crate::actix::mistakes::Once;
+use crate::mistakes::Once;
+use crate::Front;
 
 static NOT_IN_APP_DATA: Once = Once::new();
 
@@ -15,22 +16,22 @@ static NOT_IN_APP_DATA: Once = Once::new();
 /// the design for a program that never builds one; for one that did, it is a forgotten
 /// `.app_data(limiter.clone())`, and every setting of that limiter is silently ignored.
 #[inline]
-pub(crate) fn counted_by_the_global_limiter() {
-    if NOT_IN_APP_DATA.reported() || !Limiter::any_built() {
+pub(crate) fn counted_by_the_global_limiter<F: Front>() {
+    if NOT_IN_APP_DATA.reported() || !Limiter::<F>::any_built() {
         return;
     }
     if NOT_IN_APP_DATA.first() {
         tracing::warn!(
             "rate limit: a `Limiter` was built, but a request found none in its app's data and \
              was counted by the process-global limiter instead (its own store, no trusted \
-             proxies, no user resolver): add `.app_data(limiter.clone())` to the `App` \
-             (or `.app_data(web::Data::new(limiter))`)"
+             proxies, no user resolver): {}",
+            F::HAND_IT_OVER
         );
     }
 }
 
 static PER_WORKER: Once = Once::new();
-/// The in-memory stores of limiters built on actix worker threads, by identity.
+/// The in-memory stores of limiters built on the framework's worker threads, by identity.
 static WORKER_STORES: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 
 thread_local! {
@@ -38,11 +39,11 @@ thread_local! {
     static LAST_SERVING: Cell<usize> = const { Cell::new(0) };
 }
 
-/// A limiter serves a request. Two limiters built on actix worker threads, each with an
+/// A limiter serves a request. Two limiters built on the framework's worker threads, each with an
 /// in-memory store of its own, are limiters made inside `HttpServer::new`'s closure: each
 /// worker counts alone, and the limit is multiplied by the number of workers.
 #[inline]
-pub(crate) fn serving(limiter: &Limiter) {
+pub(crate) fn serving<F: Front>(limiter: &Limiter<F>) {
     if PER_WORKER.reported() {
         return;
     }
@@ -53,12 +54,8 @@ pub(crate) fn serving(limiter: &Limiter) {
 }
 
 #[cold]
-fn serving_anew(limiter: &Limiter) {
-    // actix-server names its workers' threads, or runs them on actix-rt arbiters.
-    let on_worker = limiter.built_on().is_some_and(|name| {
-        name.starts_with("actix-server worker")
-            || (name.starts_with("actix-rt|") && name.contains("arbiter"))
-    });
+fn serving_anew<F: Front>(limiter: &Limiter<F>) {
+    let on_worker = limiter.built_on().is_some_and(F::is_worker_thread);
     let Some(store) = limiter.memory_store().filter(|_| on_worker) else {
         return;
     };
@@ -67,13 +64,6 @@ fn serving_anew(limiter: &Limiter) {
         stores.push(store.identity());
     }
     if stores.len() > 1 && PER_WORKER.first() {
-        tracing::warn!(
-            "rate limit: actix workers are each building a `Limiter` with an in-memory store of \
-             its own (inside `HttpServer::new`'s closure): each worker counts alone, which \
-             multiplies every limit by the number of workers. Build the `Limiter` once, \
-             outside the closure, and clone it in: \
-             `let limiter = Limiter::builder().build(); HttpServer::new(move || \
-             App::new().app_data(limiter.clone()))`"
-        );
+        tracing::warn!("rate limit: {}", F::BUILT_PER_WORKER);
     }
 }

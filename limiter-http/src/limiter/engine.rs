@@ -7,12 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Limiter;
-use crate::{
+use limiter_core::{
     Charge, Check, Checked, Clock, Concurrency, Limit, MemoryStore, NoSlot, OnStoreError, Policy,
     Receipt, Routes, SlotGuard, Store, StoreError, Verdict,
 };
 
-impl Limiter {
+impl<F: crate::Front> Limiter<F> {
     /// Counts one request of `key` against `limit` now: see
     /// [`limiter_core::Limiter::check`]. Ready at once on the in-memory store
     /// (`now_or_never`), awaited on a networked one.

@@ -1,23 +1,27 @@
 //! The [`Limiter`] a service uses, in one place: the engine's limiter (store, clock, fault policy, the
-//! limits configuration sets), with who the client is and what responses look like. Its
-//! public methods are all here (the engine's in `engine.rs`); its builder is in
-//! `builder.rs`.
+//! limits configuration sets), with who the client is and what responses look like, for a
+//! front end ([`Front`]). Its public methods are all here (the engine's in `engine.rs`); its
+//! builder is in `builder.rs`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use actix_web::HttpRequest;
-
-use crate::actix::settings::HttpSettings;
+use settings::HttpSettings;
 
 mod builder;
 mod engine;
+mod front;
 mod mistakes;
-use crate::{Check, Client, Failure, RejectedClient, Share, Subject, TrustedProxies};
+pub(crate) mod settings;
+use crate::{Client, RejectedClient, Share, Subject, TrustedProxies};
 pub use builder::LimiterBuilder;
+pub use front::Front;
+use limiter_core::Check;
 
 /// Decides requests: reads its clock, asks its store, applies its policy when the store
-/// fails — and knows who a request's client is, and how a rejection is answered.
+/// fails — and knows who a request's client is, and how a rejection is answered. Generic
+/// over the front end `F` only where settings are closures over its requests and responses:
+/// a service names it through its front end's crate (`limiter::Limiter`, the actix one).
 ///
 /// Build it once, outside `HttpServer::new`'s closure, and clone it into each worker's
 /// `App` with `.app_data(limiter.clone())`: clones share the store and the clock. A limiter
@@ -44,15 +48,23 @@ pub use builder::LimiterBuilder;
 /// assert!(limiter.check(&limit, b"198.51.100.4").now_or_never().unwrap()?.allowed());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone)]
-pub struct Limiter {
+pub struct Limiter<F: Front> {
     pub(crate) engine: limiter_core::Limiter,
-    pub(crate) http: Arc<Http>,
+    pub(crate) http: Arc<Http<F>>,
+}
+
+impl<F: Front> Clone for Limiter<F> {
+    fn clone(&self) -> Limiter<F> {
+        Limiter {
+            engine: self.engine.clone(),
+            http: Arc::clone(&self.http),
+        }
+    }
 }
 
 /// The HTTP settings, and where the limiter was built.
-pub(crate) struct Http {
-    pub(crate) settings: HttpSettings,
+pub struct Http<F: Front> {
+    pub(crate) settings: HttpSettings<F>,
     /// The name of the thread that built it, to judge whether that was a worker.
     pub(crate) built_on: Option<String>,
 }
@@ -60,51 +72,50 @@ pub(crate) struct Http {
 /// Whether a limiter other than the global one was built in this process.
 pub(crate) static BUILT: AtomicBool = AtomicBool::new(false);
 
-impl Limiter {
+impl<F: Front> Limiter<F> {
     /// A builder; with no settings it gives a limiter with a fresh in-memory store and the
     /// system clock.
-    pub fn builder() -> LimiterBuilder {
+    pub fn builder() -> LimiterBuilder<F> {
         LimiterBuilder::default()
     }
 
-    /// The process-wide default: [`MemoryStore::global`](crate::MemoryStore::global),
-    /// [`SystemClock`](crate::SystemClock), default settings.
+    /// The process-wide default: [`MemoryStore::global`](limiter_core::MemoryStore::global),
+    /// [`SystemClock`](limiter_core::SystemClock), default settings.
     ///
     /// Conflicting scopes (see [`LimiterBuilder::build`]) cannot stop a program that never
     /// builds a limiter: they are logged as an `error` event when this one is first used,
     /// and each conflicting limit keeps a budget of its own.
-    pub fn global() -> &'static Limiter {
-        static GLOBAL: OnceLock<Limiter> = OnceLock::new();
-        GLOBAL.get_or_init(|| Limiter {
+    pub fn global() -> &'static Limiter<F> {
+        F::global()
+    }
+
+    /// What [`global`](Self::global) is: the front end keeps it in a static of its own.
+    #[doc(hidden)]
+    pub fn new_global() -> Limiter<F> {
+        Limiter {
             engine: limiter_core::Limiter::global().clone(),
             http: Arc::new(Http {
                 settings: HttpSettings::default(),
                 built_on: None,
             }),
-        })
+        }
     }
 
-    /// The limiter a request is counted by: the `Limiter` in its app data (given as
-    /// `.app_data(limiter)` or, as actix habits go, `.app_data(web::Data::new(limiter))`),
-    /// else [`Limiter::global`].
+    /// The limiter a request is counted by: the one the service handed to its framework
+    /// (on actix, the `Limiter` in its app data, given as `.app_data(limiter)` or, as
+    /// actix habits go, `.app_data(web::Data::new(limiter))`), else [`Limiter::global`].
     ///
     /// A program that built a `Limiter` and handed it to no `App` gets one `warn` event at
     /// the first request that falls back to the global one.
-    pub fn of(req: &HttpRequest) -> &Limiter {
-        let found = req
-            .app_data::<Limiter>()
-            .or_else(|| {
-                req.app_data::<actix_web::web::Data<Limiter>>()
-                    .map(|d| d.as_ref())
-            })
-            .or_else(|| req.app_data::<std::sync::Arc<Limiter>>().map(|a| &**a));
-        match found {
+    #[inline]
+    pub fn of(req: &F::Request) -> &Limiter<F> {
+        match F::limiter_of(req) {
             Some(limiter) => {
                 mistakes::serving(limiter);
                 limiter
             }
             None => {
-                mistakes::counted_by_the_global_limiter();
+                mistakes::counted_by_the_global_limiter::<F>();
                 Limiter::global()
             }
         }
@@ -114,13 +125,8 @@ impl Limiter {
     /// trusted proxy vouched for (an IPv6 address is then grouped by
     /// [`ipv6_prefix`](Self::ipv6_prefix); see [`client_ip`](crate::client_ip)). For logs,
     /// and for checking a proxy setup. `Err` says why there is none.
-    pub fn client(&self, req: &HttpRequest) -> Result<Client, Failure> {
-        limiter_http::client(&crate::actix::keys::Head(req), &self.http().clients).map_err(
-            |error| match error {
-                limiter_http::KeyError::NoClientAddress => Failure::NoClientAddress,
-                limiter_http::KeyError::Contradiction(_) => Failure::ContradictoryForwarding,
-            },
-        )
+    pub fn client(&self, req: &F::Request) -> Result<Client, F::Failure> {
+        crate::client(&F::head(req), &self.http().clients).map_err(|error| F::failure_of(&error))
     }
 
     /// The IPv6 prefix length clients are grouped by.
@@ -139,7 +145,7 @@ impl Limiter {
     /// the share (see [`Share`]); the others' would-be rejections pass as in a dry run
     /// — counted as `dry_run`, with a `warn` event and an `X-RateLimit-Dry-Run` field naming
     /// the limit (beside the IETF fields, when they are on). [`LimiterBuilder::dry_run`]
-    /// still enforces nothing. Limits checked inside handlers ([`check`](crate::check)) are
+    /// still enforces nothing. Limits checked inside handlers (`limiter::check`) are
     /// always enforced: they take no share.
     ///
     /// ```
@@ -168,7 +174,7 @@ impl Limiter {
     /// Under a flood of many clients, rejections that meet another worker's update of the
     /// summary go uncounted (a sample; rejections never wait for it). Header and key
     /// function values show as a digest unless [`trace_keys`](LimiterBuilder::trace_keys)
-    /// is on. The [routes page](crate::routes_service) shows them for every scope. Empty
+    /// is on. The routes page (`limiter::routes_service`) shows them for every scope. Empty
     /// when [`track_rejected_clients`](LimiterBuilder::track_rejected_clients) is off.
     ///
     /// ```
@@ -221,7 +227,8 @@ impl Limiter {
     }
 
     /// The scopes [`rejected_clients`](Self::rejected_clients) has clients of, sorted.
-    pub(crate) fn scopes_rejecting(&self) -> Vec<String> {
+    #[doc(hidden)]
+    pub fn scopes_rejecting(&self) -> Vec<String> {
         self.http().rejected.scopes()
     }
 
@@ -233,27 +240,37 @@ impl Limiter {
 
     /// The HTTP settings.
     #[inline]
-    pub(crate) fn http(&self) -> &HttpSettings {
+    #[doc(hidden)]
+    pub fn http(&self) -> &HttpSettings<F> {
         &self.http.settings
     }
 
     /// Whether any limiter besides [`Limiter::global`] was built in this process.
-    pub(crate) fn any_built() -> bool {
+    #[doc(hidden)]
+    pub fn any_built() -> bool {
         BUILT.load(Ordering::Relaxed)
     }
 
     /// Which limiter this is: clones are the same one.
-    pub(crate) fn identity(&self) -> usize {
+    #[doc(hidden)]
+    pub fn identity(&self) -> usize {
         Arc::as_ptr(&self.http) as usize
     }
 
+    /// Its settings, shared by its clones: what a kept response is compared by.
+    #[doc(hidden)]
+    pub fn shared(&self) -> &Arc<Http<F>> {
+        &self.http
+    }
+
     /// The name of the thread it was built on.
-    pub(crate) fn built_on(&self) -> Option<&str> {
+    #[doc(hidden)]
+    pub fn built_on(&self) -> Option<&str> {
         self.http.built_on.as_deref()
     }
 }
 
-impl std::fmt::Debug for Limiter {
+impl<F: Front> std::fmt::Debug for Limiter<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.engine.fmt(f)
     }
