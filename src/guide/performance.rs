@@ -104,6 +104,12 @@
 //! | `#[rate_limit]`, every request rejected (429) | 23,764 | 4,867 |
 //! | `RateLimit` middleware, limit never reached | 22,764 | 1,118 |
 //! | `#[rate_limit]` behind a trusted proxy, a new client per request (`MANY=1`; bare 18,488) | 24,398 | 5,864 |
+//! | actix-governor keyed by the address actix reads from `X-Forwarded-For` (the extractor its documentation asks for; believes any peer, sends no fields), a new client per request (`MANY=1`) | 23,992 | 779 |
+//!
+//! The last two side by side (one run, medians of three, `MANY=1`, the `governor_xff`
+//! variant): bare 18,773, actix-governor with that extractor 23,992 (+5,219), the attribute
+//! behind a trusted proxy 24,215 (+5,442: 1.04× as many added instructions, with the
+//! rightmost-untrusted walk and the two RateLimit fields, which cost about 350 of them).
 //!
 //! Where a limited request's instructions go (callgrind_annotate on a build with line
 //! tables): the store's check about 500 (the key's SipHash about 300 of it, the shard's
