@@ -74,11 +74,24 @@ pub type LimiterBuilder = limiter_http::LimiterBuilder<Actix>;
 pub use actix::front::Actix;
 pub use actix::in_flight_middleware::{ConcurrencyLimit, ConcurrencyLimitService};
 pub use actix::inline::{check, check_failures, Rejected};
-pub use actix::keys::KeySpec;
+/// How a limit picks the client key (see [`limiter_http::KeySpec`], its page): over
+/// actix's [`HttpRequest`](actix_web::HttpRequest).
+///
+/// ```
+/// use limiter::KeySpec;
+/// let by_api_key = KeySpec::Header(actix_web::http::header::HeaderName::from_static("x-api-key"));
+/// assert_eq!(by_api_key.kind(), "header:x-api-key");
+/// ```
+pub type KeySpec = limiter_http::KeySpec<Actix>;
+/// A function that finds a key or a policy for a request, plain or `async` (see
+/// [`limiter_http::Resolver`], its page): over actix's
+/// [`HttpRequest`](actix_web::HttpRequest).
+pub type Resolver<T> = limiter_http::Resolver<Actix, T>;
 pub use actix::middleware::{RateLimit, RateLimitService};
 pub use actix::problem::{Failure, Rejection};
-pub use actix::resolve::{Awaited, IntoResolver, Now, Resolver};
 pub use actix::routes_page::routes_service;
+#[doc(no_inline)]
+pub use limiter_http::{Awaited, IntoResolver, Now};
 #[doc(inline)]
 #[doc = include_str!("docs/concurrency_limit.md")]
 pub use limiter_macros::concurrency_limit;
@@ -91,15 +104,15 @@ pub use limiter_macros::rate_limit;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::actix::attribute::{handle, Guarded, RequestParts};
-    pub use crate::actix::in_flight::InFlightSpec;
-    pub use crate::actix::keys::KeySpec;
-    pub use crate::actix::limits::{handler_path, HandlerLimits, LimitSpec};
-    pub use crate::actix::resolve::Resolver;
+    pub use crate::actix::{HandlerLimits, InFlightSpec, LimitSpec};
+    pub use crate::KeySpec;
+    pub use crate::Resolver;
     pub use crate::Share;
     pub use actix_web::http::header::HeaderName;
     pub use actix_web::{HttpRequest, Responder};
     pub use limiter_core::__private::{inventory, Declares, HandlerPath, LazyLock, Registration};
     pub use limiter_core::Period;
     pub use limiter_core::{Algorithm, Penalty, Policy};
+    pub use limiter_http::handler_path;
     pub use limiter_macros::__rate_limit_stack as rate_limit_stack;
 }

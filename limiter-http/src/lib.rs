@@ -22,18 +22,28 @@ mod client_key;
 /// The key logic's cases, for a front end to run against its request type.
 #[doc(hidden)]
 pub mod conformance;
+mod counts;
 mod enforcement;
 mod fields;
 mod fnv;
+mod handler_path;
 mod headers;
+mod in_flight_spec;
 mod jitter;
+mod key_spec;
 mod limiter;
+mod limits;
 mod mistakes;
 mod observe;
+/// The one decision every request runs, on every front end. Not a public API: the front
+/// ends' attributes and middlewares call it.
+#[doc(hidden)]
+pub mod pipeline;
 mod problem;
 mod proxy;
 mod rejected;
 mod reset;
+mod resolve;
 mod waiting;
 
 pub use client::{client, ip_key, ClientSettings, Header, KeyError, RequestHead};
@@ -43,8 +53,12 @@ pub use fields::{
     field_name, member_prefix, number_value, policy_member, push_decimal, set_if_absent, Declared,
     HeaderOptions, Member, RateLimitFields, Write,
 };
+pub use handler_path::handler_path;
 pub use headers::{Field, FieldMap};
-pub use limiter::{Front, Limiter, LimiterBuilder};
+pub use in_flight_spec::InFlightSpec;
+pub use key_spec::KeySpec;
+pub use limiter::{Front, Limiter, LimiterBuilder, LocalFront};
+pub use limits::{jitter_ms, HandlerLimits, LimitSpec};
 #[doc(hidden)]
 pub use mistakes::Once;
 pub use problem::{
@@ -58,6 +72,7 @@ pub use proxy::{
 };
 pub use rejected::RejectedClient;
 pub use reset::Subject;
+pub use resolve::{Awaited, IntoResolver, Now, Resolver};
 
 /// What the front ends run beside the decision, shared so that they run the same: the
 /// shares' configuration, the rejected clients' summary, the decisions' metrics, jitter.

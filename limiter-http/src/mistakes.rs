@@ -152,3 +152,18 @@ fn is_private(ip: IpAddr) -> bool {
         }
     }
 }
+
+static NO_USER_RESOLVER: Once = Once::new();
+
+/// A `key = "user"` limit ran on a limiter that cannot tell users apart: it counts by
+/// address, which is not what it says.
+#[inline]
+pub(crate) fn user_key_without_resolver() {
+    if !NO_USER_RESOLVER.reported() && NO_USER_RESOLVER.first() {
+        tracing::warn!(
+            "rate limit: a handler limited with key = \"user\" ran on a `Limiter` without a user \
+             resolver, so it counts by address: give the limiter one with \
+             `Limiter::builder().user_key(|req| ...)`, returning the signed-in user's id"
+        );
+    }
+}

@@ -9,11 +9,11 @@ use actix_web::body::BoxBody;
 use actix_web::{FromRequest, HttpRequest, HttpResponse, Responder};
 
 use super::body;
-use super::fields::{self, HeaderOptions, Headers, RateLimitFields, Write};
+use super::fields::{HeaderOptions, Headers, RateLimitFields, Write};
 use super::in_flight::{self, Slots};
-use super::limits::HandlerLimits;
-use super::pipeline::{self, settle::Refund};
+use super::{HandlerLimits, Refund};
 use crate::Limiter;
+use limiter_http::pipeline;
 
 /// The request and its body stream, taken in one extraction: the guarded handler's only
 /// argument, so that the user's extractors run only once the limits have been decided.
@@ -126,7 +126,7 @@ impl Fields {
     /// Adds the fields, with those of limits checked inside the handler; returns what a
     /// success takes back of the latter.
     fn apply(mut self, response: &mut HttpResponse, req: &HttpRequest) -> Vec<Refund> {
-        let refunds = fields::take_inline_checks(&mut self.fields, req, || self.limits.members());
+        let refunds = pipeline::take_inline_checks(&mut self.fields, req, || self.limits.members());
         let headers = &mut Headers(response.headers_mut());
         let declared = self.limits.declared();
         self.fields

@@ -1,19 +1,12 @@
 //! The RateLimit header fields on actix's responses: what `limiter_http` writes (the same
-//! bytes for every front end), onto actix's header map, under actix's header names; and
-//! the decisions of limits checked inside a handler, which wait in its request.
+//! bytes for every front end), onto actix's header map, under actix's header names.
 
-use std::borrow::{BorrowMut, Cow};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::borrow::BorrowMut;
 
 use actix_web::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use limiter_http::{Field, FieldMap};
 
-use super::pipeline::settle::Refund;
-use crate::Decision;
-pub(crate) use limiter_http::{
-    field_name, member_prefix, policy_member, Declared, HeaderOptions, Member, RateLimitFields,
-    Write,
-};
+pub(crate) use limiter_http::{HeaderOptions, Member, RateLimitFields, Write};
 
 /// `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers-10).
 static RATELIMIT_POLICY: HeaderName = HeaderName::from_static(Field::RateLimitPolicy.name());
@@ -53,7 +46,7 @@ fn name(field: Field) -> &'static HeaderName {
 
 /// An actix response's header map (`&mut HeaderMap`, or one of its own), as the shared code
 /// writes it.
-pub(crate) struct Headers<M>(pub(crate) M);
+pub struct Headers<M>(pub(crate) M);
 
 impl<M: BorrowMut<HeaderMap>> FieldMap for Headers<M> {
     type Value = HeaderValue;
@@ -89,61 +82,6 @@ impl<M: BorrowMut<HeaderMap>> FieldMap for Headers<M> {
     fn bytes_of(value: &HeaderValue) -> &[u8] {
         value.as_bytes()
     }
-}
-
-/// The decisions of limits checked inside a handler, waiting in the request's extensions
-/// for the response's fields, and what a success takes back (`check_failures`).
-#[derive(Default)]
-pub(crate) struct InlineChecks {
-    pub(crate) checks: Vec<(Member, Decision)>,
-    pub(crate) refunds: Vec<Refund>,
-    /// The names of those that would have rejected the request and were on trial.
-    pub(crate) let_through: Vec<Cow<'static, str>>,
-}
-
-/// Whether any request of this process was checked inside its handler: until one is, no
-/// response looks for their decisions in its request's extensions (a lookup per request).
-static ANY_INLINE: AtomicBool = AtomicBool::new(false);
-
-impl InlineChecks {
-    /// Called before a request's first inline check is stored: the request is answered on
-    /// the thread that checked it, so its response then looks.
-    pub(crate) fn made() {
-        if !ANY_INLINE.load(Ordering::Relaxed) {
-            ANY_INLINE.store(true, Ordering::Relaxed);
-        }
-    }
-}
-
-/// Adds to `fields` the decisions of limits checked inside the handler
-/// ([`crate::check`]), which the request carries in its extensions; returns what a
-/// success takes back of them.
-#[inline]
-pub(crate) fn take_inline_checks(
-    fields: &mut RateLimitFields,
-    req: &actix_web::HttpRequest,
-    declared: impl FnOnce() -> Vec<Member>,
-) -> Vec<Refund> {
-    match ANY_INLINE.load(Ordering::Relaxed) {
-        false => Vec::new(),
-        true => take_inline_checks_made(fields, req, declared),
-    }
-}
-
-/// [`take_inline_checks`] once this process has checked a limit inside a handler: out of
-/// line, so that every other response pays a load.
-#[inline(never)]
-fn take_inline_checks_made(
-    fields: &mut RateLimitFields,
-    req: &actix_web::HttpRequest,
-    declared: impl FnOnce() -> Vec<Member>,
-) -> Vec<Refund> {
-    use actix_web::HttpMessage;
-    let Some(checked) = req.extensions_mut().remove::<InlineChecks>() else {
-        return Vec::new();
-    };
-    fields.add_checked(checked.checks, checked.let_through, declared);
-    checked.refunds
 }
 
 #[cfg(test)]

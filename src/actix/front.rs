@@ -1,27 +1,40 @@
 //! The actix front end as the shared code sees it ([`limiter_http::Front`]): its request and
-//! response, where a request finds its limiter (the app data), and the values a service's
-//! own closures are handed.
+//! response, where a request finds its limiter (the app data), what a decision leaves in a
+//! request (its extensions), how it is answered, and the values a service's own closures
+//! are handed.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::OnceLock;
 
-use actix_web::{HttpRequest, HttpResponse};
-use limiter_http::KeyError;
+use actix_web::http::header::{self, HeaderMap, HeaderName};
+use actix_web::http::StatusCode;
+use actix_web::{HttpMessage, HttpRequest, HttpResponse};
+use limiter_http::pipeline::InlineChecks;
+use limiter_http::{KeyError, Member, RateLimitFields};
 
+use super::fields::Headers;
 use super::keys::Head;
 use super::problem::{Failure, Rejection};
-use crate::Limiter;
+use super::{respond, HandlerLimits};
+use crate::{Decision, Limiter};
 
-/// The actix-web front end: what [`Limiter`](crate::Limiter) and
-/// [`LimiterBuilder`](crate::LimiterBuilder) are made for in this crate
-/// (`limiter_http::Limiter<Actix>`).
+/// The actix-web front end: what [`Limiter`](crate::Limiter),
+/// [`LimiterBuilder`](crate::LimiterBuilder), [`KeySpec`](crate::KeySpec) and
+/// [`Resolver`](crate::Resolver) are made for in this crate (`limiter_http::Limiter<Actix>`
+/// and so on).
 #[derive(Clone, Copy, Debug)]
 pub struct Actix;
 
 impl limiter_http::Front for Actix {
     type Request = HttpRequest;
     type Response = HttpResponse;
+    type Status = StatusCode;
+    type HeaderName = HeaderName;
+    type Map = Headers<HeaderMap>;
     type Rejection<'a> = Rejection<'a>;
     type Failure = Failure;
+    type Pending<'a, T: 'a> = Pin<Box<dyn Future<Output = Option<T>> + 'a>>;
 
     const HAND_IT_OVER: &'static str = "add `.app_data(limiter.clone())` to the `App` (or \
          `.app_data(web::Data::new(limiter))`)";
@@ -53,6 +66,32 @@ impl limiter_http::Front for Actix {
         Head(req)
     }
 
+    #[inline]
+    fn header<'r>(req: &'r HttpRequest, name: &HeaderName) -> Option<&'r [u8]> {
+        req.headers().get(name).map(|value| value.as_bytes())
+    }
+
+    #[inline]
+    fn is_preflight(req: &HttpRequest) -> bool {
+        req.method() == actix_web::http::Method::OPTIONS
+            && req
+                .headers()
+                .contains_key(header::ACCESS_CONTROL_REQUEST_METHOD)
+    }
+
+    #[inline]
+    fn status_code(status: StatusCode) -> u16 {
+        status.as_u16()
+    }
+
+    fn local<T: Clone + Send + Sync + 'static>(req: &HttpRequest) -> Option<T> {
+        req.extensions().get::<T>().cloned()
+    }
+
+    fn set_local<T: Clone + Send + Sync + 'static>(req: &HttpRequest, value: T) {
+        req.extensions_mut().insert(value);
+    }
+
     fn is_worker_thread(name: &str) -> bool {
         // actix-server names its workers' threads, or runs them on actix-rt arbiters.
         name.starts_with("actix-server worker")
@@ -64,5 +103,58 @@ impl limiter_http::Front for Actix {
             KeyError::NoClientAddress => Failure::NoClientAddress,
             KeyError::Contradiction(_) => Failure::ContradictoryForwarding,
         }
+    }
+}
+
+impl limiter_http::pipeline::Respond for Actix {
+    fn inline_checks(req: &HttpRequest, add: impl FnOnce(&mut InlineChecks<Actix>)) {
+        let mut extensions = req.extensions_mut();
+        if extensions.get::<InlineChecks<Actix>>().is_none() {
+            extensions.insert(InlineChecks::<Actix>::default());
+        }
+        if let Some(inline) = extensions.get_mut::<InlineChecks<Actix>>() {
+            add(inline);
+        }
+    }
+
+    fn take_inline_checks(req: &HttpRequest) -> Option<InlineChecks<Actix>> {
+        req.extensions_mut().remove::<InlineChecks<Actix>>()
+    }
+
+    #[inline]
+    fn rejection(
+        limiter: &Limiter,
+        fields: Option<(&HandlerLimits, &RateLimitFields)>,
+        name: &str,
+        decision: Decision,
+    ) -> HttpResponse {
+        respond::rejection(limiter, fields, name, decision)
+    }
+
+    fn never_admitted(
+        limiter: &Limiter,
+        limits: Option<&HandlerLimits>,
+        name: &str,
+        member: Member,
+        units: (u32, u32, u32),
+    ) -> HttpResponse {
+        respond::never_admitted(limiter, limits, name, member, units)
+    }
+
+    fn key_failure(limiter: &Limiter, limits: &HandlerLimits, error: &KeyError) -> HttpResponse {
+        respond::key_failure(limiter, limits, error)
+    }
+
+    fn store_unavailable(limiter: &Limiter, limits: Option<&HandlerLimits>) -> HttpResponse {
+        respond::failure(limiter, limits, Failure::StoreUnavailable)
+    }
+}
+
+impl limiter_http::LocalFront for Actix {
+    #[inline]
+    fn pending<'a, T: 'a>(
+        future: Pin<Box<dyn Future<Output = Option<T>> + 'a>>,
+    ) -> Pin<Box<dyn Future<Output = Option<T>> + 'a>> {
+        future
     }
 }

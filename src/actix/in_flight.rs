@@ -3,8 +3,6 @@
 //! or dropped: a panic's unwinding, a client that went away, a streaming body cut short all
 //! give it back, since the slot is a guard that gives itself back when dropped.
 
-use std::borrow::Cow;
-use std::num::NonZeroU32;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -14,98 +12,11 @@ use actix_web::web::Bytes;
 use actix_web::{HttpMessage, HttpRequest, HttpResponse};
 
 use super::fields::Headers;
-use super::keys::KeySpec;
-use super::limits::{handler_path, HandlerLimits};
 use super::problem::Failure;
-use crate::{Concurrency, Decision, Limiter, NoSlot, SlotGuard};
+use super::HandlerLimits;
+use crate::{Decision, Limiter, NoSlot, SlotGuard};
 use limiter_http::plumbing::{count, Outcome};
 use limiter_http::Field;
-
-/// One concurrency limit of a handler, as `#[concurrency_limit]` declares it. Not a public
-/// API: the attribute makes it.
-#[derive(Debug)]
-pub struct InFlightSpec {
-    pub(crate) limit: Concurrency,
-    pub(crate) key: KeySpec,
-    /// Its name in the header fields.
-    pub(crate) name: Cow<'static, str>,
-    handler: String,
-}
-
-impl InFlightSpec {
-    /// At most `max` requests of a client in flight on the handler at `path` (its
-    /// `module_path!()` and fn name; `marker` the `type_name` of a type in the generated
-    /// handler, as for [`LimitSpec::new`](super::limits::LimitSpec::new)). Without a
-    /// `scope` it is the handler's own, named after it with `#in-flight` (and its place
-    /// among the handler's concurrency limits after the first).
-    pub fn new(
-        scope: Option<&'static str>,
-        path: &'static str,
-        marker: &'static str,
-        position: usize,
-        max: u32,
-        key: KeySpec,
-    ) -> InFlightSpec {
-        let handler = handler_path(marker);
-        let own = match limiter_core::__private::path_is_shared(path) {
-            true => handler.clone(),
-            false => path.to_string(),
-        };
-        let scope: Cow<'static, str> = match (scope, position) {
-            (Some(scope), _) => Cow::Borrowed(scope),
-            (None, 0) => Cow::Owned(format!("{own}#in-flight")),
-            (None, n) => Cow::Owned(format!("{own}#in-flight{}", n + 1)),
-        };
-        let max = NonZeroU32::new(max).unwrap_or(NonZeroU32::MIN);
-        let name = super::fields::field_name(scope.clone());
-        InFlightSpec {
-            limit: Concurrency::of(scope, max),
-            key,
-            name,
-            handler,
-        }
-    }
-
-    /// The path of the handler it limits.
-    pub fn handler(&self) -> &str {
-        &self.handler
-    }
-
-    /// The limit of a [`ConcurrencyLimit`](super::in_flight_middleware::ConcurrencyLimit)
-    /// middleware: named after its scope.
-    pub(crate) fn for_middleware(scope: Cow<'static, str>, max: u32, key: KeySpec) -> InFlightSpec {
-        let max = NonZeroU32::new(max).unwrap_or(NonZeroU32::MIN);
-        InFlightSpec {
-            handler: format!("ConcurrencyLimit middleware \"{scope}\""),
-            name: super::fields::field_name(scope.clone()),
-            limit: Concurrency::of(scope, max),
-            key,
-        }
-    }
-
-    /// The limit.
-    pub fn limit(&self) -> &Concurrency {
-        &self.limit
-    }
-
-    /// Who it counts.
-    pub fn key(&self) -> &KeySpec {
-        &self.key
-    }
-
-    /// `"NAME";q=4;qu="concurrent-requests"`: its `RateLimit-Policy` member.
-    fn policy_member(&self) -> String {
-        limiter_http::concurrency_policy_member(&self.name, self.limit.max().get())
-    }
-}
-
-impl HandlerLimits {
-    /// The same limits, with concurrency limits checked before them (`#[concurrency_limit]`).
-    pub fn in_flight(mut self, specs: Vec<InFlightSpec>) -> HandlerLimits {
-        self.in_flight = specs;
-        self
-    }
-}
 
 /// The slots a request holds, with what its response's fields say of them.
 pub(crate) struct Slots {
@@ -203,7 +114,7 @@ pub(crate) async fn take_slots(
     req: &HttpRequest,
     limits: &HandlerLimits,
 ) -> Result<Slots, HttpResponse> {
-    if limits.in_flight.is_empty() || super::pipeline::is_exempt(limiter, req) {
+    if limits.in_flight.is_empty() || limiter_http::pipeline::is_exempt(limiter, req) {
         return Ok(Slots::none());
     }
     let mut guards = Vec::with_capacity(limits.in_flight.len());

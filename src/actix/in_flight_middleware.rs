@@ -12,10 +12,8 @@ use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{Service, ServiceRequest, ServiceResponse, Transform};
 use actix_web::Error;
 
-use super::in_flight::InFlightSpec;
-use super::keys::KeySpec;
-use super::limits::HandlerLimits;
-use crate::Limiter;
+use super::{HandlerLimits, InFlightSpec};
+use crate::{KeySpec, Limiter};
 
 /// At most `max` requests of one client in flight under everything it wraps.
 ///

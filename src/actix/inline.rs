@@ -107,7 +107,7 @@ async fn check_inline(
     failures_only: bool,
 ) -> Result<(), Rejected> {
     let limiter = Limiter::of(req);
-    super::pipeline::run_inline(limiter, req, limit, key, failures_only)
+    limiter_http::pipeline::run_inline(limiter, req, limit, key, failures_only)
         .await
         .map_err(Rejected::new)
 }

@@ -1,35 +1,13 @@
-//! Who is counted: the client key of a request under a limit's `key = ...`. Who the client
-//! is by address — trusted proxies, forwarding headers, IPv6 prefixes — and the keys' bytes
-//! are `limiter_http`'s, which every front end shares: here actix's request is read
-//! through its [`RequestHead`].
+//! actix's request as the key logic reads it: who is counted under a limit's `key = ...`
+//! (`limiter_http::KeySpec`), who the client is by address — trusted proxies, forwarding
+//! headers, IPv6 prefixes — and the keys' bytes are `limiter_http`'s, which every front end
+//! shares; here actix's request is read through its [`RequestHead`].
 
 use std::net::IpAddr;
 
 use actix_web::http::header::{self, HeaderName};
 use actix_web::HttpRequest;
-use limiter_http::{ip_key, ClientKey, Header, KeyError, Kind, RequestHead};
-
-use super::resolve::{self, Resolution, Resolver};
-use super::settings::HttpSettings;
-
-/// How a limit picks the client key (the `key = ...` of `#[rate_limit]`).
-#[derive(Clone, Debug)]
-pub enum KeySpec {
-    /// The client's address (the peer, IPv6 grouped per prefix).
-    Ip,
-    /// The id from the limiter's user resolver; anonymous requests fall back to the address.
-    User,
-    /// One budget for everyone.
-    Global,
-    /// A header's value (an API key, say); absent, the address.
-    Header(HeaderName),
-    /// A key the application computes; `None`, the address.
-    Function(fn(&HttpRequest) -> Option<String>),
-    /// A key a [`Resolver`] finds, which may be `async` (what `key = path` makes); `None`,
-    /// or no answer within the limiter's
-    /// [`resolver_timeout`](crate::LimiterBuilder::resolver_timeout), the address.
-    Resolved(Resolver<String>),
-}
+use limiter_http::{Header, RequestHead};
 
 /// An actix request as the key logic reads it.
 pub(crate) struct Head<'a>(pub(crate) &'a HttpRequest);
@@ -67,83 +45,6 @@ fn header_name(header: Header) -> &'static HeaderName {
         Header::CfConnectingIp => &CF_CONNECTING_IP,
         Header::TrueClientIp => &TRUE_CLIENT_IP,
         Header::XRealIp => &X_REAL_IP,
-    }
-}
-
-impl KeySpec {
-    /// What kind of key it is, for logs: `ip`, `user`, `global`, `header:NAME`, `function`, `async-function`.
-    pub fn kind(&self) -> std::borrow::Cow<'static, str> {
-        match self {
-            KeySpec::Ip => "ip".into(),
-            KeySpec::User => "user".into(),
-            KeySpec::Global => "global".into(),
-            KeySpec::Header(name) => format!("header:{name}").into(),
-            KeySpec::Function(_) => "function".into(),
-            KeySpec::Resolved(resolver) if resolver.is_async() => "async-function".into(),
-            KeySpec::Resolved(_) => "function".into(),
-        }
-    }
-
-    /// Whether finding a key means awaiting an `async` resolver.
-    pub(crate) fn is_async(&self) -> bool {
-        matches!(self, KeySpec::Resolved(resolver) if resolver.is_async())
-    }
-
-    /// The key of `req` under this spec, awaiting an `async` resolver (within the
-    /// limiter's resolver timeout).
-    pub(crate) async fn key_for(
-        &self,
-        req: &HttpRequest,
-        http: &HttpSettings,
-    ) -> Result<ClientKey, KeyError> {
-        match self {
-            KeySpec::Resolved(resolver) if resolver.is_async() => {
-                let timeout = http.resolver_timeout;
-                match resolve::within(resolver, req, timeout, "key").await {
-                    Some(key) => Ok(ClientKey::of(Kind::Function, key.as_bytes())),
-                    None => ip_key(&Head(req), &http.clients),
-                }
-            }
-            _ => self.key_of(req, http),
-        }
-    }
-
-    /// The key of `req` under this spec.
-    pub(crate) fn key_of(
-        &self,
-        req: &HttpRequest,
-        http: &HttpSettings,
-    ) -> Result<ClientKey, KeyError> {
-        let value = match self {
-            KeySpec::Ip => None,
-            KeySpec::Global => return Ok(ClientKey::of(Kind::Global, b"")),
-            KeySpec::User => match http.user_key.as_deref() {
-                Some(resolve) => resolve(req).map(|id| ClientKey::of(Kind::User, id.as_bytes())),
-                None => {
-                    super::mistakes::user_key_without_resolver();
-                    None
-                }
-            },
-            KeySpec::Header(name) => req
-                .headers()
-                .get(name)
-                .map(|value| ClientKey::of(Kind::Header, value.as_bytes())),
-            KeySpec::Function(compute) => {
-                compute(req).map(|key| ClientKey::of(Kind::Function, key.as_bytes()))
-            }
-            // An `async` one is awaited by `key_for`; here (a path that cannot wait) it
-            // gives no answer.
-            KeySpec::Resolved(resolver) => match resolver.resolve(req) {
-                Resolution::Now(key) => {
-                    key.map(|key| ClientKey::of(Kind::Function, key.as_bytes()))
-                }
-                Resolution::Later(_) => None,
-            },
-        };
-        match value {
-            Some(key) => Ok(key),
-            None => ip_key(&Head(req), &http.clients),
-        }
     }
 }
 

@@ -21,7 +21,7 @@ use actix_web::web::Bytes;
 use actix_web::HttpResponse;
 
 use super::fields::RateLimitFields;
-use super::limits::HandlerLimits;
+use super::HandlerLimits;
 use crate::{Decision, Limiter};
 use limiter_http::plumbing::Http;
 

@@ -14,12 +14,10 @@ use actix_web::dev::{Service, ServiceRequest, ServiceResponse, Transform};
 use actix_web::{Error, HttpMessage, HttpResponse};
 
 use super::body;
-use super::fields::{self, Headers, Write};
-use super::keys::KeySpec;
-use super::limits::{HandlerLimits, LimitSpec};
-use super::pipeline::{self, settle};
-use super::resolve::Resolver;
-use crate::{Limit, Limiter, Policy, Share};
+use super::fields::{Headers, Write};
+use super::{HandlerLimits, LimitSpec};
+use crate::{KeySpec, Limit, Limiter, Policy, Resolver, Share};
+use limiter_http::pipeline;
 
 /// A limit over everything it wraps: an `App`, a `web::scope`, a resource.
 ///
@@ -248,7 +246,7 @@ where
                 }
             }
             let inline_refunds =
-                fields::take_inline_checks(&mut fields, response.request(), || limits.members());
+                pipeline::take_inline_checks(&mut fields, response.request(), || limits.members());
             fields.apply(
                 &mut Headers(response.headers_mut()),
                 limits.declared(),
@@ -260,8 +258,8 @@ where
             let status = response.status();
             // A preflight a CORS layer answered ran no handler: what it was counted goes
             // back. (Limits checked inside a handler ran one: their rules hold.)
-            let by_cors = settle::gives_back_preflight(&limiter, response.request(), &limits)
-                && settle::answered_by_cors(response.headers());
+            let by_cors = pipeline::gives_back_preflight(&limiter, response.request(), &limits)
+                && pipeline::answered_by_cors(&Headers(response.headers_mut()));
             if let Some(refund) = decided.refund {
                 match by_cors {
                     true => Box::pin(refund.give_back_all(&limiter)).await,

@@ -6,21 +6,6 @@
 
 pub(crate) use limiter_http::Once;
 
-static NO_USER_RESOLVER: Once = Once::new();
-
-/// A `key = "user"` limit ran on a limiter that cannot tell users apart: it counts by
-/// address, which is not what it says.
-#[inline]
-pub(crate) fn user_key_without_resolver() {
-    if !NO_USER_RESOLVER.reported() && NO_USER_RESOLVER.first() {
-        tracing::warn!(
-            "rate limit: a handler limited with key = \"user\" ran on a `Limiter` without a user \
-             resolver, so it counts by address: give the limiter one with \
-             `Limiter::builder().user_key(|req| ...)`, returning the signed-in user's id"
-        );
-    }
-}
-
 static CONTRADICTION: Once = Once::new();
 
 /// A trusted proxy's two forwarding headers named different clients (the request got a

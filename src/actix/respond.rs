@@ -10,8 +10,8 @@ use actix_web::HttpResponse;
 
 use super::fields::{Headers, Member, RateLimitFields, Write};
 use super::last_rejection::Alike;
-use super::limits::HandlerLimits;
 use super::problem::{complete_rejection, Failure, Rejection};
+use super::HandlerLimits;
 use crate::{Decision, Limiter};
 use limiter_http::KeyError;
 

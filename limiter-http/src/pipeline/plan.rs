@@ -6,16 +6,15 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use actix_web::{HttpRequest, HttpResponse};
+use limiter_core::{Charge, Limit};
 
 use super::each::Each;
-use super::settle::{gives_back_preflight, Counts, Owned};
-use crate::actix::fields::Member;
-use crate::actix::limits::{HandlerLimits, LimitSpec};
-use crate::actix::respond;
-use crate::{Charge, Limit, Limiter, Share};
-use limiter_http::plumbing::Outcome;
-use limiter_http::ClientKey;
+use super::settle::{gives_back_preflight, Owned};
+use super::Respond;
+use crate::counts::Counts;
+use crate::limits::{HandlerLimits, LimitSpec};
+use crate::observe::Outcome;
+use crate::{ClientKey, Limiter, Member, Share};
 
 /// A limit as it applies to one request: as declared, or overridden by configuration, or
 /// chosen for it.
@@ -37,26 +36,26 @@ impl std::ops::Deref for LimitRef<'_> {
 }
 
 /// Where a planned limit comes from.
-pub(super) enum Source<'s> {
+pub(super) enum Source<'s, F: Respond> {
     /// A limit a handler or a middleware declares.
-    Declared(&'s LimitSpec),
+    Declared(&'s LimitSpec<F>),
     /// A limit checked inside a handler, under its field name.
     Checked(Cow<'static, str>),
 }
 
 /// One limit to check for a request.
-pub(super) struct Planned<'s> {
-    pub(super) source: Source<'s>,
+pub(super) struct Planned<'s, F: Respond> {
+    pub(super) source: Source<'s, F>,
     pub(super) limit: LimitRef<'s>,
     pub(super) key: ClientKey,
     pub(super) cost: u32,
     /// On trial: decided and counted, never enforced.
     pub(super) dry_run: bool,
     /// Which responses keep the request counted, where some may not.
-    pub(super) counts: Option<Counts>,
+    pub(super) counts: Option<Counts<F>>,
 }
 
-impl Planned<'_> {
+impl<F: Respond> Planned<'_, F> {
     pub(super) fn charge(&self) -> Charge<'_> {
         Charge::new(&self.limit, self.key.as_bytes()).cost(self.cost)
     }
@@ -104,7 +103,7 @@ impl Planned<'_> {
     pub(super) fn counted(&self, outcome: Outcome) {
         match &self.source {
             Source::Declared(spec) => spec.counters.add(self.limit.scope(), outcome),
-            Source::Checked(_) => limiter_http::plumbing::count(self.limit.scope(), outcome),
+            Source::Checked(_) => crate::observe::count(self.limit.scope(), outcome),
         }
     }
 
@@ -121,8 +120,8 @@ impl Planned<'_> {
 }
 
 /// A request's limits, planned.
-pub(super) struct Plan<'s> {
-    items: Each<Planned<'s>>,
+pub(super) struct Plan<'s, F: Respond> {
+    items: Each<Planned<'s, F>>,
     /// Every limit of the set, in order, as declared: the fields need not name them.
     pub(super) as_declared: bool,
     /// The common request's plan ([`plan_now`]): one plain limit as declared, which a
@@ -130,8 +129,8 @@ pub(super) struct Plan<'s> {
     pub(super) lean: bool,
 }
 
-impl<'s> Plan<'s> {
-    fn one(planned: Planned<'s>, as_declared: bool, lean: bool) -> Plan<'s> {
+impl<'s, F: Respond> Plan<'s, F> {
+    fn one(planned: Planned<'s, F>, as_declared: bool, lean: bool) -> Plan<'s, F> {
         Plan {
             items: Each::One(planned),
             as_declared,
@@ -139,7 +138,7 @@ impl<'s> Plan<'s> {
         }
     }
 
-    pub(super) fn items(&self) -> &[Planned<'s>] {
+    pub(super) fn items(&self) -> &[Planned<'s, F>] {
         self.items.as_slice()
     }
 
@@ -149,11 +148,11 @@ impl<'s> Plan<'s> {
 }
 
 /// The plan of `req` against `limits`.
-pub(super) async fn plan<'s>(
-    limiter: &Limiter,
-    req: &HttpRequest,
-    limits: &'s HandlerLimits,
-) -> Result<Plan<'s>, HttpResponse> {
+pub(super) async fn plan<'s, F: Respond>(
+    limiter: &Limiter<F>,
+    req: &F::Request,
+    limits: &'s HandlerLimits<F>,
+) -> Result<Plan<'s, F>, F::Response> {
     if let Some(lean) = plan_now(limiter, req, limits) {
         return lean;
     }
@@ -169,7 +168,7 @@ pub(super) async fn plan<'s>(
             .key
             .key_for(req, limiter.http())
             .await
-            .map_err(|error| respond::key_failure(limiter, limits, &error))?;
+            .map_err(|error| F::key_failure(limiter, limits, &error))?;
         items.push(Planned {
             source: Source::Declared(spec),
             limit: limit_for(limiter, limits, spec, req).await,
@@ -197,11 +196,11 @@ pub(super) async fn plan<'s>(
 #[inline]
 // By value: boxing the response would cost every rejected request an allocation.
 #[allow(clippy::result_large_err)]
-pub(super) fn plan_now<'s>(
-    limiter: &Limiter,
-    req: &HttpRequest,
-    limits: &'s HandlerLimits,
-) -> Option<Result<Plan<'s>, HttpResponse>> {
+pub(super) fn plan_now<'s, F: Respond>(
+    limiter: &Limiter<F>,
+    req: &F::Request,
+    limits: &'s HandlerLimits<F>,
+) -> Option<Result<Plan<'s, F>, F::Response>> {
     let [spec] = limits.limits.as_slice() else {
         return None;
     };
@@ -216,7 +215,7 @@ pub(super) fn plan_now<'s>(
     }
     let key = match spec.key.key_of(req, limiter.http()) {
         Ok(key) => key,
-        Err(error) => return Some(Err(respond::key_failure(limiter, limits, &error))),
+        Err(error) => return Some(Err(F::key_failure(limiter, limits, &error))),
     };
     let planned = Planned {
         source: Source::Declared(spec),
@@ -232,12 +231,12 @@ pub(super) fn plan_now<'s>(
 /// The plan of a limit checked inside a handler for `key` (a value the handler read from
 /// the request): its key in a namespace of its own, its policy as configuration overrides
 /// it, on trial where the limiter enforces nothing.
-pub(super) fn inline<'s>(
-    limiter: &Limiter,
+pub(super) fn inline<'s, F: Respond>(
+    limiter: &Limiter<F>,
     declared: &'s Limit,
     key: &str,
     failures_only: bool,
-) -> Plan<'s> {
+) -> Plan<'s, F> {
     let limit = match limiter.overridden(declared) {
         Some(limit) => LimitRef::Shared(limit),
         None => LimitRef::Declared(declared),
@@ -248,7 +247,7 @@ pub(super) fn inline<'s>(
     let name = Cow::Owned(limit.scope().to_string());
     let planned = Planned {
         dry_run: !enforces_in(limiter, limit.scope(), Share::ALL, &key),
-        source: Source::Checked(crate::actix::fields::field_name(name)),
+        source: Source::Checked(crate::field_name(name)),
         limit,
         key,
         cost: 1,
@@ -259,10 +258,10 @@ pub(super) fn inline<'s>(
 
 /// Whether a limit of `scope` declared enforced on `declared` of the clients is enforced
 /// on the client `key` names: not in a dry run, and within the share configuration (else
-/// the declaration) sets for the scope. A limit checked inside a handler
-/// ([`check`](crate::check)) is declared on all.
-pub(crate) fn enforces_in(
-    limiter: &Limiter,
+/// the declaration) sets for the scope. A limit checked inside a handler is declared on
+/// all.
+pub fn enforces_in<F: Respond>(
+    limiter: &Limiter<F>,
     scope: &str,
     declared: Share,
     key: &ClientKey,
@@ -276,7 +275,7 @@ pub(crate) fn enforces_in(
 }
 
 /// Whether the limiter exempts `req`: its client address, or its own rule.
-pub(crate) fn is_exempt(limiter: &Limiter, req: &HttpRequest) -> bool {
+pub fn is_exempt<F: Respond>(limiter: &Limiter<F>, req: &F::Request) -> bool {
     let http = limiter.http();
     if http.exempt_when.as_ref().is_some_and(|exempt| exempt(req)) {
         return true;
@@ -285,23 +284,23 @@ pub(crate) fn is_exempt(limiter: &Limiter, req: &HttpRequest) -> bool {
         return false;
     }
     matches!(
-        limiter_http::client(&crate::actix::keys::Head(req), &limiter.http().clients),
+        crate::client(&F::head(req), &limiter.http().clients),
         Ok(crate::Client::Address(ip)) if http.exempt.contains(ip)
     )
 }
 
 /// The limit `spec` applies to `req`: the policy its `policy` function chooses, else the
 /// one configuration sets for its scope, else the declared one.
-async fn limit_for<'s>(
-    limiter: &Limiter,
-    limits: &'s HandlerLimits,
-    spec: &'s LimitSpec,
-    req: &HttpRequest,
+async fn limit_for<'s, F: Respond>(
+    limiter: &Limiter<F>,
+    limits: &'s HandlerLimits<F>,
+    spec: &'s LimitSpec<F>,
+    req: &F::Request,
 ) -> LimitRef<'s> {
     let chosen = match &spec.options.policy {
         Some(choose) => {
             let timeout = limiter.http().resolver_timeout;
-            crate::actix::resolve::within(choose, req, timeout, "policy").await
+            crate::resolve::within(choose, req, timeout, "policy").await
         }
         None => None,
     };

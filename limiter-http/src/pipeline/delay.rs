@@ -13,19 +13,20 @@
 use std::future::Future;
 use std::time::Duration;
 
-use actix_web::http::StatusCode;
+use limiter_core::{Decision, Policy, Receipt};
 
-use super::pipeline::settle::{Counts, Owned, Refund};
-use crate::{Limiter, Receipt};
-use limiter_http::plumbing::Waiting;
+use super::settle::{Owned, Refund};
+use crate::counts::Counts;
+use crate::waiting::Waiting;
+use crate::{Front, Limiter};
 
 /// A place taken ahead: given back (refunded) unless the request waited its turn.
-struct Place<'l> {
-    limiter: &'l Limiter,
-    refund: Option<Refund>,
+struct Place<'l, F: Front> {
+    limiter: &'l Limiter<F>,
+    refund: Option<Refund<F>>,
 }
 
-impl Drop for Place<'_> {
+impl<F: Front> Drop for Place<'_, F> {
     fn drop(&mut self) {
         // The request went away while it waited: its tokens go back.
         if let Some(refund) = self.refund.take() {
@@ -38,9 +39,12 @@ impl Drop for Place<'_> {
 /// answers at once (memory), else in a task of the runtime's, which the request's going
 /// away does not stop — its handle, to await it. Without a runtime (it is shutting down) a
 /// networked store keeps the place until its token is back.
-fn give_back(limiter: &Limiter, refund: Refund) -> Option<tokio::task::JoinHandle<()>> {
+fn give_back<F: Front>(
+    limiter: &Limiter<F>,
+    refund: Refund<F>,
+) -> Option<tokio::task::JoinHandle<()>> {
     let limiter = limiter.clone();
-    let mut giving = Box::pin(async move { refund.take_back(&limiter, StatusCode::OK).await });
+    let mut giving = Box::pin(async move { refund.give_back_all(&limiter).await });
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
     if giving.as_mut().poll(&mut cx).is_ready() {
         return None;
@@ -51,9 +55,9 @@ fn give_back(limiter: &Limiter, refund: Refund) -> Option<tokio::task::JoinHandl
 
 /// What a delayed admission says once its wait is over: nothing left, and its token's
 /// interval until the next comes back (not the wait it no longer has).
-pub(crate) fn after_the_wait(decision: crate::Decision, policy: &crate::Policy) -> crate::Decision {
+pub(crate) fn after_the_wait(decision: Decision, policy: &Policy) -> Decision {
     let interval = Duration::from_nanos(policy.emission_interval_ns());
-    crate::Decision::allow(decision.limit(), 0, interval)
+    Decision::allow(decision.limit(), 0, interval)
 }
 
 /// A place of the limit (its id) in the line while it lives.
@@ -65,16 +69,11 @@ impl Drop for InLine<'_> {
     }
 }
 
-/// Never keeps a request counted: the refund of a place is unconditional.
-fn never(_: StatusCode) -> bool {
-    false
-}
-
 /// Waits `delay` for the turn of a request its limits admitted ahead (`charges`,
 /// counted as `receipt` says). `false` when the queue is full: the place is given back
 /// and the request is to be refused.
-pub(crate) async fn wait_turn(
-    limiter: &Limiter,
+pub(crate) async fn wait_turn<F: Front>(
+    limiter: &Limiter<F>,
     delay: Duration,
     charges: Vec<Owned>,
     receipt: Receipt,
@@ -84,7 +83,8 @@ pub(crate) async fn wait_turn(
         .iter()
         .find(|(limit, _, _)| limit.policy().delay().is_some())
         .map_or(0, |(limit, _, _)| limit.id());
-    let refund = Refund::new(vec![(charges, receipt, Counts::When(never))]);
+    // Unconditional: a place given back is given back whatever the response.
+    let refund = Refund::new(vec![(charges, receipt, Counts::<F>::Always)]);
     let waiting = &limiter.http().waiting;
     if !waiting.take(id, limiter.http().most_waiting) {
         // Back before the refusal answers (its fields say where the limits stand then),

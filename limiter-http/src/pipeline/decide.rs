@@ -2,27 +2,31 @@
 //! all or nothing (one round trip to a networked store); then each limit on trial alone,
 //! so that a limit on trial never turns another's admission into a refusal.
 
+use limiter_core::{Charge, Decision, Receipt, StoreError, Verdict};
+
 use super::each::Each;
 use super::plan::{Plan, Planned};
 use super::settle::Owned;
-use crate::{Charge, Decision, Limiter, Receipt, StoreError, Verdict};
-use limiter_http::plumbing::jittered;
+use super::Respond;
+use crate::counts::Counts;
+use crate::jitter::jittered;
+use crate::Limiter;
 
 /// What the store counted for a request: a decision per planned limit (`None` for one not
 /// decided: on trial and not yet checked, or its store failed), the receipt of the
 /// enforced limits' check, and what each limit that counts only some responses may take
 /// back.
-pub(super) struct Counted {
+pub(super) struct Counted<F: Respond> {
     pub(super) decisions: Each<Option<Decision>>,
     pub(super) receipt: Option<Receipt>,
-    pub(super) refunds: Vec<(Vec<Owned>, Receipt, super::settle::Counts)>,
+    pub(super) refunds: Vec<(Vec<Owned>, Receipt, Counts<F>)>,
     /// The place in the plan of each refund's limit.
     pub(super) refunded: Vec<usize>,
 }
 
-impl Counted {
+impl<F: Respond> Counted<F> {
     /// The count of a plan of one limit, decided.
-    pub(super) fn one(decision: Decision) -> Counted {
+    pub(super) fn one(decision: Decision) -> Counted<F> {
         Counted {
             decisions: Each::One(Some(decision)),
             receipt: None,
@@ -31,7 +35,7 @@ impl Counted {
         }
     }
 
-    fn nothing(len: usize) -> Counted {
+    fn nothing(len: usize) -> Counted<F> {
         Counted {
             decisions: Each::filled(len, || None),
             receipt: None,
@@ -45,7 +49,7 @@ impl Counted {
 /// which needs no receipt: it is checked alone, which neither allocates nor keeps what the
 /// check counted — and which a networked store may answer from the rejections this
 /// instance remembers (every other plan asks the store).
-fn alone<'p, 's>(plan: &'p Plan<'s>) -> Option<&'p Planned<'s>> {
+fn alone<'p, 's, F: Respond>(plan: &'p Plan<'s, F>) -> Option<&'p Planned<'s, F>> {
     match plan.items() {
         [p] if plan.lean && !p.dry_run && p.cost == 1 && !p.needs_receipt() => Some(p),
         _ => None,
@@ -56,7 +60,10 @@ fn alone<'p, 's>(plan: &'p Plan<'s>) -> Option<&'p Planned<'s>> {
 /// answers at once: its decision, which is all the lean path needs. `None` otherwise,
 /// having counted nothing.
 #[inline]
-pub(super) fn enforced_now(limiter: &Limiter, plan: &Plan<'_>) -> Option<Verdict<Decision>> {
+pub(super) fn enforced_now<F: Respond>(
+    limiter: &Limiter<F>,
+    plan: &Plan<'_, F>,
+) -> Option<Verdict<Decision>> {
     let p = alone(plan)?;
     // A check that is not answered at once has not started: dropping it counts nothing.
     let result = limiter.check(&p.limit, p.key.as_bytes()).take_ready()?;
@@ -65,9 +72,9 @@ pub(super) fn enforced_now(limiter: &Limiter, plan: &Plan<'_>) -> Option<Verdict
 
 /// The verdict on one limit's check, its decision jittered as the limit says.
 #[inline]
-fn one_verdict(
-    limiter: &Limiter,
-    p: &Planned<'_>,
+fn one_verdict<F: Respond>(
+    limiter: &Limiter<F>,
+    p: &Planned<'_, F>,
     result: Result<Decision, StoreError>,
 ) -> Verdict<Decision> {
     match limiter.verdict(result) {
@@ -77,11 +84,11 @@ fn one_verdict(
     }
 }
 
-fn one_decided(
-    limiter: &Limiter,
-    p: &Planned<'_>,
+fn one_decided<F: Respond>(
+    limiter: &Limiter<F>,
+    p: &Planned<'_, F>,
     result: Result<Decision, StoreError>,
-) -> Verdict<Counted> {
+) -> Verdict<Counted<F>> {
     match one_verdict(limiter, p, result) {
         Verdict::Decided(decision) => Verdict::Decided(Counted::one(decision)),
         Verdict::Unlimited => Verdict::Unlimited,
@@ -90,7 +97,10 @@ fn one_decided(
 }
 
 /// Counts the plan's enforced limits in one check of the store, all or nothing.
-pub(super) async fn enforced(limiter: &Limiter, plan: &Plan<'_>) -> Verdict<Counted> {
+pub(super) async fn enforced<F: Respond>(
+    limiter: &Limiter<F>,
+    plan: &Plan<'_, F>,
+) -> Verdict<Counted<F>> {
     if let Some(p) = alone(plan) {
         let mut check = limiter.check(&p.limit, p.key.as_bytes());
         let result = match check.take_ready() {
@@ -100,7 +110,7 @@ pub(super) async fn enforced(limiter: &Limiter, plan: &Plan<'_>) -> Verdict<Coun
         return one_decided(limiter, p, result);
     }
     let items = plan.items();
-    let enforced: Vec<&Planned<'_>> = items.iter().filter(|p| !p.dry_run).collect();
+    let enforced: Vec<&Planned<'_, F>> = items.iter().filter(|p| !p.dry_run).collect();
     if enforced.is_empty() {
         return Verdict::Decided(Counted::nothing(items.len()));
     }
@@ -139,7 +149,11 @@ pub(super) async fn enforced(limiter: &Limiter, plan: &Plan<'_>) -> Verdict<Coun
 
 /// Counts each limit on trial alone, once the enforced ones admitted the request: its
 /// decision (`None` where its store failed) goes into `counted`.
-pub(super) async fn on_trial(limiter: &Limiter, plan: &Plan<'_>, counted: &mut Counted) {
+pub(super) async fn on_trial<F: Respond>(
+    limiter: &Limiter<F>,
+    plan: &Plan<'_, F>,
+    counted: &mut Counted<F>,
+) {
     let items = plan.items();
     for (place, (slot, p)) in counted
         .decisions

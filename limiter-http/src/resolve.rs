@@ -1,7 +1,7 @@
 //! Resolvers: the functions `key = path` and `policy = path` name, plain or `async`.
 //!
-//! A plain `fn(&HttpRequest) -> Option<T>` is called in place: no future,
-//! no allocation, the lean path stays open. An `async fn(&HttpRequest) -> Option<T>` (a
+//! A plain `fn(&Request) -> Option<T>` (the front end's request) is called in place: no
+//! future, no allocation, the lean path stays open. An `async fn(&Request) -> Option<T>` (a
 //! tenant's plan in a database, a key in a cache) is awaited within the limiter's
 //! [`resolver_timeout`](crate::LimiterBuilder::resolver_timeout), one for all of a
 //! request's resolvers together; one that takes longer, or answers `None`, counts as no
@@ -18,35 +18,37 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix_web::{HttpMessage, HttpRequest};
 use tokio::time::Instant;
 
-/// The future an `async` resolver returns, boxed: one allocation per request it serves.
-type Resolving<'a, T> = Pin<Box<dyn Future<Output = Option<T>> + 'a>>;
+use crate::{Front, LocalFront};
 
-/// What a resolver gives for a request: its answer now, or a future of it.
-pub(crate) enum Resolution<'a, T> {
+/// What a resolver gives for a request: its answer now, or a future of it (boxed: one
+/// allocation per request it serves).
+pub(crate) enum Resolution<'a, F: Front, T: 'a> {
     Now(Option<T>),
-    Later(Resolving<'a, T>),
+    Later(F::Pending<'a, T>),
 }
 
-trait Resolve<T>: Send + Sync {
-    fn resolve<'a>(&'a self, req: &'a HttpRequest) -> Resolution<'a, T>;
+trait Resolve<F: Front, T>: Send + Sync {
+    fn resolve<'a>(&'a self, req: &'a F::Request) -> Resolution<'a, F, T>;
 }
 
-struct Plain<F>(F);
+struct Plain<Fun>(Fun);
 
-impl<T, F: Fn(&HttpRequest) -> Option<T> + Send + Sync> Resolve<T> for Plain<F> {
-    fn resolve<'a>(&'a self, req: &'a HttpRequest) -> Resolution<'a, T> {
+impl<F: Front, T, Fun: Fn(&F::Request) -> Option<T> + Send + Sync> Resolve<F, T> for Plain<Fun> {
+    fn resolve<'a>(&'a self, req: &'a F::Request) -> Resolution<'a, F, T> {
         Resolution::Now((self.0)(req))
     }
 }
 
-struct Deferred<F>(F);
+struct Deferred<Fun>(Fun);
 
-impl<T, F: AsyncFn(&HttpRequest) -> Option<T> + Send + Sync> Resolve<T> for Deferred<F> {
-    fn resolve<'a>(&'a self, req: &'a HttpRequest) -> Resolution<'a, T> {
-        Resolution::Later(Box::pin((self.0)(req)))
+impl<F: LocalFront, T, Fun: AsyncFn(&F::Request) -> Option<T> + Send + Sync> Resolve<F, T>
+    for Deferred<Fun>
+{
+    fn resolve<'a>(&'a self, req: &'a F::Request) -> Resolution<'a, F, T> {
+        let pending: Pin<Box<dyn Future<Output = Option<T>> + 'a>> = Box::pin((self.0)(req));
+        Resolution::Later(F::pending(pending))
     }
 }
 
@@ -68,8 +70,8 @@ impl<T, F: AsyncFn(&HttpRequest) -> Option<T> + Send + Sync> Resolve<T> for Defe
 ///     .scope("api")
 ///     .key(KeySpec::Resolved(Resolver::new(tenant)));
 /// ```
-pub struct Resolver<T: 'static> {
-    resolve: Arc<dyn Resolve<T>>,
+pub struct Resolver<F: Front, T: 'static> {
+    resolve: Arc<dyn Resolve<F, T>>,
     /// Whether it is `async`.
     awaited: bool,
     /// What tells an `async` function's answers apart in a request: its type, when that
@@ -79,10 +81,11 @@ pub struct Resolver<T: 'static> {
     answers_by: Option<TypeId>,
 }
 
-impl<T: 'static> Resolver<T> {
-    /// A resolver of `function`: a `fn(&HttpRequest) -> Option<T>` or an
-    /// `async fn(&HttpRequest) -> Option<T>` (or a closure of either kind).
-    pub fn new<Kind>(function: impl IntoResolver<T, Kind>) -> Resolver<T> {
+impl<F: Front, T: 'static> Resolver<F, T> {
+    /// A resolver of `function`: a `fn(&Request) -> Option<T>` or an
+    /// `async fn(&Request) -> Option<T>` (or a closure of either kind), over the front
+    /// end's request.
+    pub fn new<Kind>(function: impl IntoResolver<F, T, Kind>) -> Resolver<F, T> {
         function.into_resolver()
     }
 
@@ -91,13 +94,13 @@ impl<T: 'static> Resolver<T> {
         self.awaited
     }
 
-    pub(crate) fn resolve<'a>(&'a self, req: &'a HttpRequest) -> Resolution<'a, T> {
+    pub(crate) fn resolve<'a>(&'a self, req: &'a F::Request) -> Resolution<'a, F, T> {
         self.resolve.resolve(req)
     }
 }
 
-impl<T: 'static> Clone for Resolver<T> {
-    fn clone(&self) -> Resolver<T> {
+impl<F: Front, T: 'static> Clone for Resolver<F, T> {
+    fn clone(&self) -> Resolver<F, T> {
         Resolver {
             resolve: Arc::clone(&self.resolve),
             awaited: self.awaited,
@@ -106,7 +109,7 @@ impl<T: 'static> Clone for Resolver<T> {
     }
 }
 
-impl<T: 'static> std::fmt::Debug for Resolver<T> {
+impl<F: Front, T: 'static> std::fmt::Debug for Resolver<F, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(if self.awaited {
             "Resolver(async fn)"
@@ -116,18 +119,18 @@ impl<T: 'static> std::fmt::Debug for Resolver<T> {
     }
 }
 
-/// The functions a [`Resolver`] is made of: `fn(&HttpRequest) -> Option<T>` and
-/// `async fn(&HttpRequest) -> Option<T>`. `Kind` tells the two apart ([`Now`] or
-/// [`Awaited`]); the compiler infers it.
+/// The functions a [`Resolver`] is made of: `fn(&Request) -> Option<T>` and
+/// `async fn(&Request) -> Option<T>`, over the front end `F`'s request. `Kind` tells the
+/// two apart ([`Now`] or [`Awaited`]); the compiler infers it.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a resolver of `Option<{T}>`",
     label = "expected `fn(&HttpRequest) -> Option<{T}>` or `async fn(&HttpRequest) -> Option<{T}>`",
     note = "a key function returns `Option<String>` (`None`: the client's address); a policy \
             function `Option<Policy>` (`None`: the declared policy); either may be `async`"
 )]
-pub trait IntoResolver<T: 'static, Kind> {
+pub trait IntoResolver<F: Front, T: 'static, Kind> {
     /// The resolver.
-    fn into_resolver(self) -> Resolver<T>;
+    fn into_resolver(self) -> Resolver<F, T>;
 }
 
 /// The [`IntoResolver`] kind of a plain function, answered in place.
@@ -136,11 +139,11 @@ pub enum Now {}
 /// The [`IntoResolver`] kind of an `async` function, awaited.
 pub enum Awaited {}
 
-impl<T: 'static, F> IntoResolver<T, Now> for F
+impl<F: Front, T: 'static, Fun> IntoResolver<F, T, Now> for Fun
 where
-    F: Fn(&HttpRequest) -> Option<T> + Send + Sync + 'static,
+    Fun: Fn(&F::Request) -> Option<T> + Send + Sync + 'static,
 {
-    fn into_resolver(self) -> Resolver<T> {
+    fn into_resolver(self) -> Resolver<F, T> {
         Resolver {
             resolve: Arc::new(Plain(self)),
             awaited: false,
@@ -149,15 +152,15 @@ where
     }
 }
 
-impl<T: 'static, F> IntoResolver<T, Awaited> for F
+impl<F: LocalFront, T: 'static, Fun> IntoResolver<F, T, Awaited> for Fun
 where
-    F: AsyncFn(&HttpRequest) -> Option<T> + Send + Sync + 'static,
+    Fun: AsyncFn(&F::Request) -> Option<T> + Send + Sync + 'static,
 {
-    fn into_resolver(self) -> Resolver<T> {
+    fn into_resolver(self) -> Resolver<F, T> {
         Resolver {
             resolve: Arc::new(Deferred(self)),
             awaited: true,
-            answers_by: (std::mem::size_of::<F>() == 0).then(TypeId::of::<F>),
+            answers_by: (std::mem::size_of::<Fun>() == 0).then(TypeId::of::<Fun>),
         }
     }
 }
@@ -173,23 +176,23 @@ static LAST_WARNED: AtomicU64 = AtomicU64::new(u64::MAX);
 /// The answers a request's `async` resolvers of `T` gave, by function: two limits keyed by
 /// one `async fn` ask it once, and count by the same answer. (Only functions whose type
 /// names them are kept; see `Resolver::answers_by`.)
+#[derive(Clone)]
 struct Answers<T>(Vec<(TypeId, Option<T>)>);
 
 /// `resolver`'s answer for `req`, or `None` when the request's resolvers have taken
 /// `timeout` between them (with a `warn` event naming `what`, at most one a second: a
 /// database down would otherwise log every request).
-pub(crate) async fn within<T: Clone + 'static>(
-    resolver: &Resolver<T>,
-    req: &HttpRequest,
+pub(crate) async fn within<F: Front, T: Clone + Send + Sync + 'static>(
+    resolver: &Resolver<F, T>,
+    req: &F::Request,
     timeout: Duration,
     what: &str,
 ) -> Option<T> {
     let asked = resolver.answers_by;
     if let Some(function) = asked {
-        let extensions = req.extensions();
-        let given = extensions.get::<Answers<T>>().and_then(|answers| {
-            let (_, answer) = answers.0.iter().find(|(f, _)| *f == function)?;
-            Some(answer.clone())
+        let given = F::local::<Answers<T>>(req).and_then(|answers| {
+            let (_, answer) = answers.0.into_iter().find(|(f, _)| *f == function)?;
+            Some(answer)
         });
         if let Some(answer) = given {
             return answer;
@@ -199,15 +202,12 @@ pub(crate) async fn within<T: Clone + 'static>(
         Resolution::Now(answer) => return answer,
         Resolution::Later(resolving) => resolving,
     };
-    let by = {
-        let mut extensions = req.extensions_mut();
-        match extensions.get::<AnswerBy>() {
-            Some(by) => *by,
-            None => {
-                let by = AnswerBy(Instant::now() + timeout);
-                extensions.insert(by);
-                by
-            }
+    let by = match F::local::<AnswerBy>(req) {
+        Some(by) => by,
+        None => {
+            let by = AnswerBy(Instant::now() + timeout);
+            F::set_local(req, by);
+            by
         }
     };
     let answer = match tokio::time::timeout_at(by.0, resolving).await {
@@ -226,13 +226,9 @@ pub(crate) async fn within<T: Clone + 'static>(
         }
     };
     if let Some(function) = asked {
-        let mut extensions = req.extensions_mut();
-        match extensions.get_mut::<Answers<T>>() {
-            Some(answers) => answers.0.push((function, answer.clone())),
-            None => {
-                extensions.insert(Answers(vec![(function, answer.clone())]));
-            }
-        }
+        let mut answers = F::local::<Answers<T>>(req).unwrap_or(Answers(Vec::new()));
+        answers.0.push((function, answer.clone()));
+        F::set_local(req, answers);
     }
     answer
 }

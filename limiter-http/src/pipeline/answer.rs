@@ -7,36 +7,34 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-use actix_web::{HttpMessage, HttpRequest, HttpResponse};
+use limiter_core::{Decision, Verdict};
 
 use super::decide::Counted;
 use super::each::Each;
+use super::inline::InlineChecks;
 use super::plan::{Plan, Planned};
 use super::settle::Refund;
+use super::Respond;
 use super::{Asker, Decided};
-use crate::actix::fields::{InlineChecks, Member, RateLimitFields};
-use crate::actix::problem::Failure;
-use crate::actix::respond;
-use crate::{Decision, Limiter, Verdict};
-use limiter_http::plumbing::Outcome;
-use limiter_http::ClientKey;
+use crate::observe::Outcome;
+use crate::{ClientKey, Limiter, Member, RateLimitFields};
 
 /// What the enforced limits' count came to: go on (to the limits on trial, and a pass), or
 /// the request's answer.
-pub(super) enum Enforced {
-    Go(Counted),
-    Done(Result<Decided, HttpResponse>),
+pub(super) enum Enforced<F: Respond> {
+    Go(Counted<F>),
+    Done(Result<Decided<F>, F::Response>),
 }
 
 /// The 429 of a request that costs more than one of its enforced limits ever allows at
 /// once: refused before anything is counted.
 // By value: boxing the response would cost every rejected request an allocation.
 #[allow(clippy::result_large_err)]
-pub(super) fn never_admitted(
-    limiter: &Limiter,
-    asker: Asker<'_>,
-    plan: &Plan<'_>,
-) -> Result<(), HttpResponse> {
+pub(super) fn never_admitted<F: Respond>(
+    limiter: &Limiter<F>,
+    asker: Asker<'_, F>,
+    plan: &Plan<'_, F>,
+) -> Result<(), F::Response> {
     let Some(never) = plan
         .items()
         .iter()
@@ -48,7 +46,7 @@ pub(super) fn never_admitted(
     rejected_event(limiter, never, None);
     let policy = never.limit.policy();
     let units = (never.cost, policy.capacity(), policy.max().get());
-    Err(respond::never_admitted(
+    Err(F::never_admitted(
         limiter,
         asker.limits(),
         never.name(),
@@ -59,12 +57,12 @@ pub(super) fn never_admitted(
 
 /// What the enforced limits' count comes to, the request's turn waited for where a bucket
 /// admitted it ahead of its tokens.
-pub(super) async fn enforced(
-    limiter: &Limiter,
-    asker: Asker<'_>,
-    plan: &Plan<'_>,
-    verdict: Verdict<Counted>,
-) -> Enforced {
+pub(super) async fn enforced<F: Respond>(
+    limiter: &Limiter<F>,
+    asker: Asker<'_, F>,
+    plan: &Plan<'_, F>,
+    verdict: Verdict<Counted<F>>,
+) -> Enforced<F> {
     let mut counted = match decided(limiter, asker, plan, verdict) {
         Ok(counted) => counted,
         Err(done) => return Enforced::Done(done),
@@ -81,12 +79,12 @@ pub(super) async fn enforced(
 /// [`enforced`] and [`pass`] for a plan whose one limit is enforced and cannot make the
 /// request wait (the lean path): nothing to await.
 #[allow(clippy::result_large_err)]
-pub(super) fn at_once(
-    limiter: &Limiter,
-    asker: Asker<'_>,
-    plan: &Plan<'_>,
+pub(super) fn at_once<F: Respond>(
+    limiter: &Limiter<F>,
+    asker: Asker<'_, F>,
+    plan: &Plan<'_, F>,
     verdict: Verdict<Decision>,
-) -> Result<Decided, HttpResponse> {
+) -> Result<Decided<F>, F::Response> {
     let decision = match verdict {
         Verdict::Decided(decision) => decision,
         Verdict::Unlimited => return store_failed(limiter, asker, plan, false),
@@ -112,12 +110,12 @@ pub(super) fn at_once(
 /// The count, where the store decided; else the fault policy's answer: the request let
 /// through without fields (`FailOpen`), or a 503.
 #[allow(clippy::result_large_err)]
-fn decided(
-    limiter: &Limiter,
-    asker: Asker<'_>,
-    plan: &Plan<'_>,
-    verdict: Verdict<Counted>,
-) -> Result<Counted, Result<Decided, HttpResponse>> {
+fn decided<F: Respond>(
+    limiter: &Limiter<F>,
+    asker: Asker<'_, F>,
+    plan: &Plan<'_, F>,
+    verdict: Verdict<Counted<F>>,
+) -> Result<Counted<F>, Result<Decided<F>, F::Response>> {
     match verdict {
         Verdict::Decided(counted) => Ok(counted),
         Verdict::Unlimited => Err(store_failed(limiter, asker, plan, false)),
@@ -129,32 +127,28 @@ fn decided(
 /// RateLimit fields are left out), or, `unavailable`, a 503.
 #[cold]
 #[allow(clippy::result_large_err)]
-fn store_failed(
-    limiter: &Limiter,
-    asker: Asker<'_>,
-    plan: &Plan<'_>,
+fn store_failed<F: Respond>(
+    limiter: &Limiter<F>,
+    asker: Asker<'_, F>,
+    plan: &Plan<'_, F>,
     unavailable: bool,
-) -> Result<Decided, HttpResponse> {
+) -> Result<Decided<F>, F::Response> {
     for p in plan.items().iter().filter(|p| !p.dry_run) {
         p.counted(Outcome::StoreError);
     }
     match unavailable {
         false => Ok(Decided::undecided()),
-        true => Err(respond::failure(
-            limiter,
-            asker.limits(),
-            Failure::StoreUnavailable,
-        )),
+        true => Err(F::store_unavailable(limiter, asker.limits())),
     }
 }
 
 /// The 429 of a request an enforced limit rejected: the one that admits it last names it.
-fn refused(
-    limiter: &Limiter,
-    asker: Asker<'_>,
-    plan: &Plan<'_>,
-    counted: &Counted,
-) -> Option<HttpResponse> {
+fn refused<F: Respond>(
+    limiter: &Limiter<F>,
+    asker: Asker<'_, F>,
+    plan: &Plan<'_, F>,
+    counted: &Counted<F>,
+) -> Option<F::Response> {
     let decisions = counted.decisions.as_slice();
     if decisions.iter().flatten().all(Decision::allowed) {
         return None;
@@ -177,20 +171,18 @@ fn refused(
 
 /// The 429 naming `name`, with the fields of every limit: on it, or, for a check inside a
 /// handler, in the request for the handler's response.
-fn refuse(
-    limiter: &Limiter,
-    asker: Asker<'_>,
+fn refuse<F: Respond>(
+    limiter: &Limiter<F>,
+    asker: Asker<'_, F>,
     fields: RateLimitFields,
     name: &str,
     decision: Decision,
-) -> HttpResponse {
+) -> F::Response {
     match asker {
-        Asker::Handler(limits) => {
-            respond::rejection(limiter, Some((limits, &fields)), name, decision)
-        }
+        Asker::Handler(limits) => F::rejection(limiter, Some((limits, &fields)), name, decision),
         Asker::Inline(req) => {
-            record_inline(req, &fields, Vec::new(), None);
-            respond::rejection(limiter, None, name, decision)
+            record_inline::<F>(req, &fields, Vec::new(), None);
+            F::rejection(limiter, None, name, decision)
         }
     }
 }
@@ -198,12 +190,12 @@ fn refuse(
 /// Admitted ahead of its tokens (a bucket's `delay`): the request waits its turn — or, the
 /// queue full, is refused, its place given back. Afterwards its decisions say where the
 /// limits stand once the wait is over.
-async fn wait_turn(
-    limiter: &Limiter,
-    asker: Asker<'_>,
-    plan: &Plan<'_>,
-    counted: &mut Counted,
-) -> Result<(), HttpResponse> {
+async fn wait_turn<F: Respond>(
+    limiter: &Limiter<F>,
+    asker: Asker<'_, F>,
+    plan: &Plan<'_, F>,
+    counted: &mut Counted<F>,
+) -> Result<(), F::Response> {
     let decisions = counted.decisions.as_slice();
     let any_rejected = decisions.iter().flatten().any(|d| !d.allowed());
     let delayed = decisions
@@ -220,7 +212,7 @@ async fn wait_turn(
         .filter(|p| !p.dry_run)
         .map(Planned::owned)
         .collect();
-    if !crate::actix::delay::wait_turn(limiter, delay, charges, receipt.clone()).await {
+    if !super::delay::wait_turn(limiter, delay, charges, receipt.clone()).await {
         let (p, refused, fields) = refused_for_the_queue(plan, decisions, delay);
         p.counted(Outcome::Rejected);
         rejected_event(limiter, p, Some(refused));
@@ -233,7 +225,7 @@ async fn wait_turn(
         .zip(plan.items())
     {
         *d = d.map(|d| match d.delayed() {
-            Some(_) => crate::actix::delay::after_the_wait(d, p.limit.policy()),
+            Some(_) => super::delay::after_the_wait(d, p.limit.policy()),
             None if d.allowed() => Decision::allow(
                 d.limit(),
                 d.remaining(),
@@ -250,11 +242,11 @@ async fn wait_turn(
 /// `delay`, answered as a rejection with that wait — and the RateLimit fields of every
 /// limit as they stand once the units are back (a limit that delayed it has nothing left
 /// until its turn; the others one request's cost more than they answered).
-fn refused_for_the_queue<'p, 's>(
-    plan: &'p Plan<'s>,
+fn refused_for_the_queue<'p, 's, F: Respond>(
+    plan: &'p Plan<'s, F>,
     decisions: &[Option<Decision>],
     delay: Duration,
-) -> (&'p Planned<'s>, Decision, RateLimitFields) {
+) -> (&'p Planned<'s, F>, Decision, RateLimitFields) {
     let mut longest = None;
     let (members, answers): (Vec<Member>, Vec<Decision>) = plan
         .items()
@@ -286,7 +278,11 @@ fn refused_for_the_queue<'p, 's>(
 
 /// An admitted request's answer: its fields, the would-be rejections of its limits on
 /// trial let through (and said so), and what its response may take back.
-pub(super) fn pass(asker: Asker<'_>, plan: &Plan<'_>, counted: Counted) -> Decided {
+pub(super) fn pass<F: Respond>(
+    asker: Asker<'_, F>,
+    plan: &Plan<'_, F>,
+    counted: Counted<F>,
+) -> Decided<F> {
     let mut let_through = Vec::new();
     for (p, d) in plan.items().iter().zip(counted.decisions.as_slice()) {
         if !p.dry_run {
@@ -326,7 +322,7 @@ pub(super) fn pass(asker: Asker<'_>, plan: &Plan<'_>, counted: Counted) -> Decid
             Decided { fields, refund }
         }
         Asker::Inline(req) => {
-            record_inline(req, &fields, let_through, refund);
+            record_inline::<F>(req, &fields, let_through, refund);
             Decided::none()
         }
     }
@@ -334,7 +330,10 @@ pub(super) fn pass(asker: Asker<'_>, plan: &Plan<'_>, counted: Counted) -> Decid
 
 /// The fields of the decided limits: unnamed when they are the set's limits exactly as
 /// declared, in order (most requests: no allocation for one), else each named.
-fn fields_of(plan: &Plan<'_>, decisions: &Each<Option<Decision>>) -> RateLimitFields {
+fn fields_of<F: Respond>(
+    plan: &Plan<'_, F>,
+    decisions: &Each<Option<Decision>>,
+) -> RateLimitFields {
     let decisions = decisions.as_slice();
     if plan.as_declared && decisions.iter().all(Option::is_some) {
         return match decisions {
@@ -354,32 +353,32 @@ fn fields_of(plan: &Plan<'_>, decisions: &Each<Option<Decision>>) -> RateLimitFi
 /// Keeps the decisions of a check inside a handler in `req`, for the fields of the
 /// handler's response (`#[rate_limit]`'s or the middleware's), with what a success takes
 /// back and the names of the limits on trial that would have refused it.
-fn record_inline(
-    req: &HttpRequest,
+fn record_inline<F: Respond>(
+    req: &F::Request,
     fields: &RateLimitFields,
     let_through: Vec<Cow<'static, str>>,
-    refund: Option<Refund>,
+    refund: Option<Refund<F>>,
 ) {
     let checks: Vec<(Member, Decision)> = fields.named().collect();
     // Undecided (its store failed) and nothing to say: the request carries nothing.
     if checks.is_empty() && let_through.is_empty() && refund.is_none() {
         return;
     }
-    InlineChecks::made();
-    let mut extensions = req.extensions_mut();
-    if extensions.get::<InlineChecks>().is_none() {
-        extensions.insert(InlineChecks::default());
-    }
-    if let Some(inline) = extensions.get_mut::<InlineChecks>() {
+    InlineChecks::<F>::made();
+    F::inline_checks(req, |inline| {
         inline.checks.extend(checks);
         inline.refunds.extend(refund);
         inline.let_through.extend(let_through);
-    }
+    });
 }
 
 /// The `debug` event of a rejected request (`decision` is `None` for a cost no budget
 /// holds).
-fn rejected_event(limiter: &Limiter, planned: &Planned<'_>, decision: Option<Decision>) {
+fn rejected_event<F: Respond>(
+    limiter: &Limiter<F>,
+    planned: &Planned<'_, F>,
+    decision: Option<Decision>,
+) {
     let kind = planned.kind();
     rejection_event(
         limiter,
@@ -393,8 +392,8 @@ fn rejected_event(limiter: &Limiter, planned: &Planned<'_>, decision: Option<Dec
 /// The `debug` event of a rejected request, and the `rate_limit` field of the current
 /// span, where it declares one; the rejected client is kept where they are tracked.
 #[cold]
-pub(crate) fn rejection_event(
-    limiter: &Limiter,
+pub fn rejection_event<F: Respond>(
+    limiter: &Limiter<F>,
     scope: &str,
     kind: &str,
     key: &ClientKey,
@@ -430,7 +429,7 @@ pub(crate) fn rejection_event(
 
 /// The `warn` event of a limit on trial that would have rejected the request.
 #[cold]
-pub(crate) fn would_have_rejected(scope: &str, kind: &str, decision: &Decision) {
+pub fn would_have_rejected(scope: &str, kind: &str, decision: &Decision) {
     tracing::warn!(
         scope,
         key = %kind,
@@ -442,7 +441,7 @@ pub(crate) fn would_have_rejected(scope: &str, kind: &str, decision: &Decision) 
 /// The `warn` event of a limit on trial that would have made the request wait its turn
 /// (a `delay`): not a rejection, but what enforcing would change for this client.
 #[cold]
-pub(crate) fn would_have_waited(scope: &str, kind: &str, wait: Duration) {
+pub fn would_have_waited(scope: &str, kind: &str, wait: Duration) {
     tracing::warn!(
         scope,
         key = %kind,

@@ -6,64 +6,87 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix_web::http::header::HeaderValue;
-use actix_web::HttpRequest;
+use limiter_core::{Limit, Policy};
 
-use super::fields::{self, Member};
-use super::keys::KeySpec;
-use super::resolve::Resolver;
-use crate::{Limit, Limiter, Policy, Share};
+use crate::counts::Counts;
+use crate::fields::{self, Member};
+use crate::handler_path::handler_path;
+use crate::{FieldMap, Front, KeySpec, Limiter, Resolver, Share};
+
+/// A header value of the front end `F`'s responses.
+type Value<F> = <<F as Front>::Map as FieldMap>::Value;
 
 /// One `#[rate_limit(...)]`: the limit, the name its header fields use, and its key.
+#[doc(hidden)]
 #[derive(Debug)]
-pub struct LimitSpec {
+pub struct LimitSpec<F: Front> {
     pub(crate) limit: Limit,
     pub(crate) name: Cow<'static, str>,
-    pub(crate) key: KeySpec,
+    pub(crate) key: KeySpec<F>,
     handler: String,
-    pub(crate) options: Options,
+    pub(crate) options: Options<F>,
     /// Its decision counters (feature `metrics`; nothing without it).
-    pub(crate) counters: limiter_http::plumbing::Counters,
+    pub(crate) counters: crate::observe::Counters,
 }
 
 /// What a limit does besides counting one unit per request: the attribute's `exempt`,
 /// `cost`, `count`, `dry_run`, `enforce` and `policy`.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Options {
-    pub(crate) exempt: Option<fn(&HttpRequest) -> bool>,
-    pub(crate) cost: Cost,
+pub(crate) struct Options<F: Front> {
+    pub(crate) exempt: Option<fn(&F::Request) -> bool>,
+    pub(crate) cost: Cost<F>,
     /// Which responses keep the request counted (`count = "failures"`, `count = fn`);
     /// `None`: all of them.
-    pub(crate) counts: Option<super::pipeline::settle::Counts>,
+    pub(crate) counts: Option<Counts<F>>,
     /// The share of clients it is enforced on ([`Share::NONE`]: a dry run).
     pub(crate) enforce: Share,
-    pub(crate) policy: Option<Resolver<Policy>>,
+    pub(crate) policy: Option<Resolver<F, Policy>>,
     /// Up to this many ms added to a rejection's wait, drawn per response (`jitter`).
     pub(crate) jitter_ms: u32,
+}
+
+impl<F: Front> std::fmt::Debug for Options<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.described()).finish()
+    }
+}
+
+impl<F: Front> Default for Options<F> {
+    fn default() -> Options<F> {
+        Options {
+            exempt: None,
+            cost: Cost::Units(1),
+            counts: None,
+            enforce: Share::ALL,
+            policy: None,
+            jitter_ms: 0,
+        }
+    }
 }
 
 /// The longest jitter: an hour.
 const MAX_JITTER_MS: u32 = 3_600_000;
 
-/// A jitter in whole ms, at most [`MAX_JITTER_MS`].
-pub(crate) fn jitter_ms(jitter: Duration) -> u32 {
+/// A jitter in whole ms, at most an hour.
+#[doc(hidden)]
+pub fn jitter_ms(jitter: Duration) -> u32 {
     jitter.as_millis().min(u128::from(MAX_JITTER_MS)) as u32
 }
 
 /// The units a request takes.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Cost {
+pub(crate) enum Cost<F: Front> {
     Units(u32),
-    Computed(fn(&HttpRequest) -> u32),
+    Computed(fn(&F::Request) -> u32),
 }
 
-impl Default for Cost {
-    fn default() -> Cost {
-        Cost::Units(1)
+impl<F: Front> Clone for Cost<F> {
+    fn clone(&self) -> Cost<F> {
+        *self
     }
 }
 
-impl Options {
+impl<F: Front> Copy for Cost<F> {}
+
+impl<F: Front> Options<F> {
     /// Whether nothing but counting one unit is asked.
     fn is_plain(&self) -> bool {
         self.exempt.is_none()
@@ -75,9 +98,9 @@ impl Options {
     }
 }
 
-impl Cost {
+impl<F: Front> Cost<F> {
     /// The units `req` takes: at least 1.
-    pub(crate) fn of(&self, req: &HttpRequest) -> u32 {
+    pub(crate) fn of(&self, req: &F::Request) -> u32 {
         match self {
             Cost::Units(units) => (*units).max(1),
             Cost::Computed(compute) => compute(req).max(1),
@@ -85,7 +108,7 @@ impl Cost {
     }
 }
 
-impl LimitSpec {
+impl<F: Front> LimitSpec<F> {
     /// A limit as the attribute declares it: its policy was built in a `const`, so every
     /// mistake was a compile error.
     ///
@@ -107,8 +130,8 @@ impl LimitSpec {
         position: usize,
         name: &'static str,
         policy: Policy,
-        key: KeySpec,
-    ) -> LimitSpec {
+        key: KeySpec<F>,
+    ) -> LimitSpec<F> {
         let handler = handler_path(marker);
         let own: Cow<'static, str> = if limiter_core::__private::path_is_shared(path) {
             Cow::Owned(handler.clone())
@@ -132,19 +155,19 @@ impl LimitSpec {
 
     /// Requests for which `exempt` says so are not counted, and carry no RateLimit fields
     /// (`exempt = path`).
-    pub fn exempt_when(mut self, exempt: fn(&HttpRequest) -> bool) -> LimitSpec {
+    pub fn exempt_when(mut self, exempt: fn(&F::Request) -> bool) -> LimitSpec<F> {
         self.options.exempt = Some(exempt);
         self
     }
 
     /// Each request takes `units` (`cost = N`, at least 1).
-    pub fn cost(mut self, units: u32) -> LimitSpec {
+    pub fn cost(mut self, units: u32) -> LimitSpec<F> {
         self.options.cost = Cost::Units(units);
         self
     }
 
     /// Each request takes what `compute` says (`cost = path`, at least 1).
-    pub fn cost_of(mut self, compute: fn(&HttpRequest) -> u32) -> LimitSpec {
+    pub fn cost_of(mut self, compute: fn(&F::Request) -> u32) -> LimitSpec<F> {
         self.options.cost = Cost::Computed(compute);
         self
     }
@@ -152,35 +175,35 @@ impl LimitSpec {
     /// Only requests whose response fails (status 400 or above) are counted: an admitted
     /// request is counted, then taken back when its response is a success
     /// (`count = "failures"`).
-    pub fn failures_only(mut self) -> LimitSpec {
-        self.options.counts = Some(super::pipeline::settle::Counts::Failures);
+    pub fn failures_only(mut self) -> LimitSpec<F> {
+        self.options.counts = Some(Counts::Failures);
         self
     }
 
     /// Only requests whose response `counts` says so are counted: an admitted request is
     /// counted, then taken back when `counts(status)` is `false` (`count = path`).
-    pub fn count_when(mut self, counts: fn(actix_web::http::StatusCode) -> bool) -> LimitSpec {
-        self.options.counts = Some(super::pipeline::settle::Counts::When(counts));
+    pub fn count_when(mut self, counts: fn(F::Status) -> bool) -> LimitSpec<F> {
+        self.options.counts = Some(Counts::When(counts));
         self
     }
 
     /// Decided and counted, but never enforced: a would-be rejection passes, with a `warn`
     /// event (`dry_run = true`).
-    pub fn dry_run(mut self) -> LimitSpec {
+    pub fn dry_run(mut self) -> LimitSpec<F> {
         self.options.enforce = Share::NONE;
         self
     }
 
     /// Enforced on `share` of the clients, each consistently in or out; the others'
     /// would-be rejections pass as in a dry run (`enforce = "10%"`).
-    pub fn enforce(mut self, share: Share) -> LimitSpec {
+    pub fn enforce(mut self, share: Share) -> LimitSpec<F> {
         self.options.enforce = share;
         self
     }
 
     /// The policy for each request: `choose` says, or `None` for the declared one
     /// (`policy = path`).
-    pub fn choose_policy(self, choose: fn(&HttpRequest) -> Option<Policy>) -> LimitSpec {
+    pub fn choose_policy(self, choose: fn(&F::Request) -> Option<Policy>) -> LimitSpec<F> {
         self.resolve_policy(Resolver::new(choose))
     }
 
@@ -188,24 +211,26 @@ impl LimitSpec {
     /// resolver that may be `async` (awaited within the limiter's
     /// [`resolver_timeout`](crate::LimiterBuilder::resolver_timeout); late or `None`: the
     /// declared policy).
-    pub fn resolve_policy(mut self, resolve: Resolver<Policy>) -> LimitSpec {
+    pub fn resolve_policy(mut self, resolve: Resolver<F, Policy>) -> LimitSpec<F> {
         self.options.policy = Some(resolve);
         self
     }
 
     /// A rejection's wait lengthened by a random part of `jitter` (`jitter = "1s"`), so
     /// that clients refused together come back apart. At most an hour.
-    pub fn jitter(mut self, jitter: Duration) -> LimitSpec {
+    pub fn jitter(mut self, jitter: Duration) -> LimitSpec<F> {
         self.options.jitter_ms = jitter_ms(jitter);
         self
     }
 
-    /// The limit of a [`RateLimit`](super::RateLimit) middleware: named after its scope.
-    pub(crate) fn for_middleware(
+    /// The limit of a middleware (actix's `RateLimit`, the tower layer): named after its
+    /// scope.
+    #[doc(hidden)]
+    pub fn for_middleware(
         scope: Cow<'static, str>,
         policy: Policy,
-        key: KeySpec,
-    ) -> LimitSpec {
+        key: KeySpec<F>,
+    ) -> LimitSpec<F> {
         LimitSpec {
             name: fields::field_name(scope.clone()),
             handler: format!("RateLimit middleware \"{scope}\""),
@@ -232,103 +257,37 @@ impl LimitSpec {
     }
 }
 
-/// The path of a handler, from the `type_name` of a type declared inside its generated
-/// function: `my_app::auth::login` for `async fn login` in module `auth`, with the `impl`
-/// type or enclosing function when there is one (`my_app::auth::Admin::login`,
-/// `my_app::routes::login`), so that two handlers of one name never share a budget by
-/// accident. What the route macros and `async` add to the path is removed.
-///
-/// It is the default scope, and names the budget in Redis: moving or renaming a handler
-/// starts a new budget. Name scopes (`scope = "login"`) where budgets must outlive such
-/// changes across a rolling deploy.
-///
-/// ```
-/// use limiter::__private::handler_path;
-/// assert_eq!(handler_path("app::auth::login::{{closure}}::__LimiterHandler"), "app::auth::login");
-/// assert_eq!(
-///     handler_path("<app::login as actix_web::service::HttpServiceFactory>::register::login::{{closure}}::__LimiterHandler"),
-///     "app::login"
-/// );
-/// ```
-pub fn handler_path(marker: &str) -> String {
-    let mut segments = split_path(marker);
-    if segments.last() == Some(&"__LimiterHandler") {
-        segments.pop();
-    }
-    segments.retain(|s| !(s.starts_with("{{closure") || s.starts_with("{closure")));
-    let mut out: Vec<&str> = Vec::with_capacity(segments.len());
-    let mut i = 0;
-    while i < segments.len() {
-        let segment = segments[i];
-        // The route macros turn `fn NAME` into a type `NAME` whose
-        // `HttpServiceFactory::register` holds the function.
-        if let Some(inner) = segment
-            .strip_prefix('<')
-            .and_then(|s| s.strip_suffix('>'))
-            .and_then(|s| s.split_once(" as "))
-            .filter(|(_, t)| t.ends_with("HttpServiceFactory"))
-            .map(|(ty, _)| ty)
-        {
-            if segments.get(i + 1) == Some(&"register") {
-                out.extend(split_path(inner));
-                i += 3; // the type, `register`, and the function of the same name
-                continue;
-            }
-        }
-        out.push(segment);
-        i += 1;
-    }
-    out.join("::")
-}
-
-/// Splits a Rust path on `::`, except inside `<...>`.
-fn split_path(path: &str) -> Vec<&str> {
-    let mut segments = Vec::new();
-    let (mut depth, mut start) = (0usize, 0);
-    let bytes = path.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'<' => depth += 1,
-            b'>' => depth = depth.saturating_sub(1),
-            b':' if depth == 0 && bytes.get(i + 1) == Some(&b':') => {
-                segments.push(&path[start..i]);
-                start = i + 2;
-                i += 1;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    segments.push(&path[start..]);
-    segments
-}
-
 /// The limits chosen per request kept per handler, at most.
 const MOST_TIERS: usize = 256;
 
 /// The limits of one handler, in the order they are checked, and their fixed
 /// `RateLimit-Policy` value.
+#[doc(hidden)]
 #[derive(Debug)]
-pub struct HandlerLimits {
-    pub(crate) limits: Vec<LimitSpec>,
-    pub(crate) policy: HeaderValue,
-    pub(crate) prefixes: Vec<Box<str>>,
+pub struct HandlerLimits<F: Front> {
+    pub(crate) limits: Vec<LimitSpec<F>>,
+    /// Its `RateLimit-Policy` value.
+    #[doc(hidden)]
+    pub policy: Value<F>,
+    /// Each limit's `RateLimit` member up to its numbers.
+    #[doc(hidden)]
+    pub prefixes: Vec<Box<str>>,
     /// Whether every limit counts one unit per request as declared: the lean path is open.
     pub(crate) plain: bool,
     /// The limits chosen per request by `policy` functions (a plan's, a tenant's), made once
     /// each: building a limit hashes its name.
     tiers: parking_lot::Mutex<Vec<Arc<Limit>>>,
     /// Its concurrency limits (`#[concurrency_limit]`), checked before the others.
-    pub(crate) in_flight: Vec<super::in_flight::InFlightSpec>,
+    #[doc(hidden)]
+    pub in_flight: Vec<crate::InFlightSpec<F>>,
     /// Whether a middleware checks them around a service, which a CORS layer inside it may
     /// answer without a handler; a handler's limits are checked only where the handler runs.
     pub(crate) around_service: bool,
 }
 
-impl HandlerLimits {
+impl<F: Front> HandlerLimits<F> {
     /// The limits of a handler, first checked first.
-    pub fn new(limits: Vec<LimitSpec>) -> HandlerLimits {
+    pub fn new(limits: Vec<LimitSpec<F>>) -> HandlerLimits<F> {
         let mut policy = String::new();
         for spec in &limits {
             let p = spec.limit.policy();
@@ -337,7 +296,8 @@ impl HandlerLimits {
         HandlerLimits {
             // Names are made of what a header carries, so this cannot fail; if it did, the
             // field would be left empty rather than the handler broken.
-            policy: HeaderValue::from_str(&policy).unwrap_or(HeaderValue::from_static("")),
+            policy: F::Map::value(policy.into())
+                .unwrap_or_else(|| <F::Map as FieldMap>::value_static("")),
             prefixes: limits
                 .iter()
                 .map(|s| fields::member_prefix(&s.name))
@@ -354,7 +314,8 @@ impl HandlerLimits {
     }
 
     /// The limits of a middleware, checked around the service it wraps.
-    pub(crate) fn around_service(mut self) -> HandlerLimits {
+    #[doc(hidden)]
+    pub fn around_service(mut self) -> HandlerLimits<F> {
         self.around_service = true;
         self
     }
@@ -363,7 +324,12 @@ impl HandlerLimits {
     /// and remembered by the limiter so that a reset of the scope finds its budget. At most
     /// [`MOST_TIERS`] are kept per handler: a `policy` function that chooses from more
     /// (a number read from the request, say) gets its limits made per request instead.
-    pub(crate) fn tier(&self, limiter: &Limiter, declared: &Limit, policy: Policy) -> Arc<Limit> {
+    pub(crate) fn tier(
+        &self,
+        limiter: &Limiter<F>,
+        declared: &Limit,
+        policy: Policy,
+    ) -> Arc<Limit> {
         let mut tiers = self.tiers.lock();
         if let Some(tier) = tiers
             .iter()
@@ -380,13 +346,14 @@ impl HandlerLimits {
     }
 
     /// The limits, in order.
-    pub fn limits(&self) -> &[LimitSpec] {
+    pub fn limits(&self) -> &[LimitSpec<F>] {
         &self.limits
     }
 
     /// Its limits as declared, as the fields name them.
     #[inline]
-    pub(crate) fn declared(&self) -> fields::Declared<'_, HeaderValue> {
+    #[doc(hidden)]
+    pub fn declared(&self) -> fields::Declared<'_, Value<F>> {
         fields::Declared {
             policy: &self.policy,
             prefixes: &self.prefixes,
@@ -394,7 +361,8 @@ impl HandlerLimits {
     }
 
     /// The list members of its limits as declared, in order.
-    pub(crate) fn members(&self) -> Vec<Member> {
+    #[doc(hidden)]
+    pub fn members(&self) -> Vec<Member> {
         self.limits
             .iter()
             .map(|spec| Member {
@@ -405,7 +373,7 @@ impl HandlerLimits {
     }
 }
 
-impl limiter_core::__private::Declares for HandlerLimits {
+impl<F: Front> limiter_core::__private::Declares for HandlerLimits<F> {
     fn owner(&self) -> &str {
         match (self.limits.first(), self.in_flight.first()) {
             (Some(spec), _) => spec.handler(),
@@ -441,7 +409,7 @@ impl limiter_core::__private::Declares for HandlerLimits {
     }
 }
 
-impl Options {
+impl<F: Front> Options<F> {
     /// The options in words, as the route table shows them.
     fn described(&self) -> Vec<String> {
         let mut words = Vec::new();
@@ -451,11 +419,9 @@ impl Options {
             Cost::Computed(_) => words.push("cost=fn".to_string()),
         }
         match self.counts {
-            None | Some(super::pipeline::settle::Counts::Always) => {}
-            Some(super::pipeline::settle::Counts::Failures) => {
-                words.push("count=failures".to_string())
-            }
-            Some(super::pipeline::settle::Counts::When(_)) => words.push("count=fn".to_string()),
+            None | Some(Counts::Always) => {}
+            Some(Counts::Failures) => words.push("count=failures".to_string()),
+            Some(Counts::When(_)) => words.push("count=fn".to_string()),
         }
         if self.exempt.is_some() {
             words.push("exempt=fn".to_string());
@@ -474,5 +440,13 @@ impl Options {
             words.push(format!("jitter={}ms", self.jitter_ms));
         }
         words
+    }
+}
+
+impl<F: Front> HandlerLimits<F> {
+    /// The same limits, with concurrency limits checked before them (`#[concurrency_limit]`).
+    pub fn in_flight(mut self, specs: Vec<crate::InFlightSpec<F>>) -> HandlerLimits<F> {
+        self.in_flight = specs;
+        self
     }
 }
