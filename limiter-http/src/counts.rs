@@ -10,8 +10,8 @@ pub enum Counts<F: Front> {
     Failures,
     /// Those the function says.
     When(fn(F::Status) -> bool),
-    /// Every response: only a CORS layer's own answer to a preflight gives it back
-    /// (`Refund::give_back_all`).
+    /// Every response: only a CORS layer's own answer to a preflight, or a place in the
+    /// line given back, gives it back (`Refund::give_back_all`).
     Always,
 }
 

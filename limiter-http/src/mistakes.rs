@@ -1,5 +1,6 @@
-//! The forwarding setups that cannot do what their author meant, and that would otherwise
-//! show up only as wrong limits in production: each is reported once, at its first
+//! The setups (forwarding headers, a `key = "user"` limit without a user resolver) that
+//! cannot do what their author meant, and that would otherwise show up only as wrong limits
+//! in production: each is reported once, at its first
 //! occurrence, as a `warn` event that names the mistake and the fix. After that, checking
 //! for it costs a relaxed load of one flag.
 

@@ -1,8 +1,8 @@
 //! The setups that cannot do what their author meant, and that would otherwise show up only
 //! as wrong limits in production: each is reported once, at its first occurrence, as a
 //! `warn` event that names the mistake and the fix. After that, checking for it costs a
-//! relaxed load of one flag. (Those of forwarding headers are reported by `limiter_http`, where
-//! the key logic is.)
+//! relaxed load of one flag. (Those of forwarding headers and of a `key = "user"` limit without
+//! a user resolver are reported by `limiter_http`, where the key logic is.)
 
 pub(crate) use limiter_http::Once;
 
