@@ -41,6 +41,7 @@ mod observe;
 pub mod pipeline;
 mod problem;
 mod proxy;
+mod refusal;
 mod rejected;
 mod reset;
 mod resolve;
@@ -70,6 +71,7 @@ pub use proxy::{
     client_of, Client, Contradiction, ForwardingHeaders, InvalidNetwork, ProxyNet, TrustedProxies,
     MAX_HOPS,
 };
+pub use refusal::{Failure, Rejection};
 pub use rejected::RejectedClient;
 pub use reset::Subject;
 pub use resolve::{Awaited, IntoResolver, Now, Resolver};

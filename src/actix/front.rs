@@ -9,9 +9,10 @@ use std::sync::OnceLock;
 
 use actix_web::http::header::{self, HeaderMap, HeaderName};
 use actix_web::http::StatusCode;
+use actix_web::web::Bytes;
 use actix_web::{HttpMessage, HttpRequest, HttpResponse};
 use limiter_http::pipeline::InlineChecks;
-use limiter_http::{KeyError, Member, RateLimitFields};
+use limiter_http::RateLimitFields;
 
 use super::fields::Headers;
 use super::keys::Head;
@@ -97,16 +98,22 @@ impl limiter_http::Front for Actix {
         name.starts_with("actix-server worker")
             || (name.starts_with("actix-rt|") && name.contains("arbiter"))
     }
-
-    fn failure_of(error: &KeyError) -> Failure {
-        match error {
-            KeyError::NoClientAddress => Failure::NoClientAddress,
-            KeyError::Contradiction(_) => Failure::ContradictoryForwarding,
-        }
-    }
 }
 
 impl limiter_http::pipeline::Respond for Actix {
+    type Fields<'r> = Headers<&'r mut HeaderMap>;
+
+    #[inline]
+    fn response(status: u16, body: Bytes) -> HttpResponse {
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        HttpResponse::with_body(status, body).map_into_boxed_body()
+    }
+
+    #[inline(always)]
+    fn fields_of(response: &mut HttpResponse) -> Headers<&mut HeaderMap> {
+        Headers(response.headers_mut())
+    }
+
     fn inline_checks(req: &HttpRequest, add: impl FnOnce(&mut InlineChecks<Actix>)) {
         let mut extensions = req.extensions_mut();
         if extensions.get::<InlineChecks<Actix>>().is_none() {
@@ -129,24 +136,6 @@ impl limiter_http::pipeline::Respond for Actix {
         decision: Decision,
     ) -> HttpResponse {
         respond::rejection(limiter, fields, name, decision)
-    }
-
-    fn never_admitted(
-        limiter: &Limiter,
-        limits: Option<&HandlerLimits>,
-        name: &str,
-        member: Member,
-        units: (u32, u32, u32),
-    ) -> HttpResponse {
-        respond::never_admitted(limiter, limits, name, member, units)
-    }
-
-    fn key_failure(limiter: &Limiter, limits: &HandlerLimits, error: &KeyError) -> HttpResponse {
-        respond::key_failure(limiter, limits, error)
-    }
-
-    fn store_unavailable(limiter: &Limiter, limits: Option<&HandlerLimits>) -> HttpResponse {
-        respond::failure(limiter, limits, Failure::StoreUnavailable)
     }
 }
 

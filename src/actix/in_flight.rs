@@ -12,7 +12,6 @@ use actix_web::web::Bytes;
 use actix_web::{HttpMessage, HttpRequest, HttpResponse};
 
 use super::fields::Headers;
-use super::problem::Failure;
 use super::HandlerLimits;
 use crate::{Decision, Limiter, NoSlot, SlotGuard};
 use limiter_http::plumbing::{count, Outcome};
@@ -124,7 +123,7 @@ pub(crate) async fn take_slots(
             .key
             .key_for(req, limiter.http())
             .await
-            .map_err(|error| super::respond::key_failure(limiter, limits, &error))?;
+            .map_err(|error| limiter_http::pipeline::key_failure(limiter, limits, &error))?;
         match limiter.acquire(&spec.limit, key.as_bytes()).await {
             Ok(guard) => {
                 count(spec.limit.scope(), Outcome::Allowed);
@@ -139,17 +138,18 @@ pub(crate) async fn take_slots(
                 );
                 // The guards taken so far go with `guards`: given back now.
                 let decision = Decision::reject(spec.limit.max().get(), Duration::from_secs(1));
-                let mut response = super::respond::rejection(limiter, None, &spec.name, decision);
+                let mut response =
+                    limiter_http::pipeline::rejection(limiter, None, &spec.name, decision);
                 let headers = &mut Headers(response.headers_mut());
                 limiter_http::concurrency_refused(headers, &spec.name, spec.limit.max().get());
                 return Err(response);
             }
             Err(NoSlot::Unavailable) => {
                 count(spec.limit.scope(), Outcome::StoreError);
-                return Err(super::respond::failure(
+                return Err(limiter_http::pipeline::failure(
                     limiter,
                     Some(limits),
-                    Failure::StoreUnavailable,
+                    limiter_http::Failure::StoreUnavailable,
                 ));
             }
         }

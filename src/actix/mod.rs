@@ -16,12 +16,11 @@
 //! | `body.rs` | the body of a refused request: read only when small and quick, else the connection closes |
 //! | `keys.rs` | actix's request as the key logic (`limiter_http`'s, every front end's) reads it: its peer and forwarding headers |
 //! | `fields.rs` | the RateLimit header fields on actix's header map (their bytes are `limiter_http`'s, the same for every front end) |
-//! | `problem.rs` | [`Rejection`](crate::Rejection) and [`Failure`](crate::Failure): the 429's and the failures' responses, their bodies and fields written by `limiter_http` |
-//! | `respond.rs` | the one place that builds every response: 429, 503, 500, 400 |
+//! | `problem.rs` | [`Rejection`](crate::Rejection) and [`Failure`](crate::Failure): `limiter_http`'s, with their default responses in actix's types |
+//! | `respond.rs` | the 429 of a rejection: `limiter_http`'s, or a copy of the last one alike |
 //! | `last_rejection.rs` | a flood's 429s are alike: the last one a worker built, copied for the next |
 //! | `front.rs` | [`Actix`](crate::Actix): the actix front end as the shared code sees it (request, response, where a request finds its limiter, what a decision leaves in it, how it is answered) |
 //! | `settings.rs` | the builder's HTTP settings, `limiter_http`'s for actix |
-//! | `mistakes.rs` | setups that cannot do what their author meant, reported once |
 
 pub(crate) mod attribute;
 pub(crate) mod body;
@@ -33,7 +32,6 @@ pub(crate) mod inline;
 pub(crate) mod keys;
 pub(crate) mod last_rejection;
 pub(crate) mod middleware;
-pub(crate) mod mistakes;
 pub(crate) mod problem;
 pub(crate) mod respond;
 pub(crate) mod routes_page;

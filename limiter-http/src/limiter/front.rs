@@ -4,7 +4,7 @@
 
 use std::future::Future;
 
-use crate::{FieldMap, KeyError, Limiter, RequestHead};
+use crate::{FieldMap, Limiter, RequestHead};
 
 /// A web framework's front end: the actix glue of the facade crate (`limiter::Actix`), the
 /// axum/tower one. The [`Limiter`], its builder, a handler's limits and the decision every
@@ -24,10 +24,10 @@ pub trait Front: Sized + Send + Sync + Copy + std::fmt::Debug + 'static {
     type Map: FieldMap<Value: Clone + std::fmt::Debug + Send + Sync + 'static>;
     /// What a rejection response is built from
     /// ([`rejection_response`](crate::LimiterBuilder::rejection_response)).
-    type Rejection<'a>;
+    type Rejection<'a>: From<crate::Rejection<'a>>;
     /// A request the limiter could not decide
     /// ([`failure_response`](crate::LimiterBuilder::failure_response)).
-    type Failure;
+    type Failure: From<crate::Failure>;
     /// The future of an `async` key or policy function: what the framework's handlers may
     /// hold (actix's need not be `Send`; tower's must).
     type Pending<'a, T: 'a>: Future<Output = Option<T>> + 'a;
@@ -69,9 +69,6 @@ pub trait Front: Sized + Send + Sync + Copy + std::fmt::Debug + 'static {
     /// Whether a thread of this name is one of the framework's workers (a limiter built on
     /// one is a limiter per worker).
     fn is_worker_thread(name: &str) -> bool;
-
-    /// The failure of a request whose client cannot be told.
-    fn failure_of(error: &KeyError) -> Self::Failure;
 }
 
 /// A front end whose handlers may hold futures that are not `Send` (actix's, one thread per

@@ -126,7 +126,8 @@ impl<F: Front> Limiter<F> {
     /// [`ipv6_prefix`](Self::ipv6_prefix); see [`client_ip`](crate::client_ip)). For logs,
     /// and for checking a proxy setup. `Err` says why there is none.
     pub fn client(&self, req: &F::Request) -> Result<Client, F::Failure> {
-        crate::client(&F::head(req), &self.http().clients).map_err(|error| F::failure_of(&error))
+        crate::client(&F::head(req), &self.http().clients)
+            .map_err(|error| crate::Failure::of(&error).into())
     }
 
     /// The IPv6 prefix length clients are grouped by.

@@ -46,7 +46,7 @@ pub(super) fn never_admitted<F: Respond>(
     rejected_event(limiter, never, None);
     let policy = never.limit.policy();
     let units = (never.cost, policy.capacity(), policy.max().get());
-    Err(F::never_admitted(
+    Err(super::respond::never_admitted(
         limiter,
         asker.limits(),
         never.name(),
@@ -138,7 +138,11 @@ fn store_failed<F: Respond>(
     }
     match unavailable {
         false => Ok(Decided::undecided()),
-        true => Err(F::store_unavailable(limiter, asker.limits())),
+        true => Err(super::respond::failure(
+            limiter,
+            asker.limits(),
+            crate::Failure::StoreUnavailable,
+        )),
     }
 }
 

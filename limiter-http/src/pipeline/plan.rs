@@ -168,7 +168,7 @@ pub(super) async fn plan<'s, F: Respond>(
             .key
             .key_for(req, limiter.http())
             .await
-            .map_err(|error| F::key_failure(limiter, limits, &error))?;
+            .map_err(|error| super::respond::key_failure(limiter, limits, &error))?;
         items.push(Planned {
             source: Source::Declared(spec),
             limit: limit_for(limiter, limits, spec, req).await,
@@ -215,7 +215,7 @@ pub(super) fn plan_now<'s, F: Respond>(
     }
     let key = match spec.key.key_of(req, limiter.http()) {
         Ok(key) => key,
-        Err(error) => return Some(Err(F::key_failure(limiter, limits, &error))),
+        Err(error) => return Some(Err(super::respond::key_failure(limiter, limits, &error))),
     };
     let planned = Planned {
         source: Source::Declared(spec),
