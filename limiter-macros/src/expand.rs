@@ -70,8 +70,60 @@ pub(crate) fn handler(
         )
     };
 
-    let names = valid::field_names(&ident.unraw().to_string(), limits);
     let fn_path = ident.unraw().to_string();
+    let path = quote!(::core::concat!(::core::module_path!(), "::", #fn_path));
+    let (policies, made_limits) = declared(ident, limits, in_flight, &private, &path);
+    quote! {
+        #beside
+        #(#attrs)*
+        #vis async fn #ident(
+            __limiter_request: #private::RequestParts,
+        ) -> impl #private::Responder {
+            #nested
+
+            /// Tells the handler apart: its `type_name` is the handler's full path.
+            struct __LimiterHandler;
+            #(#policies)*
+            static __LIMITER_LIMITS: #private::LazyLock<#private::HandlerLimits> =
+                #private::LazyLock::new(|| #made_limits);
+            fn __limiter_declares() -> &'static dyn #private::Declares {
+                &*__LIMITER_LIMITS
+            }
+            #private::inventory::submit! {
+                #private::Registration::new(__limiter_declares, ::core::file!(), ::core::line!())
+            }
+            #private::inventory::submit! {
+                #private::HandlerPath::new(
+                    ::core::concat!(::core::module_path!(), "::", #fn_path),
+                    ::core::file!(),
+                    ::core::line!(),
+                    ::core::column!(),
+                )
+            }
+
+            #private::handle(
+                &__LIMITER_LIMITS,
+                __limiter_request,
+                move |(#(#arg_names,)*): (#(#arg_types,)*)| #call(#(#arg_names),*),
+            )
+            .await
+        }
+    }
+}
+
+/// What a handler declares, front end aside: a `const` per policy (and per constant cost),
+/// checked when compiled on the tokens written, and the expression that makes its
+/// `HandlerLimits`, naming `__LimiterHandler`, the type that tells the handler apart, and
+/// `path`, the handler's path as text.
+pub(crate) fn declared(
+    ident: &syn::Ident,
+    limits: &[Limit],
+    in_flight: &[InFlight],
+    private: &TokenStream,
+    path: &TokenStream,
+) -> (Vec<TokenStream>, TokenStream) {
+    let names = valid::field_names(&ident.unraw().to_string(), limits);
+    let private = private.clone();
     let mut policies = Vec::new();
     let mut specs = Vec::new();
     for (index, (limit, name)) in limits.iter().zip(&names).enumerate() {
@@ -214,7 +266,7 @@ pub(crate) fn handler(
         specs.push(quote! {
             #private::LimitSpec::new(
                 #scope,
-                ::core::concat!(::core::module_path!(), "::", #fn_path),
+                #path,
                 ::core::any::type_name::<__LimiterHandler>(),
                 #index,
                 #name,
@@ -232,7 +284,7 @@ pub(crate) fn handler(
         in_flight_specs.push(quote! {
             #private::InFlightSpec::new(
                 #scope,
-                ::core::concat!(::core::module_path!(), "::", #fn_path),
+                #path,
                 ::core::any::type_name::<__LimiterHandler>(),
                 #index,
                 #max,
@@ -248,42 +300,7 @@ pub(crate) fn handler(
                 .in_flight(::std::vec![#(#in_flight_specs),*])
         }
     };
-    quote! {
-        #beside
-        #(#attrs)*
-        #vis async fn #ident(
-            __limiter_request: #private::RequestParts,
-        ) -> impl #private::Responder {
-            #nested
-
-            /// Tells the handler apart: its `type_name` is the handler's full path.
-            struct __LimiterHandler;
-            #(#policies)*
-            static __LIMITER_LIMITS: #private::LazyLock<#private::HandlerLimits> =
-                #private::LazyLock::new(|| #made_limits);
-            fn __limiter_declares() -> &'static dyn #private::Declares {
-                &*__LIMITER_LIMITS
-            }
-            #private::inventory::submit! {
-                #private::Registration::new(__limiter_declares, ::core::file!(), ::core::line!())
-            }
-            #private::inventory::submit! {
-                #private::HandlerPath::new(
-                    ::core::concat!(::core::module_path!(), "::", #fn_path),
-                    ::core::file!(),
-                    ::core::line!(),
-                    ::core::column!(),
-                )
-            }
-
-            #private::handle(
-                &__LIMITER_LIMITS,
-                __limiter_request,
-                move |(#(#arg_names,)*): (#(#arg_types,)*)| #call(#(#arg_names),*),
-            )
-            .await
-        }
-    }
+    (policies, made_limits)
 }
 
 /// `Some("scope")` when the attribute names one, else `None`.
@@ -344,7 +361,7 @@ fn respan(tokens: TokenStream, span: Span) -> TokenStream {
         .collect()
 }
 
-fn is_lint(attr: &Attribute) -> bool {
+pub(crate) fn is_lint(attr: &Attribute) -> bool {
     ["allow", "expect", "warn", "deny", "forbid"]
         .iter()
         .any(|lint| attr.path().is_ident(lint))

@@ -10,6 +10,8 @@ mod args;
 mod ast;
 mod errors;
 mod expand;
+mod expand_axum;
+mod front;
 mod in_flight;
 mod input;
 mod key;
@@ -28,14 +30,21 @@ use proc_macro::TokenStream;
 /// `rate_limit` page is the reference.
 #[proc_macro_attribute]
 pub fn rate_limit(args: TokenStream, item: TokenStream) -> TokenStream {
-    stack::rate_limit(args.into(), item.into()).into()
+    stack::rate_limit(args.into(), item.into(), front::Front::Actix).into()
+}
+
+/// Implemented in `limiter-macros`; use it through the `limiter-axum` crate
+/// (`limiter_axum::rate_limit`): the same attribute, on axum handlers.
+#[proc_macro_attribute]
+pub fn axum_rate_limit(args: TokenStream, item: TokenStream) -> TokenStream {
+    stack::rate_limit(args.into(), item.into(), front::Front::Axum).into()
 }
 
 /// Implemented in `limiter-macros`; use it through the `limiter` crate, whose
 /// `concurrency_limit` page is the reference.
 #[proc_macro_attribute]
 pub fn concurrency_limit(args: TokenStream, item: TokenStream) -> TokenStream {
-    stack::concurrency_limit(args.into(), item.into()).into()
+    stack::concurrency_limit(args.into(), item.into(), front::Front::Actix).into()
 }
 
 /// The limits of one handler, gathered by its `#[rate_limit]` attributes. Not a public API:
@@ -43,5 +52,13 @@ pub fn concurrency_limit(args: TokenStream, item: TokenStream) -> TokenStream {
 #[doc(hidden)]
 #[proc_macro_attribute]
 pub fn __rate_limit_stack(args: TokenStream, item: TokenStream) -> TokenStream {
-    stack::finish(args.into(), item.into()).into()
+    stack::finish(args.into(), item.into(), front::Front::Actix).into()
+}
+
+/// The limits of one axum handler, gathered by its `#[rate_limit]` attributes. Not a
+/// public API: `limiter_axum::rate_limit` adds it.
+#[doc(hidden)]
+#[proc_macro_attribute]
+pub fn __rate_limit_stack_axum(args: TokenStream, item: TokenStream) -> TokenStream {
+    stack::finish(args.into(), item.into(), front::Front::Axum).into()
 }

@@ -14,14 +14,15 @@ use quote::quote;
 use syn::{Attribute, ItemFn, Meta};
 
 use crate::errors::Errors;
-use crate::{expand, in_flight, input, valid};
+use crate::front::Front;
+use crate::{expand, expand_axum, in_flight, input, valid};
 
 /// The marker's name, as `limiter::__private` exports it.
 const MARKER: &str = "rate_limit_stack";
 
 /// `#[concurrency_limit(...)]`: checks the arguments, then carries them in the marker,
 /// tagged.
-pub(crate) fn concurrency_limit(args: TokenStream, item: TokenStream) -> TokenStream {
+pub(crate) fn concurrency_limit(args: TokenStream, item: TokenStream, front: Front) -> TokenStream {
     let mut function: ItemFn = match syn::parse2(item.clone()) {
         Ok(function) => function,
         Err(_) => {
@@ -41,13 +42,18 @@ pub(crate) fn concurrency_limit(args: TokenStream, item: TokenStream) -> TokenSt
     let tag = proc_macro2::Ident::new(in_flight::TAG, Span::call_site());
     let mut tagged = quote!(#tag);
     tagged.extend(args.clone());
-    carry(&mut function, Group::new(Delimiter::Bracket, tagged), args);
+    carry(
+        &mut function,
+        Group::new(Delimiter::Bracket, tagged),
+        args,
+        front,
+    );
     quote!(#function)
 }
 
 /// Adds `carried` to the function's marker, making the marker (with `args`' crate path)
 /// if it has none yet.
-fn carry(function: &mut ItemFn, carried: Group, args: TokenStream) {
+fn carry(function: &mut ItemFn, carried: Group, args: TokenStream, front: Front) {
     match function.attrs.iter_mut().find(|a| is_marker(a)) {
         Some(marker) => {
             if let Meta::List(list) = &mut marker.meta {
@@ -55,8 +61,7 @@ fn carry(function: &mut ItemFn, carried: Group, args: TokenStream) {
             }
         }
         None => {
-            let krate =
-                crate::args::crate_path(args).unwrap_or_else(|| syn::parse_quote!(::limiter));
+            let krate = crate::args::crate_path(args).unwrap_or_else(|| front.default_crate());
             let marker: Attribute =
                 syn::parse_quote!(#[#krate::__private::rate_limit_stack(#carried)]);
             function.attrs.push(marker);
@@ -65,7 +70,7 @@ fn carry(function: &mut ItemFn, carried: Group, args: TokenStream) {
 }
 
 /// `#[rate_limit(...)]`: checks the arguments, then carries them in the marker.
-pub(crate) fn rate_limit(args: TokenStream, item: TokenStream) -> TokenStream {
+pub(crate) fn rate_limit(args: TokenStream, item: TokenStream, front: Front) -> TokenStream {
     let mut function: ItemFn = match syn::parse2(item.clone()) {
         Ok(function) => function,
         Err(_) => {
@@ -87,7 +92,7 @@ pub(crate) fn rate_limit(args: TokenStream, item: TokenStream) -> TokenStream {
         return with_errors(function, compile_errors);
     }
     let carried = Group::new(Delimiter::Bracket, args.clone());
-    carry(&mut function, carried, args);
+    carry(&mut function, carried, args, front);
     quote!(#function)
 }
 
@@ -109,7 +114,7 @@ fn is_marker(attr: &Attribute) -> bool {
 }
 
 /// The marker: every limit of the handler, in the order written.
-pub(crate) fn finish(args: TokenStream, item: TokenStream) -> TokenStream {
+pub(crate) fn finish(args: TokenStream, item: TokenStream, front: Front) -> TokenStream {
     let function: ItemFn = match syn::parse2(item.clone()) {
         Ok(function) => function,
         Err(error) => {
@@ -148,6 +153,9 @@ pub(crate) fn finish(args: TokenStream, item: TokenStream) -> TokenStream {
     if let Some(compile_errors) = errors.to_compile_errors() {
         return with_errors(function, compile_errors);
     }
-    let krate = krate.unwrap_or_else(|| syn::parse_quote!(::limiter));
-    expand::handler(function, &limits, &in_flight, &krate)
+    let krate = krate.unwrap_or_else(|| front.default_crate());
+    match front {
+        Front::Actix => expand::handler(function, &limits, &in_flight, &krate),
+        Front::Axum => expand_axum::handler(function, &limits, &in_flight, &krate),
+    }
 }

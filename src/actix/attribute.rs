@@ -9,9 +9,9 @@ use actix_web::body::BoxBody;
 use actix_web::{FromRequest, HttpRequest, HttpResponse, Responder};
 
 use super::body;
-use super::fields::{HeaderOptions, Headers, RateLimitFields, Write};
+use super::fields::{Headers, Write};
 use super::in_flight::{self, Slots};
-use super::{HandlerLimits, Refund};
+use super::HandlerLimits;
 use crate::Limiter;
 use limiter_http::pipeline;
 
@@ -84,11 +84,6 @@ where
             return Guarded(Box::pin(answer).await, PhantomData);
         }
     };
-    let mut fields = Fields {
-        fields: decided.fields,
-        limits,
-        options: limiter.http().headers,
-    };
     // The response is made here rather than when actix asks for it, so that what a
     // success takes back (`count = "failures"`) is taken back before it leaves: the
     // client's next request must find it.
@@ -96,17 +91,13 @@ where
         Ok(args) => handler(args).await.respond_to(&req).map_into_boxed_body(),
         Err(error) => HttpResponse::from_error(error.into()),
     };
-    // What a response that does not count gives back shows in its fields: `r` is what the
-    // client has left once it is back.
-    if let Some(refund) = &decided.refund {
-        for (place, units) in refund.in_fields_given_back(response.status()) {
-            fields.fields.give_back(place, units);
-        }
-    }
-    let inline_refunds = fields.apply(&mut response, &req);
     let status = response.status();
-    for refund in decided.refund.into_iter().chain(inline_refunds) {
-        Box::pin(refund.take_back(limiter, status)).await;
+    let headers = &mut Headers(response.headers_mut());
+    let asked = pipeline::Asked::at_hand(limiter, &req, limits);
+    let answered = (status, headers);
+    let settle = pipeline::answered(limiter, limits, asked, decided, answered, Write::Replace);
+    if !settle.is_empty() {
+        Box::pin(settle.take_back(limiter)).await;
     }
     let response = slots.hold_until_sent(response, limiter.http().headers.ietf);
     Guarded(response, PhantomData)
@@ -114,26 +105,6 @@ where
 
 /// The response of a rate-limited handler.
 pub struct Guarded<R>(HttpResponse, PhantomData<fn() -> R>);
-
-/// The header fields to add once the handler has answered.
-struct Fields {
-    fields: RateLimitFields,
-    limits: &'static HandlerLimits,
-    options: HeaderOptions,
-}
-
-impl Fields {
-    /// Adds the fields, with those of limits checked inside the handler; returns what a
-    /// success takes back of the latter.
-    fn apply(mut self, response: &mut HttpResponse, req: &HttpRequest) -> Vec<Refund> {
-        let refunds = pipeline::take_inline_checks(&mut self.fields, req, || self.limits.members());
-        let headers = &mut Headers(response.headers_mut());
-        let declared = self.limits.declared();
-        self.fields
-            .apply(headers, declared, self.options, Write::Replace);
-        refunds
-    }
-}
 
 impl<R: Responder> Responder for Guarded<R> {
     type Body = BoxBody;

@@ -6,7 +6,7 @@ use std::borrow::BorrowMut;
 use actix_web::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use limiter_http::{Field, FieldMap};
 
-pub(crate) use limiter_http::{HeaderOptions, RateLimitFields, Write};
+pub(crate) use limiter_http::{RateLimitFields, Write};
 
 /// `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers-10).
 static RATELIMIT_POLICY: HeaderName = HeaderName::from_static(Field::RateLimitPolicy.name());

@@ -238,38 +238,16 @@ where
                     return Ok(refused.map_into_right_body());
                 }
             };
-            let mut response = service.call(req).await?;
-            let mut fields = decided.fields;
-            if let Some(refund) = &decided.refund {
-                for (place, units) in refund.in_fields_given_back(response.status()) {
-                    fields.give_back(place, units);
-                }
-            }
-            let inline_refunds =
-                pipeline::take_inline_checks(&mut fields, response.request(), || limits.members());
-            fields.apply(
-                &mut Headers(response.headers_mut()),
-                limits.declared(),
-                limiter.http().headers,
-                Write::Prepend,
-            );
-            // `count = "failures"`: a success takes back what it was counted, before it
-            // leaves.
+            let (request, mut response) = service.call(req).await?.into_parts();
             let status = response.status();
-            // A preflight a CORS layer answered ran no handler: what it was counted goes
-            // back. (Limits checked inside a handler ran one: their rules hold.)
-            let by_cors = pipeline::gives_back_preflight(&limiter, response.request(), &limits)
-                && pipeline::answered_by_cors(&Headers(response.headers_mut()));
-            if let Some(refund) = decided.refund {
-                match by_cors {
-                    true => Box::pin(refund.give_back_all(&limiter)).await,
-                    false => Box::pin(refund.take_back(&limiter, status)).await,
-                }
+            let asked = pipeline::Asked::at_hand(&limiter, &request, &limits);
+            let answered = (status, &mut Headers(response.headers_mut()));
+            let settle =
+                pipeline::answered(&limiter, &limits, asked, decided, answered, Write::Prepend);
+            if !settle.is_empty() {
+                Box::pin(settle.take_back(&limiter)).await;
             }
-            for refund in inline_refunds {
-                Box::pin(refund.take_back(&limiter, status)).await;
-            }
-            Ok(response.map_into_left_body())
+            Ok(ServiceResponse::new(request, response).map_into_left_body())
         })
     }
 }

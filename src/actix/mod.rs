@@ -44,4 +44,3 @@ pub type HandlerLimits = limiter_http::HandlerLimits<front::Actix>;
 pub type LimitSpec = limiter_http::LimitSpec<front::Actix>;
 /// One `#[concurrency_limit]`, for actix.
 pub type InFlightSpec = limiter_http::InFlightSpec<front::Actix>;
-pub(crate) type Refund = limiter_http::pipeline::Refund<front::Actix>;

@@ -32,7 +32,7 @@ pub use answer::{rejection_event, would_have_rejected, would_have_waited};
 pub use inline::{take_inline_checks, InlineChecks};
 pub use plan::{enforces_in, is_exempt};
 pub use respond::{failure, failure_response, key_failure, problem_response, rejection, Respond};
-pub use settle::{answered_by_cors, gives_back_preflight, Owned, Refund};
+pub use settle::{answered, answered_by_cors, gives_back_preflight, Asked, Owned, Refund, Settle};
 
 /// What deciding a request came to, when it may go on.
 pub struct Decided<F: Front> {

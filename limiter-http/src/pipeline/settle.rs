@@ -7,9 +7,103 @@ use std::sync::Arc;
 
 use limiter_core::{Charge, Limit, Receipt};
 
+use super::{take_inline_checks, Decided, Respond};
 use crate::counts::Counts;
 use crate::limits::HandlerLimits;
-use crate::{ClientKey, FieldMap, Front, Limiter};
+use crate::{ClientKey, FieldMap, Front, Limiter, Write};
+
+/// A header value of front end `F`.
+type Value<F> = <<F as Front>::Map as FieldMap>::Value;
+
+/// What settling a response needs of its request, taken while the request is at hand.
+#[derive(Clone, Copy)]
+pub struct Asked<'r, F: Front> {
+    /// The request, where it is still at hand: the decisions of limits checked inside its
+    /// handler wait in it. `None` where the framework handed it on for good (a tower
+    /// layer's inner service, an axum handler's extractors), which no such check uses.
+    pub req: Option<&'r F::Request>,
+    /// Whether it is a preflight a middleware gives back when a CORS layer answered it
+    /// ([`gives_back_preflight`]).
+    pub preflight: bool,
+}
+
+impl<'r, F: Front> Asked<'r, F> {
+    /// `req`, at hand, under `limits`.
+    #[inline]
+    pub fn at_hand(limiter: &Limiter<F>, req: &'r F::Request, limits: &HandlerLimits<F>) -> Self {
+        Asked {
+            req: Some(req),
+            preflight: gives_back_preflight(limiter, req, limits),
+        }
+    }
+}
+
+/// Writes the fields of an admitted request onto its response of `status` (`headers`):
+/// its limits' and those of limits checked inside its handler, with what the response
+/// gives back shown in them (`r` is what the client has once it is back). Returns what is
+/// left to take back, before the response leaves (the client's next request must find
+/// it). A middleware's fields go before the handler's own (`Write::Prepend`); a preflight
+/// a CORS layer answered under a middleware gives back all it was counted: it ran no
+/// handler. Every front end's attribute and middleware end with it.
+pub fn answered<F: Respond, M: FieldMap<Value = Value<F>>>(
+    limiter: &Limiter<F>,
+    limits: &HandlerLimits<F>,
+    asked: Asked<'_, F>,
+    decided: Decided<F>,
+    (status, headers): (F::Status, &mut M),
+    write: Write,
+) -> Settle<F> {
+    let Decided { mut fields, refund } = decided;
+    if let Some(refund) = &refund {
+        for (place, units) in refund.in_fields_given_back(status) {
+            fields.give_back(place, units);
+        }
+    }
+    let inline = match asked.req {
+        Some(req) => take_inline_checks(&mut fields, req, || limits.members()),
+        None => Vec::new(),
+    };
+    fields.apply(headers, limits.declared(), limiter.http().headers, write);
+    let all = refund.is_some() && asked.preflight && answered_by_cors(headers);
+    Settle {
+        refund,
+        inline,
+        all,
+        status,
+    }
+}
+
+/// What a response takes back once its fields are written ([`answered`]).
+#[must_use = "what a response does not count is taken back by `take_back`"]
+pub struct Settle<F: Front> {
+    refund: Option<Refund<F>>,
+    inline: Vec<Refund<F>>,
+    /// Everything goes back: a CORS layer answered the preflight.
+    all: bool,
+    status: F::Status,
+}
+
+impl<F: Front> Settle<F> {
+    /// Whether nothing is to be taken back: what almost every response is.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.refund.is_none() && self.inline.is_empty()
+    }
+
+    /// Takes back what the response does not count. Each refund is boxed where it is
+    /// awaited: the futures that await this one stay small.
+    pub async fn take_back(self, limiter: &Limiter<F>) {
+        if let Some(refund) = self.refund {
+            match self.all {
+                true => Box::pin(refund.give_back_all(limiter)).await,
+                false => Box::pin(refund.take_back(limiter, self.status)).await,
+            }
+        }
+        for refund in self.inline {
+            Box::pin(refund.take_back(limiter, self.status)).await;
+        }
+    }
+}
 
 /// What to take back once the response is known, check by check: the charges (which
 /// outlive the decision), the receipt of what their check counted, and which responses

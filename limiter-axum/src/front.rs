@@ -1,0 +1,117 @@
+//! The axum/tower front end as the shared code sees it ([`limiter_http::Front`]): its
+//! request (the head, `Parts`, which every extractor but the body's reads), its response,
+//! where a request finds its limiter (an `Extension`), and how it is answered.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::OnceLock;
+
+use axum::body::Body;
+use axum::http::header::{HeaderMap, HeaderName};
+use axum::http::request::Parts;
+use axum::http::{Method, StatusCode};
+use axum::response::Response;
+use bytes::Bytes;
+use limiter_http::pipeline::InlineChecks;
+
+use crate::fields::Headers;
+use crate::keys::Head;
+use crate::problem::{Failure, Rejection};
+use crate::Limiter;
+
+/// The axum/tower front end: what [`Limiter`](crate::Limiter),
+/// [`LimiterBuilder`](crate::LimiterBuilder), [`KeySpec`](crate::KeySpec) and
+/// [`Resolver`](crate::Resolver) are made for in this crate (`limiter_http::Limiter<Axum>`
+/// and so on).
+#[derive(Clone, Copy, Debug)]
+pub struct Axum;
+
+impl limiter_http::Front for Axum {
+    type Request = Parts;
+    type Response = Response;
+    type Status = StatusCode;
+    type HeaderName = HeaderName;
+    type Map = Headers<HeaderMap>;
+    type Rejection<'a> = Rejection<'a>;
+    type Failure = Failure;
+    type Pending<'a, T: 'a> = Pin<Box<dyn Future<Output = Option<T>> + Send + 'a>>;
+
+    const HAND_IT_OVER: &'static str =
+        "add `.layer(axum::Extension(limiter.clone()))` to the `Router`, after its routes";
+
+    const BUILT_PER_WORKER: &'static str =
+        "several `Limiter`s are each counting with an in-memory store of their own: each \
+         counts alone, which multiplies every limit by their number. Build the `Limiter` \
+         once and hand clones of it to the router (`.layer(Extension(limiter.clone()))`)";
+
+    fn global() -> &'static Limiter {
+        static GLOBAL: OnceLock<Limiter> = OnceLock::new();
+        GLOBAL.get_or_init(Limiter::new_global)
+    }
+
+    #[inline]
+    fn limiter_of(req: &Parts) -> Option<&Limiter> {
+        req.extensions.get::<Limiter>()
+    }
+
+    #[inline]
+    fn head(req: &Parts) -> impl limiter_http::RequestHead + '_ {
+        Head(req)
+    }
+
+    #[inline]
+    fn header<'r>(req: &'r Parts, name: &HeaderName) -> Option<&'r [u8]> {
+        req.headers.get(name).map(|value| value.as_bytes())
+    }
+
+    #[inline]
+    fn is_preflight(req: &Parts) -> bool {
+        req.method == Method::OPTIONS
+            && req
+                .headers
+                .contains_key(axum::http::header::ACCESS_CONTROL_REQUEST_METHOD)
+    }
+
+    #[inline]
+    fn status_code(status: StatusCode) -> u16 {
+        status.as_u16()
+    }
+
+    // A request's head is read-only to the shared code here: nothing on this front end
+    // leaves values in it (its resolvers are plain functions, answered at once).
+    fn local<T: Clone + Send + Sync + 'static>(_: &Parts) -> Option<T> {
+        None
+    }
+
+    fn set_local<T: Clone + Send + Sync + 'static>(_: &Parts, _: T) {}
+
+    fn is_worker_thread(_: &str) -> bool {
+        // One runtime serves every connection: a tokio worker building a limiter is one
+        // limiter, not one per worker.
+        false
+    }
+}
+
+impl limiter_http::pipeline::Respond for Axum {
+    type Fields<'r> = Headers<&'r mut HeaderMap>;
+
+    #[inline]
+    fn response(status: u16, body: Bytes) -> Response {
+        let mut response = Response::new(Body::from(body));
+        *response.status_mut() =
+            StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        response
+    }
+
+    #[inline(always)]
+    fn fields_of(response: &mut Response) -> Headers<&mut HeaderMap> {
+        Headers(response.headers_mut())
+    }
+
+    // No check inside a handler on this front end yet: nothing waits in a request.
+    fn inline_checks(_: &Parts, _: impl FnOnce(&mut InlineChecks<Axum>)) {}
+
+    fn take_inline_checks(_: &Parts) -> Option<InlineChecks<Axum>> {
+        None
+    }
+}

@@ -1,0 +1,81 @@
+//! What `#[rate_limit]` expands to on axum, at run time: the guarded handler's first
+//! argument, [`Decide`], decides every limit of the handler at once, all or nothing,
+//! before any other extractor runs — a rejected request's body is never read — and its
+//! [`answer`](Decide::answer) puts the RateLimit fields on the handler's response and
+//! takes back what the response does not count, before it leaves.
+
+use std::marker::PhantomData;
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
+use limiter_http::pipeline::{self, Asked, Decided};
+use limiter_http::Write;
+
+use crate::fields::Headers;
+use crate::front::Axum;
+use crate::{HandlerLimits, Limiter};
+
+/// The limits of one guarded handler: what its attribute declared, made once.
+pub trait Limits: 'static {
+    /// The handler's limits.
+    fn limits() -> &'static HandlerLimits;
+}
+
+/// A guarded handler's decision, taken before its other extractors: a refused request is
+/// answered from here (axum's rejection of an extractor), with the 429 or the failure the
+/// actix front end sends for the same decision.
+pub struct Decide<M> {
+    limiter: Limiter,
+    decided: Decided<Axum>,
+    handler: PhantomData<fn() -> M>,
+}
+
+impl<M: Limits, S: Send + Sync> FromRequestParts<S> for Decide<M> {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Decide<M>, Response> {
+        let limits = M::limits();
+        let limiter = Limiter::of(parts).clone();
+        // What the common request never awaits is boxed where it is awaited, so that this
+        // future stays small.
+        let decided = match pipeline::run_now(&limiter, parts, limits) {
+            Some(decided) => decided,
+            None => Box::pin(pipeline::run(&limiter, parts, limits)).await,
+        }?;
+        Ok(Decide {
+            limiter,
+            decided,
+            handler: PhantomData,
+        })
+    }
+}
+
+impl<M: Limits> Decide<M> {
+    /// The handler's `response`, with its RateLimit fields; what it does not count
+    /// (`count = "failures"`) is taken back before it leaves, so that the client's next
+    /// request finds it.
+    pub async fn answer(self, response: impl IntoResponse) -> Response {
+        let mut response = response.into_response();
+        let status = response.status();
+        // The request went to the handler's extractors; no limit is checked inside an axum
+        // handler, and a preflight that reached one ran it.
+        let asked = Asked {
+            req: None,
+            preflight: false,
+        };
+        let answered = (status, &mut Headers(response.headers_mut()));
+        let settle = pipeline::answered(
+            &self.limiter,
+            M::limits(),
+            asked,
+            self.decided,
+            answered,
+            Write::Replace,
+        );
+        if !settle.is_empty() {
+            Box::pin(settle.take_back(&self.limiter)).await;
+        }
+        response
+    }
+}
