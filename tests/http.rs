@@ -8,6 +8,8 @@ mod common;
 
 #[path = "attribute.rs"]
 mod attribute;
+#[path = "axum.rs"]
+mod axum_parity;
 #[path = "boundary.rs"]
 mod boundary;
 #[path = "composition.rs"]

@@ -175,9 +175,13 @@ pub(crate) fn declared(
                 )
             },
         };
+        // Bound under the span `penalized` reads it with (the call site's), not the
+        // maximum's: the maximum's tokens may come through a `macro_rules!`, whose hygiene
+        // would keep the two apart.
+        let bound = format_ident!("policy");
         policies.push(quote_spanned! {limit.max.span=>
             const #policy: #private_here::Policy = match #made {
-                ::core::result::Result::Ok(policy) => #penalized,
+                ::core::result::Result::Ok(#bound) => #penalized,
                 ::core::result::Result::Err(error) => ::core::panic!("{}", error.message()),
             };
         });
