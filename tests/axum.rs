@@ -65,15 +65,47 @@ macro_rules! both {
 }
 
 both!(login, [5, per = "1m", key = "ip"]);
-both!(stacked, [2, per = "1s"], [5, per = "1m", scope = "parity_hourly"]);
+both!(
+    stacked,
+    [2, per = "1s"],
+    [5, per = "1m", scope = "parity_hourly"]
+);
 both!(
     bucket,
-    [60, per = "1m", algorithm = "token_bucket", burst = 3, scope = "parity_bucket"]
+    [
+        60,
+        per = "1m",
+        algorithm = "token_bucket",
+        burst = 3,
+        scope = "parity_bucket"
+    ]
 );
-both!(failures, [2, per = "1m", count = "failures", scope = "parity_guesses"]);
-both!(trial, [1, per = "1m", dry_run = true, scope = "parity_trial"]);
-both!(by_header, [2, per = "1m", key = "header:x-api-key", scope = "parity_keyed"]);
-both!(fixed, [3, per = "10s", algorithm = "fixed_window", scope = "parity_fixed"]);
+both!(
+    failures,
+    [2, per = "1m", count = "failures", scope = "parity_guesses"]
+);
+both!(
+    trial,
+    [1, per = "1m", dry_run = true, scope = "parity_trial"]
+);
+both!(
+    by_header,
+    [
+        2,
+        per = "1m",
+        key = "header:x-api-key",
+        scope = "parity_keyed"
+    ]
+);
+both!(
+    fixed,
+    [
+        3,
+        per = "10s",
+        algorithm = "fixed_window",
+        scope = "parity_fixed"
+    ]
+);
 both!(guarded, [100, per = "1m", scope = "parity_under_app"]);
 
 /// One request: its method, headers and peer (none: a request without an address).
@@ -121,7 +153,11 @@ impl Answer {
             .filter(|(name, value)| match name.as_str() {
                 "date" => false,
                 "content-length" => {
-                    assert_eq!(*value, body.len().to_string().as_bytes(), "its body's length");
+                    assert_eq!(
+                        *value,
+                        body.len().to_string().as_bytes(),
+                        "its body's length"
+                    );
                     false
                 }
                 _ => true,
@@ -185,7 +221,10 @@ async fn answers(
     asks: &[Ask],
     step: Duration,
 ) -> Vec<(Answer, Answer)> {
-    let (actix_clock, axum_clock) = (ManualClock::starting_at(START), ManualClock::starting_at(START));
+    let (actix_clock, axum_clock) = (
+        ManualClock::starting_at(START),
+        ManualClock::starting_at(START),
+    );
     let actix_limiter: limiter::Limiter = limiter(setup, &actix_clock);
     let axum_limiter: limiter_axum::Limiter = limiter(setup, &axum_clock);
     let app = test::init_service(App::new().app_data(actix_limiter).configure(actix_route)).await;
@@ -216,7 +255,8 @@ async fn answers(
         let mut req = req.body(axum::body::Body::empty()).unwrap();
         if let Some(peer) = ask.peer {
             let peer: SocketAddr = peer.parse().unwrap();
-            req.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+            req.extensions_mut()
+                .insert(axum::extract::ConnectInfo(peer));
         }
         let res = router.clone().oneshot(req).await.unwrap();
         let status = res.status().as_u16();
@@ -225,7 +265,9 @@ async fn answers(
             .iter()
             .map(|(n, v)| (n.as_str().to_string(), v.as_bytes()))
             .collect();
-        let body = axum::body::to_bytes(res.into_body(), usize::MAX).await.unwrap();
+        let body = axum::body::to_bytes(res.into_body(), usize::MAX)
+            .await
+            .unwrap();
         let axum = Answer::new(status, fields, &body);
         both.push((actix, axum));
         actix_clock.advance(step);
@@ -253,7 +295,10 @@ async fn same(
         );
         statuses.push(actix.status);
     }
-    println!("{case}: {} requests answered the same: {statuses:?}", both.len());
+    println!(
+        "{case}: {} requests answered the same: {statuses:?}",
+        both.len()
+    );
     both.into_iter().map(|(actix, _)| actix).collect()
 }
 
@@ -275,11 +320,22 @@ const BOB: &str = "198.51.100.9:40000";
 async fn a_login_form_five_then_a_429() {
     let (actix, axum) = routes!(login);
     let asks = (0..7).map(|_| from(ANN)).chain([from(BOB)]).collect();
-    let got = same("login", actix, axum, Setup::default(), asks, Duration::from_secs(1)).await;
+    let got = same(
+        "login",
+        actix,
+        axum,
+        Setup::default(),
+        asks,
+        Duration::from_secs(1),
+    )
+    .await;
     let statuses: Vec<u16> = got.iter().map(|a| a.status).collect();
     assert_eq!(statuses, [200, 200, 200, 200, 200, 429, 429, 200]);
     assert_eq!(got[5].field("retry-after"), Some("55"));
-    assert_eq!(got[5].field("content-type"), Some("application/problem+json"));
+    assert_eq!(
+        got[5].field("content-type"),
+        Some("application/problem+json")
+    );
 }
 
 #[actix_web::test]
@@ -292,23 +348,58 @@ async fn the_quota_exceeded_problem_a_message_and_the_legacy_fields() {
         ..Setup::default()
     };
     let asks = (0..7).map(|_| from(ANN)).collect();
-    let got = same("quota exceeded", actix, axum, setup, asks, Duration::from_millis(700)).await;
+    let got = same(
+        "quota exceeded",
+        actix,
+        axum,
+        setup,
+        asks,
+        Duration::from_millis(700),
+    )
+    .await;
     assert!(got[6].field("x-ratelimit-remaining").is_some());
     let body = &got[6].body;
-    assert!(body.contains("quota-exceeded") && body.contains("violated-policies"), "{body}");
+    assert!(
+        body.contains("quota-exceeded") && body.contains("violated-policies"),
+        "{body}"
+    );
 }
 
 #[actix_web::test]
 async fn stacked_limits_a_bucket_and_a_fixed_window() {
     let (actix, axum) = routes!(stacked);
     let asks = (0..8).map(|_| from(ANN)).collect();
-    same("stacked", actix, axum, Setup::default(), asks, Duration::from_millis(300)).await;
+    same(
+        "stacked",
+        actix,
+        axum,
+        Setup::default(),
+        asks,
+        Duration::from_millis(300),
+    )
+    .await;
     let (actix, axum) = routes!(bucket);
     let asks = (0..8).map(|_| from(ANN)).collect();
-    same("bucket", actix, axum, Setup::default(), asks, Duration::from_millis(250)).await;
+    same(
+        "bucket",
+        actix,
+        axum,
+        Setup::default(),
+        asks,
+        Duration::from_millis(250),
+    )
+    .await;
     let (actix, axum) = routes!(fixed);
     let asks = (0..8).map(|_| from(ANN)).collect();
-    same("fixed", actix, axum, Setup::default(), asks, Duration::from_secs(2)).await;
+    same(
+        "fixed",
+        actix,
+        axum,
+        Setup::default(),
+        asks,
+        Duration::from_secs(2),
+    )
+    .await;
 }
 
 #[actix_web::test]
@@ -322,14 +413,33 @@ async fn what_a_success_gives_back_and_a_dry_run() {
         from(ANN).header("x-answer", "401"),
         from(ANN),
     ];
-    let got = same("failures", actix, axum, Setup::default(), asks, Duration::from_secs(1)).await;
+    let got = same(
+        "failures",
+        actix,
+        axum,
+        Setup::default(),
+        asks,
+        Duration::from_secs(1),
+    )
+    .await;
     let statuses: Vec<u16> = got.iter().map(|a| a.status).collect();
     assert_eq!(statuses, [401, 200, 200, 401, 429, 429]);
     let (actix, axum) = routes!(trial);
     let asks = (0..3).map(|_| from(ANN)).collect();
-    let got = same("dry run", actix, axum, Setup::default(), asks, Duration::from_secs(1)).await;
+    let got = same(
+        "dry run",
+        actix,
+        axum,
+        Setup::default(),
+        asks,
+        Duration::from_secs(1),
+    )
+    .await;
     assert_eq!(got[2].status, 200);
-    assert_eq!(got[2].field("x-ratelimit-dry-run"), Some("\"parity_trial\""));
+    assert_eq!(
+        got[2].field("x-ratelimit-dry-run"),
+        Some("\"parity_trial\"")
+    );
 }
 
 #[actix_web::test]
@@ -341,7 +451,15 @@ async fn keys_by_header_and_forwarding_through_a_proxy() {
         from(ANN).header("x-api-key", "k1"),
         from(ANN).header("x-api-key", "k2"),
     ];
-    let got = same("by header", actix, axum, Setup::default(), asks, Duration::from_secs(1)).await;
+    let got = same(
+        "by header",
+        actix,
+        axum,
+        Setup::default(),
+        asks,
+        Duration::from_secs(1),
+    )
+    .await;
     assert_eq!(got[2].status, 429);
     let (actix, axum) = routes!(login);
     let setup = Setup {
@@ -350,10 +468,22 @@ async fn keys_by_header_and_forwarding_through_a_proxy() {
     };
     let asks = vec![
         from("10.0.0.1:1").header("x-forwarded-for", "203.0.113.7"),
-        from("10.0.0.1:1").header("x-forwarded-for", "203.0.113.7").header("forwarded", "for=198.51.100.9"),
-        from("10.0.0.1:1").header("x-forwarded-for", "203.0.113.7").header("forwarded", "for=203.0.113.7"),
+        from("10.0.0.1:1")
+            .header("x-forwarded-for", "203.0.113.7")
+            .header("forwarded", "for=198.51.100.9"),
+        from("10.0.0.1:1")
+            .header("x-forwarded-for", "203.0.113.7")
+            .header("forwarded", "for=203.0.113.7"),
     ];
-    let got = same("behind a proxy", actix, axum, setup, asks, Duration::from_secs(1)).await;
+    let got = same(
+        "behind a proxy",
+        actix,
+        axum,
+        setup,
+        asks,
+        Duration::from_secs(1),
+    )
+    .await;
     assert_eq!(got[1].status, 400);
 }
 
@@ -364,7 +494,15 @@ async fn the_failures_503_and_500() {
         failing_closed: true,
         ..Setup::default()
     };
-    let got = same("store down", actix, axum, setup, vec![from(ANN)], Duration::ZERO).await;
+    let got = same(
+        "store down",
+        actix,
+        axum,
+        setup,
+        vec![from(ANN)],
+        Duration::ZERO,
+    )
+    .await;
     assert_eq!(got[0].status, 503);
     assert!(!got[0].body.contains("internal detail"));
     let (actix, axum) = routes!(login);
@@ -372,7 +510,15 @@ async fn the_failures_503_and_500() {
         headers: Vec::new(),
         peer: None,
     };
-    let got = same("no address", actix, axum, Setup::default(), vec![nobody], Duration::ZERO).await;
+    let got = same(
+        "no address",
+        actix,
+        axum,
+        Setup::default(),
+        vec![nobody],
+        Duration::ZERO,
+    )
+    .await;
     assert_eq!(got[0].status, 500);
 }
 
@@ -391,7 +537,15 @@ async fn a_middleware_over_a_handler_on_both() {
         .route("/", axum::routing::any(guarded::on_axum::handler))
         .layer(limiter_axum::RateLimitLayer::new(policy).scope("parity_api"));
     let asks = (0..5).map(|_| from(ANN)).collect();
-    let got = same("middleware", actix, axum, Setup::default(), asks, Duration::from_secs(1)).await;
+    let got = same(
+        "middleware",
+        actix,
+        axum,
+        Setup::default(),
+        asks,
+        Duration::from_secs(1),
+    )
+    .await;
     assert_eq!(
         got[0].field("ratelimit-policy"),
         Some("\"parity_api\";q=3;w=60, \"parity_under_app\";q=100;w=60")

@@ -7,6 +7,8 @@
 
 mod common;
 
+#[path = "axum_redis.rs"]
+mod axum_redis;
 #[path = "cli.rs"]
 mod cli;
 #[path = "redis.rs"]
