@@ -22,6 +22,10 @@ mod ast;
 mod errors;
 #[path = "../limiter-macros/src/expand.rs"]
 mod expand;
+#[path = "../limiter-macros/src/expand_axum.rs"]
+mod expand_axum;
+#[path = "../limiter-macros/src/front.rs"]
+mod front;
 #[path = "../limiter-macros/src/in_flight.rs"]
 mod in_flight;
 #[path = "../limiter-macros/src/input.rs"]
@@ -45,7 +49,8 @@ use std::path::Path;
 
 use quote::ToTokens;
 
-const EXAMPLES: [&str; 15] = [
+const EXAMPLES: [&str; 16] = [
+    "axum",
     "exports",
     "penalties",
     "basic",
@@ -77,6 +82,11 @@ fn args_of(attr: syn::Attribute) -> proc_macro2::TokenStream {
 /// Expands the `#[rate_limit]`s and `#[concurrency_limit]`s of every function as rustc would: each in turn, from the
 /// top, then the marker they gathered into.
 fn expand_file(source: &str) -> String {
+    // The attribute as the example imports it: the actix front end's, or axum's.
+    let front = match source.contains("use limiter_axum::") {
+        true => front::Front::Axum,
+        false => front::Front::Actix,
+    };
     let mut file = syn::parse_file(source).unwrap();
     let mut items = Vec::new();
     for item in file.items {
@@ -94,7 +104,7 @@ fn expand_file(source: &str) -> String {
                 true => stack::rate_limit,
                 false => stack::concurrency_limit,
             };
-            let output = attribute(args_of(attr), function.into_token_stream());
+            let output = attribute(args_of(attr), function.into_token_stream(), front);
             function = syn::parse2(output).unwrap();
         }
         match function
@@ -104,7 +114,7 @@ fn expand_file(source: &str) -> String {
         {
             Some(at) => {
                 let marker = function.attrs.remove(at);
-                let output = stack::finish(args_of(marker), function.into_token_stream());
+                let output = stack::finish(args_of(marker), function.into_token_stream(), front);
                 let expanded: syn::File = syn::parse2(output).unwrap();
                 items.extend(expanded.items);
             }

@@ -10,6 +10,8 @@
 #![allow(dead_code)] // each program's handlers are reached only through its `main`
 #![allow(clippy::unwrap_used)] // tests: a panic is a failure
 
+#[path = "ui/pass/axum.rs"]
+mod axum;
 #[path = "ui/pass/concurrency.rs"]
 mod concurrency;
 #[path = "ui/pass/every_argument.rs"]
@@ -23,6 +25,7 @@ mod quotas;
 
 #[test]
 fn what_must_compile_compiles_and_runs() {
+    axum::main();
     concurrency::main();
     every_argument::main();
     impl_block_paths::main();

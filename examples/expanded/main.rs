@@ -7,6 +7,8 @@
 #[rustfmt::skip]
 mod api_key;
 #[rustfmt::skip]
+mod axum;
+#[rustfmt::skip]
 mod basic;
 #[rustfmt::skip]
 mod behind_proxy;

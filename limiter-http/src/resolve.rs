@@ -124,9 +124,10 @@ impl<F: Front, T: 'static> std::fmt::Debug for Resolver<F, T> {
 /// two apart ([`Now`] or [`Awaited`]); the compiler infers it.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a resolver of `Option<{T}>`",
-    label = "expected `fn(&HttpRequest) -> Option<{T}>` or `async fn(&HttpRequest) -> Option<{T}>`",
+    label = "expected a function of the request (on the `{F}` front end): `fn(&HttpRequest) -> Option<{T}>` or an `async fn` on actix, `fn(&http::request::Parts) -> Option<{T}>` on axum",
     note = "a key function returns `Option<String>` (`None`: the client's address); a policy \
-            function `Option<Policy>` (`None`: the declared policy); either may be `async`"
+            function `Option<Policy>` (`None`: the declared policy); on actix, either may be \
+            `async`"
 )]
 pub trait IntoResolver<F: Front, T: 'static, Kind> {
     /// The resolver.

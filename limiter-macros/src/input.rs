@@ -1,5 +1,6 @@
 //! Checks on the function under `#[rate_limit]`: an async, non-const, non-generic function
-//! without `self`, with at most 16 extractors, as actix handlers are.
+//! without `self`, with at most 16 extractors, as actix handlers are (15 on axum, whose
+//! guarded handler takes its decision as one more).
 
 use proc_macro2::{TokenStream, TokenTree};
 use quote::ToTokens;
@@ -7,11 +8,21 @@ use syn::spanned::Spanned;
 use syn::{FnArg, ItemFn, Type};
 
 use crate::errors::Errors;
+use crate::front::Front;
 
-/// actix-web extracts at most 16 arguments per handler.
+/// actix-web and axum extract at most 16 arguments per handler.
 const MAX_EXTRACTORS: usize = 16;
 
-pub(crate) fn check(item: &ItemFn, errors: &mut Errors) {
+pub(crate) fn check(item: &ItemFn, errors: &mut Errors, front: Front) {
+    let (framework, handlers, most) = match front {
+        Front::Actix => ("actix", "actix-web handlers", MAX_EXTRACTORS),
+        // The decision is the guarded handler's first argument.
+        Front::Axum => (
+            "axum",
+            "axum handlers under #[rate_limit] (whose decision is one more)",
+            MAX_EXTRACTORS - 1,
+        ),
+    };
     let sig = &item.sig;
     if let Some(constness) = &sig.constness {
         errors.at(
@@ -28,7 +39,7 @@ pub(crate) fn check(item: &ItemFn, errors: &mut Errors) {
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
         errors.at(
             &sig.generics,
-            "a rate-limited handler cannot be generic: actix registers one concrete function per route; write a concrete handler that calls your generic code",
+            format!("a rate-limited handler cannot be generic: {framework} registers one concrete function per route; write a concrete handler that calls your generic code"),
         );
     }
     if let Some(variadic) = &sig.variadic {
@@ -38,7 +49,7 @@ pub(crate) fn check(item: &ItemFn, errors: &mut Errors) {
         match input {
             FnArg::Receiver(receiver) => errors.at(
                 receiver,
-                "a rate-limited handler cannot take `self`: actix handlers are free functions; move it out of the `impl` block",
+                format!("a rate-limited handler cannot take `self`: {framework} handlers are free functions; move it out of the `impl` block"),
             ),
             FnArg::Typed(arg) => {
                 if let Type::ImplTrait(impl_trait) = &*arg.ty {
@@ -50,11 +61,11 @@ pub(crate) fn check(item: &ItemFn, errors: &mut Errors) {
             }
         }
     }
-    if sig.inputs.len() > MAX_EXTRACTORS {
+    if sig.inputs.len() > most {
         errors.at(
             sig.inputs.span(),
             format!(
-                "actix-web handlers take at most {MAX_EXTRACTORS} extractors, this one has {}: group some in a tuple or a struct",
+                "{handlers} take at most {most} extractors, this one has {}: group some in a tuple or a struct",
                 sig.inputs.len()
             ),
         );

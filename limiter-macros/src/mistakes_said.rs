@@ -11,11 +11,15 @@ use proc_macro2::{TokenStream, TokenTree};
 use quote::ToTokens;
 use syn::{Attribute, ImplItem, Item, ItemFn};
 
+use crate::front::Front;
 use crate::stack;
 
 /// The mistakes only rustc reports (a type, a const's evaluation, a signature the attribute
 /// leaves to the compiler): the attribute accepts them and writes no error of its own.
-const RUSTC_ONLY: [&str; 8] = [
+const RUSTC_ONLY: [&str; 11] = [
+    "axum_async_key",
+    "axum_count_function_signature",
+    "axum_key_function_signature",
     "burst_const_refill",
     "cost_above_a_const_max",
     "cost_const_out_of_bounds",
@@ -45,10 +49,15 @@ fn each_mistake_gets_the_words_its_stderr_pins() {
         let stderr =
             std::fs::read_to_string(path.with_extension("stderr")).expect("its .stderr file");
         let file = syn::parse_file(&source).expect("the program parses");
+        // The attribute as the program imports it: the actix front end's, or axum's.
+        let front = match source.contains("use limiter_axum::") {
+            true => Front::Axum,
+            false => Front::Actix,
+        };
         let mut said = Vec::new();
         for item in file.items {
             match item {
-                Item::Fn(function) => expand(function, &mut said),
+                Item::Fn(function) => expand(function, front, &mut said),
                 Item::Impl(block) => {
                     for item in block.items {
                         if let ImplItem::Fn(method) = item {
@@ -58,7 +67,7 @@ fn each_mistake_gets_the_words_its_stderr_pins() {
                                 sig: method.sig,
                                 block: Box::new(method.block),
                             };
-                            expand(function, &mut said);
+                            expand(function, front, &mut said);
                         }
                     }
                 }
@@ -88,7 +97,7 @@ fn each_mistake_gets_the_words_its_stderr_pins() {
 
 /// Expands `function`'s limiter attributes one after the other, as rustc does, and adds
 /// the words of each `compile_error!` they write to `said`.
-fn expand(mut function: ItemFn, said: &mut Vec<String>) {
+fn expand(mut function: ItemFn, front: Front, said: &mut Vec<String>) {
     loop {
         let Some(at) = function.attrs.iter().position(is_limiter_attribute) else {
             return;
@@ -101,9 +110,9 @@ fn expand(mut function: ItemFn, said: &mut Vec<String>) {
         };
         let item = function.to_token_stream();
         let output = match name.as_str() {
-            "rate_limit" => stack::rate_limit(args, item),
-            "concurrency_limit" => stack::concurrency_limit(args, item),
-            _ => stack::finish(args, item),
+            "rate_limit" => stack::rate_limit(args, item, front),
+            "concurrency_limit" => stack::concurrency_limit(args, item, front),
+            _ => stack::finish(args, item, front),
         };
         compile_errors(output.clone(), said);
         let Ok(file) = syn::parse2::<syn::File>(output) else {

@@ -149,7 +149,7 @@ pub(crate) fn finish(args: TokenStream, item: TokenStream, front: Front) -> Toke
         }
     }
     valid::stack(&limits, &mut errors);
-    input::check(&function, &mut errors);
+    input::check(&function, &mut errors, front);
     if let Some(compile_errors) = errors.to_compile_errors() {
         return with_errors(function, compile_errors);
     }
