@@ -20,6 +20,11 @@ mod ast;
 mod errors;
 #[path = "../limiter-macros/src/expand.rs"]
 mod expand;
+#[path = "../limiter-macros/src/expand_axum.rs"]
+mod expand_axum;
+#[path = "../limiter-macros/src/front.rs"]
+#[allow(dead_code)] // the fuzz expands the actix front end's handlers only
+mod front;
 #[path = "../limiter-macros/src/in_flight.rs"]
 mod in_flight;
 #[path = "../limiter-macros/src/input.rs"]
@@ -62,11 +67,11 @@ fn expand(args: TokenStream, item: TokenStream) -> (String, bool) {
 
 /// [`expand`] for the attribute `attribute` (`#[rate_limit]`, `#[concurrency_limit]`).
 fn expand_with(
-    attribute: fn(TokenStream, TokenStream) -> TokenStream,
+    attribute: fn(TokenStream, TokenStream, front::Front) -> TokenStream,
     args: TokenStream,
     item: TokenStream,
 ) -> (String, bool) {
-    let output = attribute(args, item);
+    let output = attribute(args, item, front::Front::Actix);
     let mut function: syn::ItemFn = match syn::parse2(output.clone()) {
         Ok(function) => function,
         // The function and the errors: not a single function any more.
@@ -84,7 +89,12 @@ fn expand_with(
     let syn::Meta::List(list) = marker.meta else {
         panic!("the marker is a list")
     };
-    let code = stack::finish(list.tokens, function.into_token_stream()).to_string();
+    let code = stack::finish(
+        list.tokens,
+        function.into_token_stream(),
+        front::Front::Actix,
+    )
+    .to_string();
     let failed = code.contains("compile_error");
     (code, failed)
 }

@@ -25,7 +25,7 @@ struct Login {
 }
 /// The limits of the handler of the same name.
 #[doc(hidden)]
-#[allow(non_snake_case)]
+#[allow(non_snake_case, unreachable_pub)]
 mod login {
     #[allow(unused_imports)]
     use super::*;

@@ -67,7 +67,8 @@ pub(crate) fn handler(
     quote! {
         /// The limits of the handler of the same name.
         #[doc(hidden)]
-        #[allow(non_snake_case)]
+        // Public inside, as reachable as the handler whose signature names it.
+        #[allow(non_snake_case, unreachable_pub)]
         #vis mod #ident {
             #[allow(unused_imports)]
             use super::*;
