@@ -2,6 +2,7 @@
 //! two instances on one healthy Redis, under each fault policy and on a busy host: exactly
 //! the limit is admitted, nothing fails open or closed.
 
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -59,10 +60,15 @@ impl Drop for Busy {
 /// `n` concurrent requests for `path`, spread over `servers`; their statuses and the
 /// slowest one's time.
 pub(crate) async fn burst(servers: &[&Server], path: &str, n: usize) -> (Vec<u16>, Duration) {
-    let started = Instant::now();
+    let addrs: Vec<SocketAddr> = servers.iter().map(|server| server.addr).collect();
+    burst_at(&addrs, path, n).await
+}
+
+/// [`burst`] over the servers at `addrs`, whatever their framework.
+pub(crate) async fn burst_at(addrs: &[SocketAddr], path: &str, n: usize) -> (Vec<u16>, Duration) {
     let tasks: Vec<_> = (0..n)
         .map(|i| {
-            let addr = servers[i % servers.len()].addr;
+            let addr = addrs[i % addrs.len()];
             let raw = get(path, &[]);
             tokio::spawn(async move {
                 let sent = Instant::now();
@@ -80,7 +86,6 @@ pub(crate) async fn burst(servers: &[&Server], path: &str, n: usize) -> (Vec<u16
         statuses.push(status);
         slowest = slowest.max(took);
     }
-    let _ = started;
     (statuses, slowest)
 }
 

@@ -7,6 +7,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
 
 #[cfg(feature = "redis")]
+mod on_axum;
+#[cfg(feature = "redis")]
 mod bodies;
 #[cfg(feature = "redis")]
 #[path = "../common/mod.rs"]

@@ -1,0 +1,444 @@
+//! The attacks again, against the axum front end (limiter-axum's attribute and its
+//! `RateLimitLayer`), over real loopback HTTP: a thousand concurrent requests over two
+//! instances on one Redis on a busy host, spoofed forwarding headers, floods of chosen and
+//! of distinct keys, slow and chunked bodies on a rejected request, and Redis killed and
+//! slowed under it.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Extension, Router};
+use limiter::RedisStore;
+use limiter_axum::{rate_limit, Limiter, OnStoreError, Policy, RateLimitLayer};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::common::redis_server::RedisServer;
+use crate::harness::{client, exchange, get as request, read_response, rss, Proxy};
+use crate::load::{burst_at, count, Busy};
+
+/// A login that always fails: every admitted request stays counted.
+#[rate_limit(5, per = "1m", count = "failures", scope = "axum-burst-login")]
+async fn login() -> StatusCode {
+    StatusCode::UNAUTHORIZED
+}
+
+/// Five an hour per client, by the address the limiter settles on.
+#[rate_limit(5, per = "1h", scope = "axum-spoof")]
+async fn spoofed() -> &'static str {
+    "ok"
+}
+
+/// One an hour; its body is read only when admitted.
+#[rate_limit(1, per = "1h", scope = "axum-bodies")]
+async fn upload(body: axum::body::Bytes) -> String {
+    format!("{} bytes", body.len())
+}
+
+#[rate_limit(60_000, per = "1m", scope = "axum-faults-open")]
+async fn open() -> &'static str {
+    "ok"
+}
+
+async fn unlimited() -> StatusCode {
+    StatusCode::UNAUTHORIZED
+}
+
+fn routes() -> Router {
+    let layered = Policy::new(5, Duration::from_secs(60)).unwrap();
+    Router::new()
+        .route("/login", get(login))
+        .route("/spoof", get(spoofed))
+        .route("/upload", post(upload))
+        .route("/open", get(open))
+        .route(
+            "/layer/login",
+            get(unlimited).route_layer(RateLimitLayer::new(layered).scope("axum-burst-layer")),
+        )
+}
+
+/// An axum server on a loopback port of its own, on a runtime of `workers` threads,
+/// serving [`routes`] under `limiter`. Stopped (its connections dropped) when dropped.
+struct AxumServer {
+    addr: SocketAddr,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl AxumServer {
+    fn start(limiter: Limiter, workers: usize) -> AxumServer {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let listener = runtime.block_on(async {
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+            // A thousand connections at once must not overflow the listening queue.
+            socket.listen(4_096).unwrap()
+        });
+        let addr = listener.local_addr().unwrap();
+        let app = routes()
+            .layer(Extension(limiter))
+            .into_make_service_with_connect_info::<SocketAddr>();
+        runtime.spawn(async move { axum::serve(listener, app).await });
+        AxumServer {
+            addr,
+            runtime: Some(runtime),
+        }
+    }
+}
+
+impl Drop for AxumServer {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+fn on_redis(
+    rt: &tokio::runtime::Runtime,
+    url: &str,
+    prefix: &str,
+    policy: OnStoreError,
+) -> Limiter {
+    let store = rt
+        .block_on(RedisStore::connect(url))
+        .unwrap()
+        .with_prefix(prefix);
+    Limiter::builder()
+        .store(store)
+        .on_store_error(policy)
+        .build()
+}
+
+/// A thousand concurrent failed logins of one client over two axum instances on one
+/// Redis, under each fault policy, on an idle host and on a busy one, through the
+/// attribute and through the layer: exactly 5 admitted (401), 995 refused (429), nothing
+/// else.
+#[test]
+fn axum_a_burst_of_a_thousand_over_two_instances_admits_exactly_the_limit() {
+    let _alone = crate::harness::alone();
+    let redis = RedisServer::start();
+    redis.prioritize();
+    let rt = client();
+    for policy in [OnStoreError::FallBackToMemory, OnStoreError::FailClosed] {
+        for path in ["/login", "/layer/login"] {
+            for (busy, round) in [(false, 0), (true, 1)] {
+                let prefix = format!("axum-burst-{policy:?}-{round}");
+                let one = AxumServer::start(on_redis(&rt, &redis.url(), &prefix, policy), 2);
+                let two = AxumServer::start(on_redis(&rt, &redis.url(), &prefix, policy), 2);
+                let load = busy.then(|| Busy::start(4));
+                let (statuses, slowest) = rt.block_on(burst_at(&[one.addr, two.addr], path, 1_000));
+                drop(load);
+                let (admitted, rejected) = (count(&statuses, 401), count(&statuses, 429));
+                println!(
+                    "axum {path} {policy:?}{}: 1,000 concurrent over two instances: {admitted} \
+                     admitted of 5, {rejected} rejected, {} other; slowest {slowest:?}",
+                    if busy { ", busy host" } else { "" },
+                    1_000 - admitted - rejected
+                );
+                assert_eq!(admitted, 5, "{path} {policy:?} busy={busy}: {statuses:?}");
+                assert_eq!(rejected, 995, "{path} {policy:?} busy={busy}");
+            }
+        }
+    }
+}
+
+/// Forwarding headers the client wrote itself. With no trusted proxy, none of them moves
+/// the key: 300 requests each naming a new address in `X-Forwarded-For`, `Forwarded` or
+/// `X-Real-IP` are one client, 5 admitted. Behind a trusted proxy (loopback), a client
+/// that prepends made-up entries is still the rightmost untrusted one: 5 admitted again.
+#[test]
+fn axum_spoofed_forwarding_headers_do_not_move_the_key() {
+    let rt = client();
+    let direct = AxumServer::start(Limiter::builder().build(), 2);
+    let proxied = AxumServer::start(Limiter::builder().trusted_proxies(["127.0.0.1"]).build(), 2);
+    rt.block_on(async {
+        let mut statuses = Vec::new();
+        for i in 0..300u32 {
+            let fake = format!("198.51.{}.{}", i / 256, i % 256);
+            let header = match i % 3 {
+                0 => format!("X-Forwarded-For: {fake}"),
+                1 => format!("Forwarded: for={fake}"),
+                _ => format!("X-Real-IP: {fake}"),
+            };
+            let response = exchange(direct.addr, &request("/spoof", &[header]), Duration::from_secs(5)).await;
+            statuses.push(response.map_or(0, |r| r.status));
+        }
+        println!(
+            "axum, no trusted proxy: 300 requests with made-up forwarding headers: {} admitted of 5",
+            count(&statuses, 200)
+        );
+        assert_eq!(count(&statuses, 200), 5, "{statuses:?}");
+        assert_eq!(count(&statuses, 429), 295);
+
+        let mut statuses = Vec::new();
+        for i in 0..300u32 {
+            // What the client wrote, then what the trusted proxy appended: the client.
+            let header = format!(
+                "X-Forwarded-For: 10.{}.{}.1, 192.0.2.{}, 203.0.113.9",
+                i % 256,
+                i / 256,
+                i % 200
+            );
+            let response = exchange(proxied.addr, &request("/spoof", &[header]), Duration::from_secs(5)).await;
+            statuses.push(response.map_or(0, |r| r.status));
+        }
+        println!(
+            "axum, behind a trusted proxy: 300 requests with made-up leftmost entries: {} admitted of 5",
+            count(&statuses, 200)
+        );
+        assert_eq!(count(&statuses, 200), 5, "{statuses:?}");
+    });
+}
+
+/// A flood of 20,000 distinct clients (each named by the trusted proxy) after one client
+/// spent its 5: every new client is admitted, the spent one is still refused, and the
+/// process's memory grows by less than 16 MiB.
+#[test]
+fn axum_a_flood_of_distinct_clients_lifts_no_one_and_stays_bounded() {
+    let _alone = crate::harness::alone();
+    let rt = client();
+    let server = AxumServer::start(Limiter::builder().trusted_proxies(["127.0.0.1"]).build(), 2);
+    let victim = || request("/spoof", &["X-Forwarded-For: 203.0.113.200".to_string()]);
+    rt.block_on(async {
+        for _ in 0..5 {
+            let r = exchange(server.addr, &victim(), Duration::from_secs(5))
+                .await
+                .unwrap();
+            assert_eq!(r.status, 200);
+        }
+        let before = rss();
+        let started = Instant::now();
+        let mut admitted = 0usize;
+        for batch in 0..40u32 {
+            let tasks: Vec<_> = (0..500u32)
+                .map(|i| {
+                    let n = batch * 500 + i;
+                    let raw = request(
+                        "/spoof",
+                        &[format!(
+                            "X-Forwarded-For: 10.{}.{}.{}",
+                            n >> 16,
+                            (n >> 8) & 255,
+                            n & 255
+                        )],
+                    );
+                    let addr = server.addr;
+                    tokio::spawn(async move {
+                        exchange(addr, &raw, Duration::from_secs(10))
+                            .await
+                            .map_or(0, |r| r.status)
+                    })
+                })
+                .collect();
+            for task in tasks {
+                admitted += usize::from(task.await.unwrap() == 200);
+            }
+        }
+        let grown = rss().saturating_sub(before);
+        let spent = exchange(server.addr, &victim(), Duration::from_secs(5))
+            .await
+            .unwrap();
+        println!(
+            "axum: 20,000 distinct clients in {:?}: {admitted} admitted; the spent client then \
+             got {}; RSS grew {} KiB (the test's client included)",
+            started.elapsed(),
+            spent.status,
+            grown / 1024
+        );
+        assert_eq!(admitted, 20_000);
+        assert_eq!(spent.status, 429);
+        assert!(grown < 16 << 20, "{grown} bytes");
+    });
+}
+
+/// Whether the server closes `stream` within `limit` (reads reach the end).
+async fn closed_within(reader: &mut tokio::net::tcp::OwnedReadHalf, limit: Duration) -> bool {
+    let mut buf = [0u8; 4096];
+    let deadline = Instant::now() + limit;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, reader.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(_)) => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// A spent client's upload whose `Content-Length: 16000` body comes at 5 bytes a second:
+/// the 429 comes at once (decided before the body's extractor), and the connection is
+/// closed after it rather than held for the body. Then a chunked body of 10 MB at about
+/// 1.3 MB/s: its 429, the connection held under 3 s, under 4 MiB of it taken in.
+#[test]
+fn axum_slow_and_chunked_bodies_on_a_refused_request_hold_nothing() {
+    let rt = client();
+    let server = AxumServer::start(Limiter::builder().build(), 2);
+    rt.block_on(async {
+        let first = exchange(
+            server.addr,
+            b"POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi",
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+        assert_eq!((first.status, first.body.as_str()), (200, "2 bytes"));
+
+        let mut stream = TcpStream::connect(server.addr).await.unwrap();
+        stream
+            .write_all(b"POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 16000\r\n\r\nhello")
+            .await
+            .unwrap();
+        let started = Instant::now();
+        let response = tokio::time::timeout(Duration::from_secs(3), read_response(&mut stream))
+            .await
+            .expect("a 429 within 3 s")
+            .expect("a response");
+        let took = started.elapsed();
+        let (mut reader, mut writer) = stream.into_split();
+        let trickle = tokio::spawn(async move {
+            for _ in 0..4 {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                if writer.write_all(b"hello").await.is_err() {
+                    return;
+                }
+            }
+        });
+        let closed = closed_within(&mut reader, Duration::from_secs(2)).await;
+        trickle.abort();
+        println!(
+            "axum: a body at 5 bytes/s: {} after {took:?}, connection closed: {closed}",
+            response.status
+        );
+        assert_eq!(response.status, 429);
+        assert!(took < Duration::from_secs(1), "{took:?}");
+        assert!(closed);
+
+        let stream = TcpStream::connect(server.addr).await.unwrap();
+        let (mut reader, mut writer) = stream.into_split();
+        writer
+            .write_all(b"POST /upload HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n")
+            .await
+            .unwrap();
+        let chunk = format!("{:x}\r\n{}\r\n", 64 * 1024, "x".repeat(64 * 1024));
+        let started = Instant::now();
+        let send = async move {
+            let mut sent = 0usize;
+            while sent < 10 << 20 {
+                let write = writer.write_all(chunk.as_bytes());
+                match tokio::time::timeout(Duration::from_millis(500), write).await {
+                    Ok(Ok(())) => sent += 64 * 1024,
+                    _ => break,
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            (sent, started.elapsed())
+        };
+        let read = async move {
+            let mut bytes = Vec::new();
+            let mut buf = [0u8; 4096];
+            loop {
+                match tokio::time::timeout(Duration::from_secs(3), reader.read(&mut buf)).await {
+                    Ok(Ok(0)) | Ok(Err(_)) | Err(_) => break,
+                    Ok(Ok(n)) => bytes.extend_from_slice(&buf[..n]),
+                }
+            }
+            String::from_utf8_lossy(&bytes)
+                .split(' ')
+                .nth(1)
+                .and_then(|s| s.parse::<u16>().ok())
+                .unwrap_or(0)
+        };
+        let ((sent, held), status) = tokio::join!(send, read);
+        println!(
+            "axum: a chunked 10 MB body at 1.3 MB/s: answered {status}; the client got {} KiB \
+             out, the connection was held {held:?}",
+            sent / 1024
+        );
+        assert_eq!(status, 429);
+        assert!(held < Duration::from_secs(3), "{held:?}");
+        assert!(sent < 4 << 20, "{sent} bytes taken in");
+    });
+}
+
+/// `n` requests for `path` one after the other: their statuses and the slowest one's time.
+async fn sequence(addr: SocketAddr, path: &str, n: usize) -> (Vec<u16>, Duration) {
+    let mut statuses = Vec::with_capacity(n);
+    let mut slowest = Duration::ZERO;
+    for _ in 0..n {
+        let sent = Instant::now();
+        let status = exchange(addr, &request(path, &[]), Duration::from_secs(10))
+            .await
+            .map_or(0, |r| r.status);
+        slowest = slowest.max(sent.elapsed());
+        statuses.push(status);
+    }
+    (statuses, slowest)
+}
+
+/// An axum instance failing closed, its store reaching Redis through a proxy: slowed past
+/// the timeout, then killed, every request gets the documented 503 within about one and a
+/// half timeouts; counting in Redis resumes on its own once Redis is back.
+#[test]
+fn axum_redis_faults_cost_at_most_a_timeout_and_recover() {
+    let _alone = crate::harness::alone();
+    let mut redis = RedisServer::start();
+    let proxy = Proxy::start(redis.port());
+    let rt = client();
+    let server = AxumServer::start(
+        on_redis(&rt, &proxy.url(), "axum-faults", OnStoreError::FailClosed),
+        2,
+    );
+    let bounded = Duration::from_millis(400);
+    let recovery = |what: &str| {
+        let started = Instant::now();
+        loop {
+            let (statuses, _) = rt.block_on(sequence(server.addr, "/open", 1));
+            if statuses == [200] {
+                println!(
+                    "axum: {what}: counting in Redis again after {:?}",
+                    started.elapsed()
+                );
+                return started.elapsed();
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "{what}: no recovery in 10 s"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    let (statuses, slowest) = rt.block_on(sequence(server.addr, "/open", 20));
+    println!(
+        "axum, healthy: {} of 20 answered 200, slowest {slowest:?}",
+        count(&statuses, 200)
+    );
+    assert_eq!(count(&statuses, 200), 20);
+
+    proxy.delay(Duration::from_millis(300));
+    let (statuses, slowest) = rt.block_on(sequence(server.addr, "/open", 20));
+    println!(
+        "axum, Redis 300 ms slow: {} of 20 answered 503, slowest {slowest:?}",
+        count(&statuses, 503)
+    );
+    assert_eq!(count(&statuses, 503), 20, "{statuses:?}");
+    assert!(slowest < bounded, "{slowest:?}");
+    proxy.delay(Duration::ZERO);
+    assert!(recovery("latency removed") < Duration::from_secs(1));
+
+    redis.stop();
+    let (statuses, slowest) = rt.block_on(sequence(server.addr, "/open", 20));
+    println!(
+        "axum, Redis killed: {} of 20 answered 503, slowest {slowest:?}",
+        count(&statuses, 503)
+    );
+    assert_eq!(count(&statuses, 503), 20, "{statuses:?}");
+    assert!(slowest < bounded, "{slowest:?}");
+    redis.restart();
+    assert!(recovery("restarted") < Duration::from_secs(2));
+}
