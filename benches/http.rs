@@ -2,12 +2,13 @@
 //! (limit never reached), under actix-governor's middleware and under limiter's own
 //! `RateLimit` middleware, under an attribute with every option on, under a concurrency
 //! limit, under a bucket with a `delay` its clients overrun (their requests wait their
-//! turn), and a flood of requests that `#[rate_limit]` rejects. One server process per variant, all pinned to CPU 0; the load
+//! turn), and a flood of requests that `#[rate_limit]` rejects; then the same on axum, beside
+//! tower_governor (`axum_serve.rs`). One server process per variant, all pinned to CPU 0; the load
 //! generator pinned to CPU 1; several alternating rounds; medians and ratios printed, and
 //! the servers' CPU time per request, read from `/proc/PID/task/*/schedstat` (more stable
 //! than requests per second on a shared machine).
 //!
-//! `cargo bench --manifest-path benches/Cargo.toml --bench http` (about 40 s; `ROUNDS` and `ROUND_MS` change the plan).
+//! `cargo bench --manifest-path benches/Cargo.toml --bench http` (about 70 s; `ROUNDS` and `ROUND_MS` change the plan).
 //! With `--features redis`, each of the limiter's Redis loads is also measured against
 //! Redis's floor for it (`floor.rs`).
 
@@ -22,6 +23,7 @@ use actix_governor::{Governor, GovernorConfigBuilder};
 use actix_web::{web, App, HttpServer};
 use limiter::{rate_limit, Limiter};
 
+mod axum_serve;
 #[cfg(feature = "redis")]
 mod floor;
 #[cfg(feature = "redis")]
@@ -167,6 +169,9 @@ fn pin_to_cpu(cpu: usize) {
 
 fn serve(variant: &str, listener: TcpListener) -> std::io::Result<()> {
     pin_to_cpu(0);
+    if axum_serve::VARIANTS.contains(&variant) {
+        return axum_serve::serve(variant, listener);
+    }
     let variant = variant.to_string();
     let governor = GovernorConfigBuilder::default()
         .nanoseconds_per_request(1)
@@ -539,6 +544,7 @@ fn main() {
     let variants: Vec<&str> = VARIANTS
         .iter()
         .copied()
+        .chain(axum_serve::VARIANTS)
         .chain(cfg!(feature = "redis").then_some("redis"))
         .chain(cfg!(feature = "redis").then_some("redis_rejecting"))
         .chain(cfg!(feature = "redis").then_some("aerl_redis"))
@@ -680,16 +686,58 @@ fn main() {
         "{:<10} {:>10} {:>12} {:>14} {:>16}",
         "variant", "req/s", "x bare", "µs CPU/req", "vs bare (µs)"
     );
+    // Each variant beside its own framework's bare server: axum's beside axum's.
+    let bare_of = |variant: &str| {
+        let bare = if axum_serve::VARIANTS.contains(&variant) {
+            "axum_bare"
+        } else {
+            "bare"
+        };
+        at(bare).unwrap_or(0)
+    };
     for (i, variant) in variants.iter().enumerate() {
+        let bare = bare_of(variant);
         println!(
             "{:<10} {:>10.0} {:>12.3} {:>14.2} {:>+16.2}",
             variant,
             rps[i],
-            rps[i] / rps[0],
+            rps[i] / rps[bare],
             cpu[i],
-            cpu[i] - cpu[0]
+            cpu[i] - cpu[bare]
         );
     }
+    // What two variants add to their bare server's CPU per request, one over the other.
+    let added = |label: &str, a: &str, b: &str| {
+        if let (Some(a), Some(b)) = (at(a), at(b)) {
+            let bare = cpu[bare_of(variants[a])];
+            println!(
+                "{label}: {:+.2} / {:+.2} µs = {:.3}",
+                cpu[a] - bare,
+                cpu[b] - bare,
+                (cpu[a] - bare) / (cpu[b] - bare)
+            );
+        }
+    };
+    added(
+        "axum, CPU added per request, limiter attribute / tower_governor",
+        "axum_limiter",
+        "tower_governor",
+    );
+    added(
+        "axum, CPU added per request, limiter layer / tower_governor",
+        "axum_layer",
+        "tower_governor",
+    );
+    added(
+        "axum, CPU added per request, rejected flood, limiter / tower_governor",
+        "axum_rejecting",
+        "tower_governor_rejecting",
+    );
+    added(
+        "axum, CPU added per request, a new client per request, limiter / tower_governor",
+        "axum_many",
+        "tower_governor_many",
+    );
     // Ratios of two variants of this run, where both ran.
     let ratio = |label: &str, a: &str, b: &str| {
         if let (Some(a), Some(b)) = (at(a), at(b)) {

@@ -6,23 +6,32 @@ use std::borrow::BorrowMut;
 use axum::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use limiter_http::{Field, FieldMap};
 
+/// The names of the fields that are no standard header of http 1's, made once: a
+/// `HeaderName::from_static` called at run time checks its text on every call.
+const RATELIMIT_POLICY: HeaderName = HeaderName::from_static(Field::RateLimitPolicy.name());
+const RATELIMIT: HeaderName = HeaderName::from_static(Field::RateLimit.name());
+const LIMIT: HeaderName = HeaderName::from_static(Field::Limit.name());
+const REMAINING: HeaderName = HeaderName::from_static(Field::Remaining.name());
+const RESET: HeaderName = HeaderName::from_static(Field::Reset.name());
+const DRY_RUN: HeaderName = HeaderName::from_static(Field::DryRun.name());
+
 /// `field`'s name in http 1's header map. Always inlined: each call names its field, so the
 /// match folds into the one name.
 #[inline(always)]
 fn name(field: Field) -> HeaderName {
     match field {
-        Field::RateLimitPolicy => HeaderName::from_static(Field::RateLimitPolicy.name()),
-        Field::RateLimit => HeaderName::from_static(Field::RateLimit.name()),
-        Field::Limit => HeaderName::from_static(Field::Limit.name()),
-        Field::Remaining => HeaderName::from_static(Field::Remaining.name()),
-        Field::Reset => HeaderName::from_static(Field::Reset.name()),
+        Field::RateLimitPolicy => RATELIMIT_POLICY,
+        Field::RateLimit => RATELIMIT,
+        Field::Limit => LIMIT,
+        Field::Remaining => REMAINING,
+        Field::Reset => RESET,
         Field::RetryAfter => header::RETRY_AFTER,
         Field::CacheControl => header::CACHE_CONTROL,
         Field::ContentType => header::CONTENT_TYPE,
         Field::AccessControlAllowMethods => header::ACCESS_CONTROL_ALLOW_METHODS,
         // `Field` is non-exhaustive: a field the shared code adds is named here before the
         // glue writes it (`every_field_under_its_name` fails until then).
-        _ => HeaderName::from_static(Field::DryRun.name()),
+        _ => DRY_RUN,
     }
 }
 

@@ -10,15 +10,16 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::extract::Request;
+use axum::http::request::Parts;
 use axum::response::Response;
 use limiter_core::{Limit, Policy};
-use limiter_http::pipeline::{self, Asked};
+use limiter_http::pipeline::{self, Asked, Decided};
 use limiter_http::{Share, Write};
 use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::fields::Headers;
-use crate::{HandlerLimits, KeySpec, LimitSpec, Limiter, Resolver};
+use crate::{Axum, HandlerLimits, KeySpec, LimitSpec, Limiter, Resolver};
 
 /// A limit over everything it wraps: `Router::layer` (every route, the fallback too),
 /// `Router::route_layer` (the matched routes only), a nested router, a `MethodRouter`.
@@ -200,36 +201,63 @@ where
     }
 
     fn call(&mut self, req: Request) -> Self::Future {
-        // The service that was made ready answers; a clone waits for the next call.
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let (parts, body) = req.into_parts();
+        let limiter = Limiter::of(&parts).clone();
         let limits = Arc::clone(&self.limits);
-        Box::pin(async move {
-            let (parts, body) = req.into_parts();
-            let limiter = Limiter::of(&parts).clone();
-            let decided = match pipeline::run_now(&limiter, &parts, &limits) {
-                Some(decided) => decided,
-                None => Box::pin(pipeline::run(&limiter, &parts, &limits)).await,
-            };
-            let decided = match decided {
-                Ok(decided) => decided,
-                Err(response) => return Ok(response),
-            };
-            // The request goes on to the service for good: what settling needs of it is
-            // taken now.
-            let asked = Asked {
-                req: None,
-                ..Asked::at_hand(&limiter, &parts, &limits)
-            };
-            let mut response = inner.call(Request::from_parts(parts, body)).await?;
-            let status = response.status();
-            let answered = (status, &mut Headers(response.headers_mut()));
-            let settle =
-                pipeline::answered(&limiter, &limits, asked, decided, answered, Write::Prepend);
-            if !settle.is_empty() {
-                Box::pin(settle.take_back(&limiter)).await;
+        // Most requests are decided at once: then the service made ready answers, called
+        // now, and only settling waits for its response.
+        let Some(decided) = pipeline::run_now(&limiter, &parts, &limits) else {
+            // The decision waits on the store: a clone of the service waits for the next
+            // call, the one made ready answers once the decision is in.
+            let clone = self.inner.clone();
+            let mut inner = std::mem::replace(&mut self.inner, clone);
+            return Box::pin(async move {
+                let decided = Box::pin(pipeline::run(&limiter, &parts, &limits)).await;
+                match decided {
+                    Ok(decided) => {
+                        let asked = asked(&limiter, &parts, &limits);
+                        let called = inner.call(Request::from_parts(parts, body));
+                        settled(called, limiter, limits, asked, decided).await
+                    }
+                    Err(response) => Ok(response),
+                }
+            });
+        };
+        match decided {
+            Ok(decided) => {
+                let asked = asked(&limiter, &parts, &limits);
+                let called = self.inner.call(Request::from_parts(parts, body));
+                Box::pin(settled(called, limiter, limits, asked, decided))
             }
-            Ok(response)
-        })
+            Err(response) => Box::pin(async move { Ok(response) }),
+        }
     }
+}
+
+/// What settling needs of an admitted request, taken before it goes on to the service for
+/// good.
+fn asked(limiter: &Limiter, parts: &Parts, limits: &HandlerLimits) -> Asked<'static, Axum> {
+    Asked {
+        req: None,
+        ..Asked::at_hand(limiter, parts, limits)
+    }
+}
+
+/// The service's response to an admitted request, settled: its fields written, and what it
+/// does not count taken back before it leaves.
+async fn settled<E>(
+    called: impl Future<Output = Result<Response, E>>,
+    limiter: Limiter,
+    limits: Arc<HandlerLimits>,
+    asked: Asked<'static, Axum>,
+    decided: Decided<Axum>,
+) -> Result<Response, E> {
+    let mut response = called.await?;
+    let status = response.status();
+    let answered = (status, &mut Headers(response.headers_mut()));
+    let settle = pipeline::answered(&limiter, &limits, asked, decided, answered, Write::Prepend);
+    if !settle.is_empty() {
+        Box::pin(settle.take_back(&limiter)).await;
+    }
+    Ok(response)
 }

@@ -7,8 +7,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
 
 #[cfg(feature = "redis")]
-mod on_axum;
-#[cfg(feature = "redis")]
 mod bodies;
 #[cfg(feature = "redis")]
 #[path = "../common/mod.rs"]
@@ -21,6 +19,8 @@ mod harness;
 mod isolation;
 #[cfg(feature = "redis")]
 mod load;
+#[cfg(feature = "redis")]
+mod on_axum;
 #[cfg(feature = "redis")]
 mod refunds;
 #[cfg(feature = "redis")]
