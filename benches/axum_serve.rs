@@ -22,11 +22,12 @@ use tower_governor::GovernorLayer;
 type PerPeer = GovernorConfig<PeerIpKeyExtractor, NoOpMiddleware>;
 
 /// The variants this module serves, in the order the bench runs them.
-pub const VARIANTS: [&str; 8] = [
+pub const VARIANTS: [&str; 9] = [
     "axum_bare",
     "axum_limiter",
     "axum_layer",
     "tower_governor",
+    "tower_governor_headers",
     "axum_rejecting",
     "tower_governor_rejecting",
     "axum_many",
@@ -89,6 +90,19 @@ fn router(variant: &str) -> Router {
         // X-Forwarded-For.
         "axum_many" => with_limiter(Router::new().route("/", get(limited_hello)), true),
         "tower_governor" => governed(per_peer(1, u32::MAX)),
+        // With its own header fields on every response (`use_headers`: `x-ratelimit-limit`
+        // and `x-ratelimit-remaining`), as limiter sends its RateLimit fields.
+        "tower_governor_headers" => {
+            let config = GovernorConfigBuilder::default()
+                .per_nanosecond(1)
+                .burst_size(u32::MAX)
+                .use_headers()
+                .finish()
+                .expect("governor config");
+            Router::new()
+                .route("/", get(hello))
+                .layer(GovernorLayer::new(Arc::new(config)))
+        }
         // One request an hour per client, the first of a burst of one.
         "tower_governor_rejecting" => governed(per_peer(3_600_000_000_000, 1)),
         // Keyed by the address tower_governor's own extractor reads from X-Forwarded-For

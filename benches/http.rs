@@ -724,6 +724,11 @@ fn main() {
         "tower_governor",
     );
     added(
+        "axum, CPU added per request, limiter attribute / tower_governor with its header fields",
+        "axum_limiter",
+        "tower_governor_headers",
+    );
+    added(
         "axum, CPU added per request, limiter layer / tower_governor",
         "axum_layer",
         "tower_governor",

@@ -261,8 +261,12 @@ enum Budgets {
 }
 
 impl Budgets {
-    async fn limiter(&self, clock: &ManualClock, pair: &Pair) -> Limiter {
-        let builder = Limiter::builder()
+    async fn limiter<F: limiter_http::Front>(
+        &self,
+        clock: &ManualClock,
+        pair: &Pair,
+    ) -> limiter_http::Limiter<F> {
+        let builder = limiter_http::Limiter::<F>::builder()
             .clock(clock.clone())
             .store_timeout(Duration::from_secs(2));
         let builder = match self {
@@ -309,13 +313,119 @@ impl Budgets {
     }
 }
 
-/// Runs one pair on `setup`: each request's outcome against the model's, or the first
-/// that differs.
-async fn run(pair: &Pair, setup: Setup, mut budgets: Budgets, client: &str) -> Result<(), String> {
+/// The front end a pair runs on.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum FrontEnd {
+    Actix,
+    Axum,
+}
+
+/// One request of a run: to which pair, from whom, exempt or failing.
+struct Ask {
+    path: String,
+    peer: std::net::SocketAddr,
+    exempt: bool,
+    fails: bool,
+}
+
+/// What a request came to, and with which status when it is neither.
+type Got = Result<Outcome, u16>;
+
+/// A pair's routes served under a limiter: sends one request and reads its outcome.
+type Send = Box<dyn Fn(Ask) -> futures_util::future::LocalBoxFuture<'static, Got>>;
+
+/// The outcome of a response: its handler ran (it says so in `x-ran`), or refused.
+fn outcome(status: u16, ran: bool, retry_after: Option<&str>) -> Got {
+    match (status, ran) {
+        (_, true) => Ok(Outcome::Ran),
+        (429, false) => Ok(Outcome::Refused(
+            retry_after.and_then(|v| v.parse().ok()).unwrap_or(0),
+        )),
+        (status, false) => Err(status),
+    }
+}
+
+impl FrontEnd {
+    /// Every pair's route on this front end, under a limiter of `budgets`.
+    async fn serve(self, budgets: &Budgets, clock: &ManualClock, pair: &Pair) -> Send {
+        match self {
+            FrontEnd::Actix => {
+                let limiter: Limiter = budgets.limiter(clock, pair).await;
+                let app = App::new().app_data(limiter).configure(routes);
+                let app = std::rc::Rc::new(test::init_service(app).await);
+                Box::new(move |ask: Ask| {
+                    let app = app.clone();
+                    Box::pin(async move {
+                        let mut req = test::TestRequest::get().uri(&ask.path).peer_addr(ask.peer);
+                        if ask.exempt {
+                            req = req.insert_header(("x-exempt", "1"));
+                        }
+                        if ask.fails {
+                            req = req.insert_header(("x-fail", "1"));
+                        }
+                        let res = test::call_service(&*app, req.to_request()).await;
+                        let ran = header(res.headers(), "x-ran").is_some();
+                        outcome(
+                            res.status().as_u16(),
+                            ran,
+                            header(res.headers(), "retry-after"),
+                        )
+                    })
+                })
+            }
+            FrontEnd::Axum => {
+                use tower::ServiceExt;
+                let limiter: limiter_axum::Limiter = budgets.limiter(clock, pair).await;
+                let router = on_axum_pairs::router().layer(axum::Extension(limiter));
+                Box::new(move |ask: Ask| {
+                    let router = router.clone();
+                    Box::pin(async move {
+                        let mut req = axum::http::Request::get(&ask.path);
+                        if ask.exempt {
+                            req = req.header("x-exempt", "1");
+                        }
+                        if ask.fails {
+                            req = req.header("x-fail", "1");
+                        }
+                        let mut req = req.body(axum::body::Body::empty()).unwrap();
+                        req.extensions_mut()
+                            .insert(axum::extract::ConnectInfo(ask.peer));
+                        let res = router.oneshot(req).await.unwrap();
+                        let text = |name: &str| {
+                            res.headers()
+                                .get(name)
+                                .and_then(|v| v.to_str().ok())
+                                .map(str::to_string)
+                        };
+                        outcome(
+                            res.status().as_u16(),
+                            text("x-ran").is_some(),
+                            text("retry-after").as_deref(),
+                        )
+                    })
+                })
+            }
+        }
+    }
+
+    /// Whether this front end has both controls of `pair`.
+    fn has(self, pair: &Pair) -> bool {
+        self == FrontEnd::Actix || !pair.controls.contains(&Control::Concurrency)
+    }
+}
+
+/// Runs one pair on `setup` and `front`: each request's outcome against the model's, or
+/// the first that differs.
+async fn run(
+    pair: &Pair,
+    setup: Setup,
+    front: FrontEnd,
+    mut budgets: Budgets,
+    client: &str,
+) -> Result<(), String> {
     let clock = ManualClock::starting_at(Duration::from_secs(1_000));
     let mut model = Model::new(pair.controls);
-    let mut limiter = budgets.limiter(&clock, pair).await;
-    let mut app = test::init_service(App::new().app_data(limiter.clone()).configure(routes)).await;
+    let mut send = front.serve(&budgets, &clock, pair).await;
     let phases = if setup.moves_the_clock() { 2 } else { 1 };
     // The model's clock: the manual one, or (on Redis's) the time the delays took.
     let mut t = 0;
@@ -323,29 +433,17 @@ async fn run(pair: &Pair, setup: Setup, mut budgets: Budgets, client: &str) -> R
         for i in 0..8 {
             if pair.controls.contains(&Control::Restart) && phase == 0 && i == 4 {
                 budgets = budgets.restarted(&clock);
-                limiter = budgets.limiter(&clock, pair).await;
-                app = test::init_service(App::new().app_data(limiter.clone()).configure(routes))
-                    .await;
+                send = front.serve(&budgets, &clock, pair).await;
             }
-            let mut req = test::TestRequest::get()
-                .uri(&format!("/{}", pair.name))
-                .peer_addr(client.parse().unwrap());
-            if exempt_at(i) {
-                req = req.insert_header(("x-exempt", "1"));
-            }
-            if fails_at(i) {
-                req = req.insert_header(("x-fail", "1"));
-            }
-            let res = test::call_service(&app, req.to_request()).await;
-            let got = match (res.status().as_u16(), header(res.headers(), "x-ran")) {
-                (_, Some(_)) => Outcome::Ran,
-                (429, None) => Outcome::Refused(
-                    header(res.headers(), "retry-after")
-                        .and_then(|v| v.parse().ok())
-                        .unwrap_or(0),
-                ),
-                (status, None) => return Err(format!("request {i}: status {status}")),
+            let ask = Ask {
+                path: format!("/{}", pair.name),
+                peer: client.parse().unwrap(),
+                exempt: exempt_at(i),
+                fails: fails_at(i),
             };
+            let got = send(ask)
+                .await
+                .map_err(|status| format!("request {i}: status {status}"))?;
             let (want, delayed) = model.step(i, t);
             if !setup.moves_the_clock() {
                 t += delayed;
@@ -364,29 +462,35 @@ async fn run(pair: &Pair, setup: Setup, mut budgets: Budgets, client: &str) -> R
 
 /// Runs every pair on `setup` at once (each its own scope and client), and prints its
 /// column of the matrix: the pairs that hold, those the grammar refuses, those that fail.
-async fn matrix(setup: Setup, budgets: impl Fn() -> Budgets) -> Vec<String> {
+async fn matrix(setup: Setup, front: FrontEnd, budgets: impl Fn() -> Budgets) -> Vec<String> {
     let runs = PAIRS.iter().enumerate().map(|(n, pair)| {
         let budgets = budgets();
         async move {
-            if pair.refused.is_some() {
+            if pair.refused.is_some() || !front.has(pair) {
                 return None;
             }
-            let client = format!("198.51.{}.{}:1", 100 + setup as usize, n);
-            Some(run(pair, setup, budgets, &client).await)
+            let client = format!(
+                "198.51.{}.{}:1",
+                100 + setup as usize + 10 * front as usize,
+                n
+            );
+            Some(run(pair, setup, front, budgets, &client).await)
         }
     });
     let outcomes = futures_util::future::join_all(runs).await;
     let mut failed = Vec::new();
-    let (mut held, mut refused) = (0, 0);
+    let (mut held, mut refused, mut absent) = (0, 0, 0);
     for (pair, outcome) in PAIRS.iter().zip(outcomes) {
         match outcome {
-            None => refused += 1,
+            None if pair.refused.is_some() => refused += 1,
+            None => absent += 1,
             Some(Ok(())) => held += 1,
-            Some(Err(why)) => failed.push(format!("{setup:?} {}: {why}", pair.name)),
+            Some(Err(why)) => failed.push(format!("{front:?} {setup:?} {}: {why}", pair.name)),
         }
     }
     println!(
-        "{setup:?}: {} pairs, {held} hold, {refused} refused by the grammar, {} fail",
+        "{front:?}, {setup:?}: {} pairs, {held} hold, {refused} refused by the grammar, {absent} \
+         not on this front end, {} fail",
         PAIRS.len(),
         failed.len()
     );
@@ -451,20 +555,24 @@ fn print_matrix(rows: &[(&str, Vec<String>)]) {
 
 #[actix_web::test]
 async fn every_pair_of_controls_composes() {
-    #[cfg_attr(not(feature = "redis"), allow(unused_mut))]
-    let mut rows = vec![(
-        "memory",
-        matrix(Setup::Memory, || Budgets::Memory(MemoryStore::new())).await,
-    )];
+    let mut rows = Vec::new();
+    for front in [FrontEnd::Actix, FrontEnd::Axum] {
+        rows.push((
+            "memory",
+            matrix(Setup::Memory, front, || Budgets::Memory(MemoryStore::new())).await,
+        ));
+    }
     #[cfg(feature = "redis")]
     {
         let server = common::redis_server::RedisServer::start();
-        for setup in [Setup::RedisCallersClock, Setup::RedisServersClock] {
-            let url = server.url();
-            rows.push((
-                "redis",
-                matrix(setup, || Budgets::Redis(url.clone(), setup)).await,
-            ));
+        for front in [FrontEnd::Actix, FrontEnd::Axum] {
+            for setup in [Setup::RedisCallersClock, Setup::RedisServersClock] {
+                let url = server.url();
+                rows.push((
+                    "redis",
+                    matrix(setup, front, || Budgets::Redis(url.clone(), setup)).await,
+                ));
+            }
         }
     }
     #[cfg(not(feature = "redis"))]
@@ -483,47 +591,494 @@ async fn every_pair_of_controls_composes() {
     );
 }
 
-// Generated pairs: each a handler with both controls (see the module's doc).
+/// Writes each pair's handler once for both front ends, under the same attributes: on
+/// actix here, and on axum in `on_axum_pairs` (over limiter-axum's `rate_limit` and the
+/// axum side's `is_exempt`, `counts_successes` and `six_per_six_seconds`), with the router
+/// of them all.
+macro_rules! pairs {
+    ($($(#[$attr:meta])* $name:ident;)*) => {
+        $(
+            $(#[$attr])*
+            async fn $name(req: HttpRequest) -> HttpResponse {
+                respond(&req)
+            }
+        )*
 
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-cost_with_failures",
-    cost = 2,
-    count = "failures"
-)]
-async fn cost_with_failures(req: HttpRequest) -> HttpResponse {
-    respond(&req)
+        mod on_axum_pairs {
+            #[allow(unused_imports)]
+            use super::on_axum::*;
+            use limiter_axum::rate_limit;
+
+            $(
+                $(#[$attr])*
+                async fn $name(headers: axum::http::HeaderMap) -> axum::response::Response {
+                    respond(&headers)
+                }
+            )*
+
+            pub(super) fn router() -> axum::Router {
+                axum::Router::new()
+                    $(.route(concat!("/", stringify!($name)), axum::routing::get($name)))*
+            }
+        }
+    };
 }
 
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-cost_with_count_fn", cost = 2, count = counts_successes)]
-async fn cost_with_count_fn(req: HttpRequest) -> HttpResponse {
-    respond(&req)
+/// The controls' functions over axum's types, for the pairs on axum.
+mod on_axum {
+    use axum::http::request::Parts;
+    use axum::http::{HeaderMap, StatusCode};
+    use axum::response::{IntoResponse, Response};
+    use limiter::Policy;
+
+    pub(super) fn is_exempt(req: &Parts) -> bool {
+        req.headers.contains_key("x-exempt")
+    }
+
+    pub(super) fn counts_successes(status: StatusCode) -> bool {
+        status.is_success()
+    }
+
+    pub(super) fn six_per_six_seconds(_: &Parts) -> Option<Policy> {
+        "6 per 6s, token_bucket".parse().ok()
+    }
+
+    pub(super) fn respond(headers: &HeaderMap) -> Response {
+        let status = match headers.contains_key("x-fail") {
+            true => StatusCode::INTERNAL_SERVER_ERROR,
+            false => StatusCode::OK,
+        };
+        (status, [("x-ran", "1")]).into_response()
+    }
 }
 
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-cost_with_block",
-    cost = 2,
-    block = "20s"
-)]
-async fn cost_with_block(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
+// The pairs: each a handler with both controls (see the module's doc). Those with
+// `#[concurrency_limit]`, which is not on axum yet, follow on actix only.
 
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-cost_with_delay",
-    cost = 2,
-    delay = "2s"
-)]
-async fn cost_with_delay(req: HttpRequest) -> HttpResponse {
-    respond(&req)
+pairs! {
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-cost_with_failures",
+        cost = 2,
+        count = "failures"
+    )]
+    cost_with_failures;
+
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-cost_with_count_fn", cost = 2, count = counts_successes)]
+    cost_with_count_fn;
+
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-cost_with_block",
+        cost = 2,
+        block = "20s"
+    )]
+    cost_with_block;
+
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-cost_with_delay",
+        cost = 2,
+        delay = "2s"
+    )]
+    cost_with_delay;
+
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-cost_with_enforce",
+        cost = 2,
+        enforce = "0%"
+    )]
+    cost_with_enforce;
+
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-cost_with_dry_run",
+        cost = 2,
+        dry_run = true
+    )]
+    cost_with_dry_run;
+
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-cost_with_exempt", cost = 2, exempt = is_exempt)]
+    cost_with_exempt;
+
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-cost_with_policy_fn", cost = 2, policy = six_per_six_seconds)]
+    cost_with_policy_fn;
+
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-cost_with_override",
+        cost = 2
+    )]
+    cost_with_override;
+
+    #[rate_limit(3, per = "4s", scope = "s-cost_with_stacked")]
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-cost_with_stacked",
+        cost = 2
+    )]
+    cost_with_stacked;
+
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-cost_with_restart",
+        cost = 2
+    )]
+    cost_with_restart;
+
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-failures_with_block",
+        count = "failures",
+        block = "20s"
+    )]
+    failures_with_block;
+
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-failures_with_delay",
+        count = "failures",
+        delay = "2s"
+    )]
+    failures_with_delay;
+
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-failures_with_enforce",
+        count = "failures",
+        enforce = "0%"
+    )]
+    failures_with_enforce;
+
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-failures_with_dry_run",
+        count = "failures",
+        dry_run = true
+    )]
+    failures_with_dry_run;
+
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-failures_with_exempt", count = "failures", exempt = is_exempt)]
+    failures_with_exempt;
+
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-failures_with_policy_fn", count = "failures", policy = six_per_six_seconds)]
+    failures_with_policy_fn;
+
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-failures_with_override",
+        count = "failures"
+    )]
+    failures_with_override;
+
+    #[rate_limit(3, per = "4s", scope = "s-failures_with_stacked")]
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-failures_with_stacked",
+        count = "failures"
+    )]
+    failures_with_stacked;
+
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-failures_with_restart",
+        count = "failures"
+    )]
+    failures_with_restart;
+
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-count_fn_with_block", count = counts_successes, block = "20s")]
+    count_fn_with_block;
+
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-count_fn_with_delay", count = counts_successes, delay = "2s")]
+    count_fn_with_delay;
+
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-count_fn_with_enforce", count = counts_successes, enforce = "0%")]
+    count_fn_with_enforce;
+
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-count_fn_with_dry_run", count = counts_successes, dry_run = true)]
+    count_fn_with_dry_run;
+
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-count_fn_with_exempt", count = counts_successes, exempt = is_exempt)]
+    count_fn_with_exempt;
+
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-count_fn_with_policy_fn", count = counts_successes, policy = six_per_six_seconds)]
+    count_fn_with_policy_fn;
+
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-count_fn_with_override", count = counts_successes)]
+    count_fn_with_override;
+
+    #[rate_limit(3, per = "4s", scope = "s-count_fn_with_stacked")]
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-count_fn_with_stacked", count = counts_successes)]
+    count_fn_with_stacked;
+
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-count_fn_with_restart", count = counts_successes)]
+    count_fn_with_restart;
+
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-block_with_delay",
+        block = "20s",
+        delay = "2s"
+    )]
+    block_with_delay;
+
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-block_with_enforce",
+        block = "20s",
+        enforce = "0%"
+    )]
+    block_with_enforce;
+
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-block_with_dry_run",
+        block = "20s",
+        dry_run = true
+    )]
+    block_with_dry_run;
+
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-block_with_exempt", block = "20s", exempt = is_exempt)]
+    block_with_exempt;
+
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-block_with_policy_fn", block = "20s", policy = six_per_six_seconds)]
+    block_with_policy_fn;
+
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-block_with_override",
+        block = "20s"
+    )]
+    block_with_override;
+
+    #[rate_limit(3, per = "4s", scope = "s-block_with_stacked")]
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-block_with_stacked",
+        block = "20s"
+    )]
+    block_with_stacked;
+
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-block_with_restart",
+        block = "20s"
+    )]
+    block_with_restart;
+
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-delay_with_enforce",
+        delay = "2s",
+        enforce = "0%"
+    )]
+    delay_with_enforce;
+
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-delay_with_dry_run",
+        delay = "2s",
+        dry_run = true
+    )]
+    delay_with_dry_run;
+
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-delay_with_exempt", delay = "2s", exempt = is_exempt)]
+    delay_with_exempt;
+
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-delay_with_policy_fn", delay = "2s", policy = six_per_six_seconds)]
+    delay_with_policy_fn;
+
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-delay_with_override",
+        delay = "2s"
+    )]
+    delay_with_override;
+
+    #[rate_limit(3, per = "4s", scope = "s-delay_with_stacked")]
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-delay_with_stacked",
+        delay = "2s"
+    )]
+    delay_with_stacked;
+
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-delay_with_restart",
+        delay = "2s"
+    )]
+    delay_with_restart;
+
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-enforce_with_exempt", enforce = "0%", exempt = is_exempt)]
+    enforce_with_exempt;
+
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-enforce_with_policy_fn", enforce = "0%", policy = six_per_six_seconds)]
+    enforce_with_policy_fn;
+
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-enforce_with_override",
+        enforce = "0%"
+    )]
+    enforce_with_override;
+
+    #[rate_limit(3, per = "4s", scope = "s-enforce_with_stacked")]
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-enforce_with_stacked",
+        enforce = "0%"
+    )]
+    enforce_with_stacked;
+
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-enforce_with_restart",
+        enforce = "0%"
+    )]
+    enforce_with_restart;
+
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-dry_run_with_exempt", dry_run = true, exempt = is_exempt)]
+    dry_run_with_exempt;
+
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-dry_run_with_policy_fn", dry_run = true, policy = six_per_six_seconds)]
+    dry_run_with_policy_fn;
+
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-dry_run_with_override",
+        dry_run = true
+    )]
+    dry_run_with_override;
+
+    #[rate_limit(3, per = "4s", scope = "s-dry_run_with_stacked")]
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-dry_run_with_stacked",
+        dry_run = true
+    )]
+    dry_run_with_stacked;
+
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-dry_run_with_restart",
+        dry_run = true
+    )]
+    dry_run_with_restart;
+
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-exempt_with_policy_fn", exempt = is_exempt, policy = six_per_six_seconds)]
+    exempt_with_policy_fn;
+
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-exempt_with_override", exempt = is_exempt)]
+    exempt_with_override;
+
+    #[rate_limit(3, per = "4s", scope = "s-exempt_with_stacked")]
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-exempt_with_stacked", exempt = is_exempt)]
+    exempt_with_stacked;
+
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-exempt_with_restart", exempt = is_exempt)]
+    exempt_with_restart;
+
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-policy_fn_with_override", policy = six_per_six_seconds)]
+    policy_fn_with_override;
+
+    #[rate_limit(3, per = "4s", scope = "s-policy_fn_with_stacked")]
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-policy_fn_with_stacked", policy = six_per_six_seconds)]
+    policy_fn_with_stacked;
+
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-policy_fn_with_restart", policy = six_per_six_seconds)]
+    policy_fn_with_restart;
+
+    #[rate_limit(3, per = "4s", scope = "s-override_with_stacked")]
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-override_with_stacked"
+    )]
+    override_with_stacked;
+
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-override_with_restart"
+    )]
+    override_with_restart;
+
+    #[rate_limit(3, per = "4s", scope = "s-stacked_with_restart")]
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-stacked_with_restart"
+    )]
+    stacked_with_restart;
 }
 
 #[concurrency_limit(1, scope = "c-cost_with_concurrency")]
@@ -535,98 +1090,6 @@ async fn cost_with_delay(req: HttpRequest) -> HttpResponse {
     cost = 2
 )]
 async fn cost_with_concurrency(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-cost_with_enforce",
-    cost = 2,
-    enforce = "0%"
-)]
-async fn cost_with_enforce(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-cost_with_dry_run",
-    cost = 2,
-    dry_run = true
-)]
-async fn cost_with_dry_run(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-cost_with_exempt", cost = 2, exempt = is_exempt)]
-async fn cost_with_exempt(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-cost_with_policy_fn", cost = 2, policy = six_per_six_seconds)]
-async fn cost_with_policy_fn(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-cost_with_override",
-    cost = 2
-)]
-async fn cost_with_override(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(3, per = "4s", scope = "s-cost_with_stacked")]
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-cost_with_stacked",
-    cost = 2
-)]
-async fn cost_with_stacked(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-cost_with_restart",
-    cost = 2
-)]
-async fn cost_with_restart(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-failures_with_block",
-    count = "failures",
-    block = "20s"
-)]
-async fn failures_with_block(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-failures_with_delay",
-    count = "failures",
-    delay = "2s"
-)]
-async fn failures_with_delay(req: HttpRequest) -> HttpResponse {
     respond(&req)
 }
 
@@ -642,135 +1105,9 @@ async fn failures_with_concurrency(req: HttpRequest) -> HttpResponse {
     respond(&req)
 }
 
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-failures_with_enforce",
-    count = "failures",
-    enforce = "0%"
-)]
-async fn failures_with_enforce(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-failures_with_dry_run",
-    count = "failures",
-    dry_run = true
-)]
-async fn failures_with_dry_run(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-failures_with_exempt", count = "failures", exempt = is_exempt)]
-async fn failures_with_exempt(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-failures_with_policy_fn", count = "failures", policy = six_per_six_seconds)]
-async fn failures_with_policy_fn(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-failures_with_override",
-    count = "failures"
-)]
-async fn failures_with_override(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(3, per = "4s", scope = "s-failures_with_stacked")]
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-failures_with_stacked",
-    count = "failures"
-)]
-async fn failures_with_stacked(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-failures_with_restart",
-    count = "failures"
-)]
-async fn failures_with_restart(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-count_fn_with_block", count = counts_successes, block = "20s")]
-async fn count_fn_with_block(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-count_fn_with_delay", count = counts_successes, delay = "2s")]
-async fn count_fn_with_delay(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
 #[concurrency_limit(1, scope = "c-count_fn_with_concurrency")]
 #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-count_fn_with_concurrency", count = counts_successes)]
 async fn count_fn_with_concurrency(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-count_fn_with_enforce", count = counts_successes, enforce = "0%")]
-async fn count_fn_with_enforce(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-count_fn_with_dry_run", count = counts_successes, dry_run = true)]
-async fn count_fn_with_dry_run(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-count_fn_with_exempt", count = counts_successes, exempt = is_exempt)]
-async fn count_fn_with_exempt(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-count_fn_with_policy_fn", count = counts_successes, policy = six_per_six_seconds)]
-async fn count_fn_with_policy_fn(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-count_fn_with_override", count = counts_successes)]
-async fn count_fn_with_override(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(3, per = "4s", scope = "s-count_fn_with_stacked")]
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-count_fn_with_stacked", count = counts_successes)]
-async fn count_fn_with_stacked(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-count_fn_with_restart", count = counts_successes)]
-async fn count_fn_with_restart(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-block_with_delay",
-    block = "20s",
-    delay = "2s"
-)]
-async fn block_with_delay(req: HttpRequest) -> HttpResponse {
     respond(&req)
 }
 
@@ -786,74 +1123,6 @@ async fn block_with_concurrency(req: HttpRequest) -> HttpResponse {
     respond(&req)
 }
 
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-block_with_enforce",
-    block = "20s",
-    enforce = "0%"
-)]
-async fn block_with_enforce(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-block_with_dry_run",
-    block = "20s",
-    dry_run = true
-)]
-async fn block_with_dry_run(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-block_with_exempt", block = "20s", exempt = is_exempt)]
-async fn block_with_exempt(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-block_with_policy_fn", block = "20s", policy = six_per_six_seconds)]
-async fn block_with_policy_fn(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-block_with_override",
-    block = "20s"
-)]
-async fn block_with_override(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(3, per = "4s", scope = "s-block_with_stacked")]
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-block_with_stacked",
-    block = "20s"
-)]
-async fn block_with_stacked(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-block_with_restart",
-    block = "20s"
-)]
-async fn block_with_restart(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
 #[concurrency_limit(1, scope = "c-delay_with_concurrency")]
 #[rate_limit(
     4,
@@ -863,74 +1132,6 @@ async fn block_with_restart(req: HttpRequest) -> HttpResponse {
     delay = "2s"
 )]
 async fn delay_with_concurrency(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-delay_with_enforce",
-    delay = "2s",
-    enforce = "0%"
-)]
-async fn delay_with_enforce(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-delay_with_dry_run",
-    delay = "2s",
-    dry_run = true
-)]
-async fn delay_with_dry_run(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-delay_with_exempt", delay = "2s", exempt = is_exempt)]
-async fn delay_with_exempt(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-delay_with_policy_fn", delay = "2s", policy = six_per_six_seconds)]
-async fn delay_with_policy_fn(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-delay_with_override",
-    delay = "2s"
-)]
-async fn delay_with_override(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(3, per = "4s", scope = "s-delay_with_stacked")]
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-delay_with_stacked",
-    delay = "2s"
-)]
-async fn delay_with_stacked(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-delay_with_restart",
-    delay = "2s"
-)]
-async fn delay_with_restart(req: HttpRequest) -> HttpResponse {
     respond(&req)
 }
 
@@ -1001,163 +1202,6 @@ async fn concurrency_with_stacked(req: HttpRequest) -> HttpResponse {
     scope = "m-concurrency_with_restart"
 )]
 async fn concurrency_with_restart(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-enforce_with_exempt", enforce = "0%", exempt = is_exempt)]
-async fn enforce_with_exempt(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-enforce_with_policy_fn", enforce = "0%", policy = six_per_six_seconds)]
-async fn enforce_with_policy_fn(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-enforce_with_override",
-    enforce = "0%"
-)]
-async fn enforce_with_override(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(3, per = "4s", scope = "s-enforce_with_stacked")]
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-enforce_with_stacked",
-    enforce = "0%"
-)]
-async fn enforce_with_stacked(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-enforce_with_restart",
-    enforce = "0%"
-)]
-async fn enforce_with_restart(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-dry_run_with_exempt", dry_run = true, exempt = is_exempt)]
-async fn dry_run_with_exempt(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-dry_run_with_policy_fn", dry_run = true, policy = six_per_six_seconds)]
-async fn dry_run_with_policy_fn(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-dry_run_with_override",
-    dry_run = true
-)]
-async fn dry_run_with_override(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(3, per = "4s", scope = "s-dry_run_with_stacked")]
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-dry_run_with_stacked",
-    dry_run = true
-)]
-async fn dry_run_with_stacked(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-dry_run_with_restart",
-    dry_run = true
-)]
-async fn dry_run_with_restart(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-exempt_with_policy_fn", exempt = is_exempt, policy = six_per_six_seconds)]
-async fn exempt_with_policy_fn(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-exempt_with_override", exempt = is_exempt)]
-async fn exempt_with_override(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(3, per = "4s", scope = "s-exempt_with_stacked")]
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-exempt_with_stacked", exempt = is_exempt)]
-async fn exempt_with_stacked(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-exempt_with_restart", exempt = is_exempt)]
-async fn exempt_with_restart(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-policy_fn_with_override", policy = six_per_six_seconds)]
-async fn policy_fn_with_override(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(3, per = "4s", scope = "s-policy_fn_with_stacked")]
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-policy_fn_with_stacked", policy = six_per_six_seconds)]
-async fn policy_fn_with_stacked(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-policy_fn_with_restart", policy = six_per_six_seconds)]
-async fn policy_fn_with_restart(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(3, per = "4s", scope = "s-override_with_stacked")]
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-override_with_stacked"
-)]
-async fn override_with_stacked(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-override_with_restart"
-)]
-async fn override_with_restart(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
-
-#[rate_limit(3, per = "4s", scope = "s-stacked_with_restart")]
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-stacked_with_restart"
-)]
-async fn stacked_with_restart(req: HttpRequest) -> HttpResponse {
     respond(&req)
 }
 
