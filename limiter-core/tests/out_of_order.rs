@@ -10,8 +10,9 @@
 //!   opened the last one;
 //! - the counter admits at most `2N` in any interval of length `T − d`;
 //! - the token bucket admits at most `B + (b − a + d) / I` among checks arriving in
-//!   `[a, b]` (its state only moves forward, but a bucket found full and forgotten gives a
-//!   late reading at most `d` of credit).
+//!   `[a, b]` (its state only moves forward; the `d` is the first reading's lag, and a full
+//!   bucket is forgotten only a window after it is full, so no reading within the lag finds
+//!   it gone and starts a fresh one ahead of it).
 //!
 //! The default clock makes `d` one kernel tick (1–4 ms) at least: a reading is the time of
 //! the last tick. `the_coarse_clock_bound_is_exact` shows that bound reached.

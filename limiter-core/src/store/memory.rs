@@ -52,7 +52,7 @@ const HOUSEKEEPING_TICK_MS: u64 = 10;
 ///   the downtime counted as time gone by.
 /// - **Self-cleaning**: state that no longer counts is dropped as time passes, without any
 ///   call from you: a window after a key's last request (two for the counter, whose
-///   estimate weighs the previous window; for the token bucket, once it is full again). A
+///   estimate weighs the previous window; for the token bucket, a window after it is full again). A
 ///   table is swept when a check finds its last sweep a window old, and every ten
 ///   milliseconds of clock time one request also visits the next shard, so each shard is
 ///   looked at while traffic flows even if its own keys went quiet. A silent process does

@@ -113,11 +113,16 @@ impl CompactState for TokenBucket {
     fn status(&self, now_ms: u64, policy: &Policy) -> Decision {
         TokenBucket::status(self, now_ms, policy)
     }
-    fn is_expired(&self, now_ms: u64, _: &Policy) -> bool {
-        TokenBucket::is_expired(self, now_ms)
+    // Forgotten a window after it is full again, not at once: a check whose reading lags
+    // the sweep's (another worker's, or another shard's housekeeping) would otherwise start
+    // a fresh bucket ahead of the full one and gain up to that lag in credit, once per
+    // forgetting. A window later, any reading within the lag finds the kept bucket full
+    // anyway, so dropping it gives nothing.
+    fn is_expired(&self, now_ms: u64, policy: &Policy) -> bool {
+        TokenBucket::is_expired(self, now_ms.saturating_sub(policy.window_ms()))
     }
-    fn expires_in(&self, now_ms: u64, _: &Policy) -> u64 {
-        TokenBucket::expires_in(self, now_ms)
+    fn expires_in(&self, now_ms: u64, policy: &Policy) -> u64 {
+        TokenBucket::expires_in(self, now_ms.saturating_sub(policy.window_ms()))
     }
     fn to_raw(self) -> u64 {
         TokenBucket::to_raw(self)
