@@ -159,11 +159,10 @@ async fn an_actix_and_an_axum_instance_count_one_budget() {
             admitted[0],
             admitted[1]
         );
+        // One budget: each instance alone would admit 100 of its 200. How the 100 fall
+        // between them is the machine's timing (on a busy host one instance may answer
+        // first and take them all; the other's 200 refusals are then the shared budget's).
         assert_eq!(admitted[0] + admitted[1], 100, "{path}");
-        assert!(
-            admitted[0] > 0 && admitted[1] > 0,
-            "{path}: both instances admit"
-        );
     }
     handle.stop(false).await;
 }
