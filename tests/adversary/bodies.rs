@@ -2,6 +2,7 @@
 //! a few bytes a second, not with a chunked body of ten megabytes, not by waiting for a
 //! `100 Continue`. Over real sockets.
 
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use actix_web::{web, HttpResponse};
@@ -134,7 +135,7 @@ fn a_slow_body_gets_its_429_at_once_and_loses_its_connection() {
     let server = spent();
     let rt = client();
     for path in LOGINS {
-        slow_body_on(&server, &rt, path, "");
+        slow_body_on(server.addr, &rt, path, "");
     }
 
     let (answered, closed, took) = rt.block_on(async {
@@ -177,9 +178,14 @@ fn a_slow_body_gets_its_429_at_once_and_loses_its_connection() {
 
 /// A rejected POST to `path` (with the header lines `headers`) with `Content-Length:
 /// 16000` sent at 5 bytes a second: its 429 within a second, and its connection closed.
-fn slow_body_on(server: &Server, rt: &tokio::runtime::Runtime, path: &str, headers: &str) {
+pub(crate) fn slow_body_on(
+    addr: SocketAddr,
+    rt: &tokio::runtime::Runtime,
+    path: &str,
+    headers: &str,
+) {
     let (took, closed) = rt.block_on(async {
-        let mut stream = TcpStream::connect(server.addr).await.unwrap();
+        let mut stream = TcpStream::connect(addr).await.unwrap();
         let head = format!(
             "POST {path} HTTP/1.1\r\nHost: t\r\n{headers}Content-Length: 16000\r\n\r\nhello"
         );
@@ -240,7 +246,7 @@ fn a_request_refused_for_concurrency_does_not_wait_for_its_body() {
             tokio::time::sleep(Duration::from_millis(200)).await;
             (reader, trickle)
         });
-        slow_body_on(&server, &rt, path, "X-User: bob\r\n");
+        slow_body_on(server.addr, &rt, path, "X-User: bob\r\n");
         trickle.abort();
         drop(holder);
     }
@@ -256,15 +262,15 @@ fn a_chunked_body_is_not_read() {
     let server = spent();
     let rt = client();
     for path in LOGINS {
-        chunked_body_on(&server, &rt, path);
+        chunked_body_on(server.addr, &rt, path);
     }
 }
 
 /// A rejected POST to `path` with a chunked body of 10 MB sent at about 1.3 MB/s: its 429,
 /// the connection held under 3 s, and under 4 MiB of it taken in.
-fn chunked_body_on(server: &Server, rt: &tokio::runtime::Runtime, path: &str) {
+pub(crate) fn chunked_body_on(addr: SocketAddr, rt: &tokio::runtime::Runtime, path: &str) {
     let (status, sent) = rt.block_on(async {
-        let mut stream = TcpStream::connect(server.addr).await.unwrap();
+        let mut stream = TcpStream::connect(addr).await.unwrap();
         let head = format!("POST {path} HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
         stream.write_all(head.as_bytes()).await.unwrap();
         let (mut reader, mut writer) = stream.into_split();

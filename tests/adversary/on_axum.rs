@@ -12,11 +12,10 @@ use axum::routing::{get, post};
 use axum::{Extension, Router};
 use limiter::RedisStore;
 use limiter_axum::{rate_limit, Limiter, OnStoreError, Policy, RateLimitLayer};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
+use crate::bodies::{chunked_body_on, slow_body_on};
 use crate::common::redis_server::RedisServer;
-use crate::harness::{client, exchange, get as request, read_response, rss, Proxy};
+use crate::harness::{client, exchange, get as request, rss, Proxy};
 use crate::load::{burst_at, count, Busy};
 
 /// A login that always fails: every admitted request stays counted.
@@ -257,113 +256,25 @@ fn axum_a_flood_of_distinct_clients_lifts_no_one_and_stays_bounded() {
     });
 }
 
-/// Whether the server closes `stream` within `limit` (reads reach the end).
-async fn closed_within(reader: &mut tokio::net::tcp::OwnedReadHalf, limit: Duration) -> bool {
-    let mut buf = [0u8; 4096];
-    let deadline = Instant::now() + limit;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match tokio::time::timeout(left, reader.read(&mut buf)).await {
-            Ok(Ok(0)) | Ok(Err(_)) => return true,
-            Ok(Ok(_)) => continue,
-            Err(_) => return false,
-        }
-    }
-}
-
 /// A spent client's upload whose `Content-Length: 16000` body comes at 5 bytes a second:
 /// the 429 comes at once (decided before the body's extractor), and the connection is
 /// closed after it rather than held for the body. Then a chunked body of 10 MB at about
-/// 1.3 MB/s: its 429, the connection held under 3 s, under 4 MiB of it taken in.
+/// 1.3 MB/s: its 429, the connection held under 3 s, under 4 MiB of it taken in. (The
+/// actix suite's attacks, `bodies::slow_body_on` and `bodies::chunked_body_on`.)
 #[test]
 fn axum_slow_and_chunked_bodies_on_a_refused_request_hold_nothing() {
     let rt = client();
     let server = AxumServer::start(Limiter::builder().build(), 2);
-    rt.block_on(async {
-        let first = exchange(
+    let first = rt
+        .block_on(exchange(
             server.addr,
             b"POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi",
             Duration::from_secs(5),
-        )
-        .await
+        ))
         .unwrap();
-        assert_eq!((first.status, first.body.as_str()), (200, "2 bytes"));
-
-        let mut stream = TcpStream::connect(server.addr).await.unwrap();
-        stream
-            .write_all(b"POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 16000\r\n\r\nhello")
-            .await
-            .unwrap();
-        let started = Instant::now();
-        let response = tokio::time::timeout(Duration::from_secs(3), read_response(&mut stream))
-            .await
-            .expect("a 429 within 3 s")
-            .expect("a response");
-        let took = started.elapsed();
-        let (mut reader, mut writer) = stream.into_split();
-        let trickle = tokio::spawn(async move {
-            for _ in 0..4 {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                if writer.write_all(b"hello").await.is_err() {
-                    return;
-                }
-            }
-        });
-        let closed = closed_within(&mut reader, Duration::from_secs(2)).await;
-        trickle.abort();
-        println!(
-            "axum: a body at 5 bytes/s: {} after {took:?}, connection closed: {closed}",
-            response.status
-        );
-        assert_eq!(response.status, 429);
-        assert!(took < Duration::from_secs(1), "{took:?}");
-        assert!(closed);
-
-        let stream = TcpStream::connect(server.addr).await.unwrap();
-        let (mut reader, mut writer) = stream.into_split();
-        writer
-            .write_all(b"POST /upload HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n")
-            .await
-            .unwrap();
-        let chunk = format!("{:x}\r\n{}\r\n", 64 * 1024, "x".repeat(64 * 1024));
-        let started = Instant::now();
-        let send = async move {
-            let mut sent = 0usize;
-            while sent < 10 << 20 {
-                let write = writer.write_all(chunk.as_bytes());
-                match tokio::time::timeout(Duration::from_millis(500), write).await {
-                    Ok(Ok(())) => sent += 64 * 1024,
-                    _ => break,
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            (sent, started.elapsed())
-        };
-        let read = async move {
-            let mut bytes = Vec::new();
-            let mut buf = [0u8; 4096];
-            loop {
-                match tokio::time::timeout(Duration::from_secs(3), reader.read(&mut buf)).await {
-                    Ok(Ok(0)) | Ok(Err(_)) | Err(_) => break,
-                    Ok(Ok(n)) => bytes.extend_from_slice(&buf[..n]),
-                }
-            }
-            String::from_utf8_lossy(&bytes)
-                .split(' ')
-                .nth(1)
-                .and_then(|s| s.parse::<u16>().ok())
-                .unwrap_or(0)
-        };
-        let ((sent, held), status) = tokio::join!(send, read);
-        println!(
-            "axum: a chunked 10 MB body at 1.3 MB/s: answered {status}; the client got {} KiB \
-             out, the connection was held {held:?}",
-            sent / 1024
-        );
-        assert_eq!(status, 429);
-        assert!(held < Duration::from_secs(3), "{held:?}");
-        assert!(sent < 4 << 20, "{sent} bytes taken in");
-    });
+    assert_eq!((first.status, first.body.as_str()), (200, "2 bytes"));
+    slow_body_on(server.addr, &rt, "/upload", "");
+    chunked_body_on(server.addr, &rt, "/upload");
 }
 
 /// `n` requests for `path` one after the other: their statuses and the slowest one's time.
