@@ -40,11 +40,13 @@ fn axum_answer(headers: &axum::http::HeaderMap) -> (axum::http::StatusCode, &'st
     (axum::http::StatusCode::from_u16(status).unwrap(), "ok")
 }
 
-/// A handler declared on both front ends with the same attributes.
+/// A handler declared on both front ends with the same attributes (a
+/// `#[concurrency_limit]`'s first, after `in_flight`).
 macro_rules! both {
-    ($name:ident, $([$($attr:tt)*]),+) => {
+    ($name:ident, $(in_flight [$($in_flight:tt)*],)? $([$($attr:tt)*]),+) => {
         mod $name {
             pub(super) mod on_actix {
+                $(#[limiter::concurrency_limit($($in_flight)*)])?
                 $(#[limiter::rate_limit($($attr)*)])+
                 pub(crate) async fn handler(
                     req: actix_web::HttpRequest,
@@ -53,6 +55,7 @@ macro_rules! both {
                 }
             }
             pub(super) mod on_axum {
+                $(#[limiter_axum::concurrency_limit($($in_flight)*)])?
                 $(#[limiter_axum::rate_limit($($attr)*)])+
                 pub(crate) async fn handler(
                     headers: axum::http::HeaderMap,
@@ -107,23 +110,37 @@ both!(
     ]
 );
 both!(guarded, [100, per = "1m", scope = "parity_under_app"]);
+both!(
+    uploads,
+    in_flight [1, key = "ip", scope = "parity_uploads"],
+    [5, per = "1m", scope = "parity_uploads_rate"]
+);
 
 /// One request: its method, headers and peer (none: a request without an address).
+/// A `held` one's response is kept, its body unread, until the case ends: it holds its
+/// concurrency slots meanwhile.
 struct Ask {
     headers: Vec<(&'static str, &'static str)>,
     peer: Option<&'static str>,
+    held: bool,
 }
 
 fn from(peer: &'static str) -> Ask {
     Ask {
         headers: Vec::new(),
         peer: Some(peer),
+        held: false,
     }
 }
 
 impl Ask {
     fn header(mut self, name: &'static str, value: &'static str) -> Ask {
         self.headers.push((name, value));
+        self
+    }
+
+    fn held(mut self) -> Ask {
+        self.held = true;
         self
     }
 }
@@ -138,7 +155,7 @@ fn text(bytes: &[u8]) -> String {
 
 /// A response as both front ends are compared: status, every header field (by name, in
 /// order of name and value; `date` aside, and `content-length`, which axum writes before
-/// the response leaves and actix as it does), and the body, as text.
+/// the response leaves and actix as it does), and the body, as text (none when held).
 #[derive(Debug, PartialEq, Eq)]
 struct Answer {
     status: u16,
@@ -147,12 +164,12 @@ struct Answer {
 }
 
 impl Answer {
-    fn new(status: u16, fields: Vec<(String, &[u8])>, body: &[u8]) -> Answer {
+    fn new(status: u16, fields: Vec<(String, &[u8])>, body: Option<&[u8]>) -> Answer {
         let mut fields: Vec<(String, String)> = fields
             .into_iter()
-            .filter(|(name, value)| match name.as_str() {
-                "date" => false,
-                "content-length" => {
+            .filter(|(name, value)| match (name.as_str(), body) {
+                ("date", _) | ("content-length", None) => false,
+                ("content-length", Some(body)) => {
                     assert_eq!(
                         *value,
                         body.len().to_string().as_bytes(),
@@ -168,7 +185,7 @@ impl Answer {
         Answer {
             status,
             fields,
-            body: text(body),
+            body: body.map_or_else(|| "(held)".to_string(), text),
         }
     }
 
@@ -230,6 +247,7 @@ async fn answers(
     let app = test::init_service(App::new().app_data(actix_limiter).configure(actix_route)).await;
     let router = axum_route.layer(Extension(axum_limiter));
     let mut both = Vec::new();
+    let (mut held_on_actix, mut held_on_axum) = (Vec::new(), Vec::new());
     for ask in asks {
         let mut req = test::TestRequest::get().uri("/");
         if let Some(peer) = ask.peer {
@@ -245,8 +263,14 @@ async fn answers(
             .iter()
             .map(|(n, v)| (n.as_str().to_string(), v.as_bytes()))
             .collect();
-        let body = test::read_body(res).await;
-        let actix = Answer::new(status, fields, &body);
+        let actix = match ask.held {
+            true => {
+                let actix = Answer::new(status, fields, None);
+                held_on_actix.push(res);
+                actix
+            }
+            false => Answer::new(status, fields, Some(&test::read_body(res).await)),
+        };
 
         let mut req = axum::http::Request::get("/");
         for (name, value) in &ask.headers {
@@ -265,10 +289,19 @@ async fn answers(
             .iter()
             .map(|(n, v)| (n.as_str().to_string(), v.as_bytes()))
             .collect();
-        let body = axum::body::to_bytes(res.into_body(), usize::MAX)
-            .await
-            .unwrap();
-        let axum = Answer::new(status, fields, &body);
+        let axum = match ask.held {
+            true => {
+                let axum = Answer::new(status, fields, None);
+                held_on_axum.push(res);
+                axum
+            }
+            false => {
+                let body = axum::body::to_bytes(res.into_body(), usize::MAX)
+                    .await
+                    .unwrap();
+                Answer::new(status, fields, Some(&body))
+            }
+        };
         both.push((actix, axum));
         actix_clock.advance(step);
         axum_clock.advance(step);
@@ -509,6 +542,7 @@ async fn the_failures_503_and_500() {
     let nobody = Ask {
         headers: Vec::new(),
         peer: None,
+        held: false,
     };
     let got = same(
         "no address",
@@ -551,4 +585,32 @@ async fn a_middleware_over_a_handler_on_both() {
         Some("\"parity_api\";q=3;w=60, \"parity_under_app\";q=100;w=60")
     );
     assert_eq!(got[3].status, 429);
+}
+
+#[actix_web::test]
+async fn a_concurrency_limit_held_then_full() {
+    let (actix, axum) = routes!(uploads);
+    // Ann's first upload holds her one slot (its body unsent); her second is refused, Bob's
+    // is not; and her third, the first still held, is refused again.
+    let asks = vec![from(ANN).held(), from(ANN), from(BOB), from(ANN)];
+    let got = same(
+        "uploads",
+        actix,
+        axum,
+        Setup::default(),
+        asks,
+        Duration::from_secs(1),
+    )
+    .await;
+    let statuses: Vec<u16> = got.iter().map(|a| a.status).collect();
+    assert_eq!(statuses, [200, 429, 200, 429]);
+    assert_eq!(
+        got[0].field("ratelimit"),
+        Some("\"parity_uploads_rate\";r=4;t=60, \"parity_uploads\";r=0")
+    );
+    assert_eq!(got[1].field("retry-after"), Some("1"));
+    assert_eq!(
+        got[1].field("ratelimit-policy"),
+        Some("\"parity_uploads\";q=1;qu=\"concurrent-requests\"")
+    );
 }

@@ -407,11 +407,6 @@ impl FrontEnd {
             }
         }
     }
-
-    /// Whether this front end has both controls of `pair`.
-    fn has(self, pair: &Pair) -> bool {
-        self == FrontEnd::Actix || !pair.controls.contains(&Control::Concurrency)
-    }
 }
 
 /// Runs one pair on `setup` and `front`: each request's outcome against the model's, or
@@ -466,7 +461,7 @@ async fn matrix(setup: Setup, front: FrontEnd, budgets: impl Fn() -> Budgets) ->
     let runs = PAIRS.iter().enumerate().map(|(n, pair)| {
         let budgets = budgets();
         async move {
-            if pair.refused.is_some() || !front.has(pair) {
+            if pair.refused.is_some() {
                 return None;
             }
             let client = format!(
@@ -479,18 +474,16 @@ async fn matrix(setup: Setup, front: FrontEnd, budgets: impl Fn() -> Budgets) ->
     });
     let outcomes = futures_util::future::join_all(runs).await;
     let mut failed = Vec::new();
-    let (mut held, mut refused, mut absent) = (0, 0, 0);
+    let (mut held, mut refused) = (0, 0);
     for (pair, outcome) in PAIRS.iter().zip(outcomes) {
         match outcome {
-            None if pair.refused.is_some() => refused += 1,
-            None => absent += 1,
+            None => refused += 1,
             Some(Ok(())) => held += 1,
             Some(Err(why)) => failed.push(format!("{front:?} {setup:?} {}: {why}", pair.name)),
         }
     }
     println!(
-        "{front:?}, {setup:?}: {} pairs, {held} hold, {refused} refused by the grammar, {absent} \
-         not on this front end, {} fail",
+        "{front:?}, {setup:?}: {} pairs, {held} hold, {refused} refused by the grammar, {} fail",
         PAIRS.len(),
         failed.len()
     );
@@ -607,7 +600,7 @@ macro_rules! pairs {
         mod on_axum_pairs {
             #[allow(unused_imports)]
             use super::on_axum::*;
-            use limiter_axum::rate_limit;
+            use limiter_axum::{concurrency_limit, rate_limit};
 
             $(
                 $(#[$attr])*
@@ -652,8 +645,7 @@ mod on_axum {
     }
 }
 
-// The pairs: each a handler with both controls (see the module's doc). Those with
-// `#[concurrency_limit]`, which is not on axum yet, follow on actix only.
+// The pairs: each a handler with both controls (see the module's doc).
 
 pairs! {
     #[rate_limit(
@@ -1079,130 +1071,106 @@ pairs! {
         scope = "m-stacked_with_restart"
     )]
     stacked_with_restart;
-}
 
-#[concurrency_limit(1, scope = "c-cost_with_concurrency")]
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-cost_with_concurrency",
-    cost = 2
-)]
-async fn cost_with_concurrency(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
+    #[concurrency_limit(1, scope = "c-cost_with_concurrency")]
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-cost_with_concurrency",
+        cost = 2
+    )]
+    cost_with_concurrency;
 
-#[concurrency_limit(1, scope = "c-failures_with_concurrency")]
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-failures_with_concurrency",
-    count = "failures"
-)]
-async fn failures_with_concurrency(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
+    #[concurrency_limit(1, scope = "c-failures_with_concurrency")]
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-failures_with_concurrency",
+        count = "failures"
+    )]
+    failures_with_concurrency;
 
-#[concurrency_limit(1, scope = "c-count_fn_with_concurrency")]
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-count_fn_with_concurrency", count = counts_successes)]
-async fn count_fn_with_concurrency(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
+    #[concurrency_limit(1, scope = "c-count_fn_with_concurrency")]
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-count_fn_with_concurrency", count = counts_successes)]
+    count_fn_with_concurrency;
 
-#[concurrency_limit(1, scope = "c-block_with_concurrency")]
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-block_with_concurrency",
-    block = "20s"
-)]
-async fn block_with_concurrency(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
+    #[concurrency_limit(1, scope = "c-block_with_concurrency")]
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-block_with_concurrency",
+        block = "20s"
+    )]
+    block_with_concurrency;
 
-#[concurrency_limit(1, scope = "c-delay_with_concurrency")]
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-delay_with_concurrency",
-    delay = "2s"
-)]
-async fn delay_with_concurrency(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
+    #[concurrency_limit(1, scope = "c-delay_with_concurrency")]
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-delay_with_concurrency",
+        delay = "2s"
+    )]
+    delay_with_concurrency;
 
-#[concurrency_limit(1, scope = "c-concurrency_with_enforce")]
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-concurrency_with_enforce",
-    enforce = "0%"
-)]
-async fn concurrency_with_enforce(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
+    #[concurrency_limit(1, scope = "c-concurrency_with_enforce")]
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-concurrency_with_enforce",
+        enforce = "0%"
+    )]
+    concurrency_with_enforce;
 
-#[concurrency_limit(1, scope = "c-concurrency_with_dry_run")]
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-concurrency_with_dry_run",
-    dry_run = true
-)]
-async fn concurrency_with_dry_run(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
+    #[concurrency_limit(1, scope = "c-concurrency_with_dry_run")]
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-concurrency_with_dry_run",
+        dry_run = true
+    )]
+    concurrency_with_dry_run;
 
-#[concurrency_limit(1, scope = "c-concurrency_with_exempt")]
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-concurrency_with_exempt", exempt = is_exempt)]
-async fn concurrency_with_exempt(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
+    #[concurrency_limit(1, scope = "c-concurrency_with_exempt")]
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-concurrency_with_exempt", exempt = is_exempt)]
+    concurrency_with_exempt;
 
-#[concurrency_limit(1, scope = "c-concurrency_with_policy_fn")]
-#[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-concurrency_with_policy_fn", policy = six_per_six_seconds)]
-async fn concurrency_with_policy_fn(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
+    #[concurrency_limit(1, scope = "c-concurrency_with_policy_fn")]
+    #[rate_limit(4, per = "4s", algorithm = "token_bucket", scope = "m-concurrency_with_policy_fn", policy = six_per_six_seconds)]
+    concurrency_with_policy_fn;
 
-#[concurrency_limit(1, scope = "c-concurrency_with_override")]
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-concurrency_with_override"
-)]
-async fn concurrency_with_override(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
+    #[concurrency_limit(1, scope = "c-concurrency_with_override")]
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-concurrency_with_override"
+    )]
+    concurrency_with_override;
 
-#[concurrency_limit(1, scope = "c-concurrency_with_stacked")]
-#[rate_limit(3, per = "4s", scope = "s-concurrency_with_stacked")]
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-concurrency_with_stacked"
-)]
-async fn concurrency_with_stacked(req: HttpRequest) -> HttpResponse {
-    respond(&req)
-}
+    #[concurrency_limit(1, scope = "c-concurrency_with_stacked")]
+    #[rate_limit(3, per = "4s", scope = "s-concurrency_with_stacked")]
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-concurrency_with_stacked"
+    )]
+    concurrency_with_stacked;
 
-#[concurrency_limit(1, scope = "c-concurrency_with_restart")]
-#[rate_limit(
-    4,
-    per = "4s",
-    algorithm = "token_bucket",
-    scope = "m-concurrency_with_restart"
-)]
-async fn concurrency_with_restart(req: HttpRequest) -> HttpResponse {
-    respond(&req)
+    #[concurrency_limit(1, scope = "c-concurrency_with_restart")]
+    #[rate_limit(
+        4,
+        per = "4s",
+        algorithm = "token_bucket",
+        scope = "m-concurrency_with_restart"
+    )]
+    concurrency_with_restart;
 }
 
 fn routes(config: &mut web::ServiceConfig) {

@@ -9,7 +9,7 @@ use std::marker::PhantomData;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
-use limiter_http::pipeline::{self, Asked, Decided};
+use limiter_http::pipeline::{self, Asked, Decided, Slots};
 use limiter_http::Write;
 
 use crate::fields::Headers;
@@ -28,6 +28,8 @@ pub trait Limits: 'static {
 pub struct Decide<M> {
     limiter: Limiter,
     decided: Decided<Axum>,
+    /// The slots of its `#[concurrency_limit]`s, held until its response is sent.
+    slots: Slots,
     handler: PhantomData<fn() -> M>,
 }
 
@@ -37,6 +39,12 @@ impl<M: Limits, S: Send + Sync> FromRequestParts<S> for Decide<M> {
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Decide<M>, Response> {
         let limits = M::limits();
         let limiter = Limiter::of(parts).clone();
+        // Slots first: a request over its concurrency limit takes nothing from its rates.
+        // A refusal after them drops them, before its answer leaves.
+        let slots = match limits.in_flight.is_empty() {
+            true => Slots::none(),
+            false => Box::pin(pipeline::take_slots(&limiter, parts, limits)).await?,
+        };
         // What the common request never awaits is boxed where it is awaited, so that this
         // future stays small.
         let decided = match pipeline::run_now(&limiter, parts, limits) {
@@ -46,6 +54,7 @@ impl<M: Limits, S: Send + Sync> FromRequestParts<S> for Decide<M> {
         Ok(Decide {
             limiter,
             decided,
+            slots,
             handler: PhantomData,
         })
     }
@@ -76,6 +85,12 @@ impl<M: Limits> Decide<M> {
         if !settle.is_empty() {
             Box::pin(settle.take_back(&self.limiter)).await;
         }
-        response
+        match self.slots.is_empty() {
+            true => response,
+            false => {
+                let headers = self.limiter.http().headers.ietf;
+                crate::in_flight::hold_until_sent(self.slots, response, headers)
+            }
+        }
     }
 }

@@ -42,6 +42,7 @@
 mod fields;
 mod front;
 mod handler;
+mod in_flight;
 mod keys;
 mod layer;
 mod problem;
@@ -119,6 +120,26 @@ pub type InFlightSpec = limiter_http::InFlightSpec<Axum>;
 /// let app: Router = Router::new().route("/items", get(items));
 /// ```
 pub use limiter_macros::axum_rate_limit as rate_limit;
+
+/// At most so many requests of a client in flight on an axum handler at once: the actix
+/// front end's attribute, with the same grammar, checks and errors (see the `limiter`
+/// crate's `concurrency_limit` page, the reference). The slot is taken before the
+/// handler's rate limits are decided and held until its response's body is sent, or
+/// dropped; a request over it gets a 429 with `Retry-After: 1`.
+///
+/// ```
+/// use axum::{routing::post, Router};
+/// use limiter_axum::{concurrency_limit, rate_limit};
+///
+/// #[concurrency_limit(2, key = "ip")]
+/// #[rate_limit(10, per = "1m")]
+/// async fn upload(body: axum::body::Bytes) -> String {
+///     format!("{} bytes", body.len())
+/// }
+///
+/// let app: Router = Router::new().route("/upload", post(upload));
+/// ```
+pub use limiter_macros::axum_concurrency_limit as concurrency_limit;
 
 /// What `#[rate_limit]` expands to on axum reaches everything through here, by absolute
 /// paths. Not a public API.

@@ -10,7 +10,7 @@
 //! nested inside the guarded one, so that its `?`, `return` and errors keep their types and
 //! spans; the guarded one answers with its response and the fields.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use syn::{Attribute, FnArg, ItemFn};
 
@@ -31,15 +31,6 @@ pub(crate) fn handler(
             &function.sig.ident,
             "on axum, a rate-limited handler is a free function: move it out of the `impl` \
              block (the extractor that decides its limits names them by the function's path)",
-        )
-        .to_compile_error();
-        return quote!(#function #error);
-    }
-    if !in_flight.is_empty() {
-        let error = syn::Error::new(
-            Span::call_site(),
-            "#[concurrency_limit] is not on the axum front end yet: use a tower concurrency \
-             layer beside #[rate_limit], or the actix front end",
         )
         .to_compile_error();
         return quote!(#function #error);

@@ -7,7 +7,8 @@ use syn::{Expr, Lit};
 use crate::ast::{Key, Spanned};
 use crate::errors::Errors;
 
-const KEYS: &str = "\"ip\", \"user\", \"global\", \"header:NAME\", or a path to a `fn(&HttpRequest) -> Option<String>` (or an `async fn` of that)";
+// The attribute is the same on both front ends; a key function's request is not.
+const KEYS: &str = "\"ip\", \"user\", \"global\", \"header:NAME\", or a path to a key function: a `fn(&HttpRequest) -> Option<String>` (or an `async fn` of that) on actix, a `fn(&http::request::Parts) -> Option<String>` on axum";
 
 pub(crate) fn parse_key(value: &Expr, errors: &mut Errors) -> Option<Spanned<Key>> {
     let span = value.span();

@@ -47,6 +47,13 @@ pub fn concurrency_limit(args: TokenStream, item: TokenStream) -> TokenStream {
     stack::concurrency_limit(args.into(), item.into(), front::Front::Actix).into()
 }
 
+/// Implemented in `limiter-macros`; use it through the `limiter-axum` crate
+/// (`limiter_axum::concurrency_limit`): the same attribute, on axum handlers.
+#[proc_macro_attribute]
+pub fn axum_concurrency_limit(args: TokenStream, item: TokenStream) -> TokenStream {
+    stack::concurrency_limit(args.into(), item.into(), front::Front::Axum).into()
+}
+
 /// The limits of one handler, gathered by its `#[rate_limit]` attributes. Not a public API:
 /// `#[rate_limit]` adds it.
 #[doc(hidden)]

@@ -10,7 +10,7 @@ use actix_web::{FromRequest, HttpRequest, HttpResponse, Responder};
 
 use super::body;
 use super::fields::{Headers, Write};
-use super::in_flight::{self, Slots};
+use super::in_flight::{self, HeldSlots, Slots};
 use super::HandlerLimits;
 use crate::Limiter;
 use limiter_http::pipeline;

@@ -12,6 +12,7 @@ use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{Service, ServiceRequest, ServiceResponse, Transform};
 use actix_web::Error;
 
+use super::in_flight::HeldSlots;
 use super::{HandlerLimits, InFlightSpec};
 use crate::{KeySpec, Limiter};
 

@@ -2,21 +2,24 @@
 //! `RateLimitLayer`), over real loopback HTTP: a thousand concurrent requests over two
 //! instances on one Redis on a busy host, spoofed forwarding headers, floods of chosen and
 //! of distinct keys, slow and chunked bodies on a rejected request, and Redis killed and
-//! slowed under it.
+//! slowed under it; a thousand requests at once on a handler's concurrency slots, and
+//! clients that reset their connections in the middle of its answers.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 use limiter::RedisStore;
-use limiter_axum::{rate_limit, Limiter, OnStoreError, Policy, RateLimitLayer};
+use limiter_axum::{concurrency_limit, rate_limit, Limiter, OnStoreError, Policy, RateLimitLayer};
 
 use crate::bodies::{chunked_body_on, slow_body_on};
 use crate::common::redis_server::RedisServer;
 use crate::harness::{client, exchange, get as request, rss, Proxy};
 use crate::load::{burst_at, count, Busy};
+use crate::slots::{self, Running, Tracker, BIG, HOLD, SLOTS};
 
 /// A login that always fails: every admitted request stays counted.
 #[rate_limit(5, per = "1m", count = "failures", scope = "axum-burst-login")]
@@ -45,6 +48,21 @@ async fn unlimited() -> StatusCode {
     StatusCode::UNAUTHORIZED
 }
 
+/// Eight slots everybody shares, held 50 ms: the actix suite's `hold`.
+#[concurrency_limit(8, key = "global", scope = "axum-adversary-slots")]
+async fn hold(Extension(tracker): Extension<Arc<Tracker>>) -> &'static str {
+    let _running = Running::enter(&tracker);
+    tokio::time::sleep(HOLD).await;
+    "held"
+}
+
+/// Two at once, answering four megabytes: a client can go in the middle of it.
+#[concurrency_limit(2, key = "global", scope = "axum-adversary-slots-big")]
+async fn big() -> Vec<u8> {
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    vec![b'x'; BIG]
+}
+
 fn routes() -> Router {
     let layered = Policy::new(5, Duration::from_secs(60)).unwrap();
     Router::new()
@@ -52,6 +70,8 @@ fn routes() -> Router {
         .route("/spoof", get(spoofed))
         .route("/upload", post(upload))
         .route("/open", get(open))
+        .route("/hold", get(hold))
+        .route("/big", get(big))
         .route(
             "/layer/login",
             get(unlimited).route_layer(RateLimitLayer::new(layered).scope("axum-burst-layer")),
@@ -67,6 +87,11 @@ struct AxumServer {
 
 impl AxumServer {
     fn start(limiter: Limiter, workers: usize) -> AxumServer {
+        AxumServer::counting(limiter, workers, Arc::default())
+    }
+
+    /// [`start`](Self::start), counting `/hold`'s handlers in `tracker`.
+    fn counting(limiter: Limiter, workers: usize, tracker: Arc<Tracker>) -> AxumServer {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(workers)
             .enable_all()
@@ -80,6 +105,7 @@ impl AxumServer {
         });
         let addr = listener.local_addr().unwrap();
         let app = routes()
+            .layer(Extension(tracker))
             .layer(Extension(limiter))
             .into_make_service_with_connect_info::<SocketAddr>();
         runtime.spawn(async move { axum::serve(listener, app).await });
@@ -352,4 +378,81 @@ fn axum_redis_faults_cost_at_most_a_timeout_and_recover() {
     assert!(slowest < bounded, "{slowest:?}");
     redis.restart();
     assert!(recovery("restarted") < Duration::from_secs(2));
+}
+
+/// A thousand requests at once (sent within 300 ms, each on its own connection) on an axum
+/// handler of eight slots held 50 ms each: every one answered (200, or 429 with
+/// `Retry-After: 1`), never more than eight running, and every slot free afterwards. In
+/// memory on one instance, and on two instances sharing one Redis.
+#[test]
+fn axum_a_thousand_requests_at_once_never_run_more_than_the_slots() {
+    let rt = client();
+    let redis = RedisServer::start();
+    let over_redis = || {
+        let store = rt.block_on(RedisStore::connect(&redis.url())).unwrap();
+        Limiter::builder().store(store).build()
+    };
+    let setups = [
+        ("memory, one instance", Arc::new(Tracker::default()), 1),
+        ("Redis, two instances", Arc::new(Tracker::default()), 2),
+    ];
+    for (setup, tracker, instances) in setups {
+        let servers: Vec<AxumServer> = (0..instances)
+            .map(|_| {
+                let limiter = match instances {
+                    1 => Limiter::builder().build(),
+                    _ => over_redis(),
+                };
+                AxumServer::counting(limiter, 2, Arc::clone(&tracker))
+            })
+            .collect();
+        let addrs: Vec<SocketAddr> = servers.iter().map(|s| s.addr).collect();
+        let (statuses, took) = rt.block_on(slots::storm(&addrs, 1_000, Duration::from_millis(300)));
+        let (admitted, refused) = (count(&statuses, 200), count(&statuses, 429));
+        println!(
+            "axum, {setup}: 1,000 requests at once on {SLOTS} slots: {admitted} admitted, \
+             {refused} refused, at most {} running at once, all answered in {took:?}",
+            tracker.most()
+        );
+        assert_eq!(admitted + refused, 1_000, "{setup}: every request answered");
+        assert!(admitted >= SLOTS, "{setup}: the slots were used");
+        assert!(
+            tracker.most() <= SLOTS,
+            "{setup}: {} at once",
+            tracker.most()
+        );
+        let free = rt.block_on(slots::all_free(&addrs, Duration::from_secs(5)));
+        println!("axum, {setup}: every slot free again after {free:?}");
+        assert!(free.is_some(), "{setup}: a slot leaked");
+    }
+}
+
+/// Two hundred clients resetting their connections in the middle of an axum handler's
+/// four-megabyte answers (and before them, while it runs) on a route of two slots:
+/// afterwards both slots are free, in memory and on Redis.
+#[test]
+fn axum_clients_that_reset_mid_answer_give_their_slots_back() {
+    let rt = client();
+    let redis = RedisServer::start();
+    let store = rt.block_on(RedisStore::connect(&redis.url())).unwrap();
+    let setups = [
+        ("memory", AxumServer::start(Limiter::builder().build(), 2)),
+        (
+            "Redis",
+            AxumServer::start(Limiter::builder().store(store).build(), 2),
+        ),
+    ];
+    for (setup, server) in &setups {
+        let (mid_answer, before) = rt.block_on(slots::resets(server.addr, 200));
+        let free = rt.block_on(slots::both_big_free(server.addr));
+        println!(
+            "axum, {setup}: {mid_answer} resets in the middle of an answer and {before} \
+             before it; both slots free again after {free:?}"
+        );
+        assert!(
+            mid_answer > 50,
+            "{setup}: the answers were cut ({mid_answer})"
+        );
+        assert!(free.is_some(), "{setup}: a reset kept a slot");
+    }
 }

@@ -4,6 +4,7 @@
 //! connection in the middle of the answer. Every slot must come back, and no more requests
 //! may run at once than the limit allows where the store can count them.
 
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,32 +18,32 @@ use crate::common::redis_server::RedisServer;
 use crate::harness::{client, exchange, Proxy, Server};
 
 /// The slots of [`hold`]: everybody shares them.
-const SLOTS: usize = 8;
+pub(crate) const SLOTS: usize = 8;
 /// How long [`hold`]'s handler runs: a storm of a few hundred milliseconds sees the
 /// slots taken and given back several times.
-const HOLD: Duration = Duration::from_millis(50);
+pub(crate) const HOLD: Duration = Duration::from_millis(50);
 /// The body [`big`] answers with: long enough to be cut in the middle.
-const BIG: usize = 4 << 20;
+pub(crate) const BIG: usize = 4 << 20;
 
 /// How many handlers run at once, the most that ever did, and how many ran.
 #[derive(Default)]
-struct Tracker {
+pub(crate) struct Tracker {
     now: AtomicUsize,
     most: AtomicUsize,
     ran: AtomicUsize,
 }
 
 impl Tracker {
-    fn most(&self) -> usize {
+    pub(crate) fn most(&self) -> usize {
         self.most.load(Ordering::SeqCst)
     }
 }
 
 /// One handler running, counted while it lives.
-struct Running<'a>(&'a Tracker);
+pub(crate) struct Running<'a>(&'a Tracker);
 
 impl<'a> Running<'a> {
-    fn enter(tracker: &'a Tracker) -> Running<'a> {
+    pub(crate) fn enter(tracker: &'a Tracker) -> Running<'a> {
         let now = tracker.now.fetch_add(1, Ordering::SeqCst) + 1;
         tracker.most.fetch_max(now, Ordering::SeqCst);
         tracker.ran.fetch_add(1, Ordering::SeqCst);
@@ -110,17 +111,21 @@ fn failing_closed_over_redis(rt: &tokio::runtime::Runtime, url: &str, lease: Dur
 
 /// `n` requests to `/hold` at once, spread over `servers`: the statuses (0: no answer within
 /// 20 s) and how long the last answer took.
-async fn at_once(servers: &[&Server], n: usize) -> (Vec<u16>, Duration) {
+pub(crate) async fn at_once(servers: &[SocketAddr], n: usize) -> (Vec<u16>, Duration) {
     storm(servers, n, Duration::ZERO).await
 }
 
 /// [`at_once`], the `n` requests sent over `spread` (evenly), each on a connection of its
 /// own: most in flight together.
-async fn storm(servers: &[&Server], n: usize, spread: Duration) -> (Vec<u16>, Duration) {
+pub(crate) async fn storm(
+    servers: &[SocketAddr],
+    n: usize,
+    spread: Duration,
+) -> (Vec<u16>, Duration) {
     let started = Instant::now();
     let tasks: Vec<_> = (0..n)
         .map(|i| {
-            let addr = servers[i % servers.len()].addr;
+            let addr = servers[i % servers.len()];
             let after = spread.mul_f64(i as f64 / n as f64);
             tokio::spawn(async move {
                 tokio::time::sleep(after).await;
@@ -143,13 +148,13 @@ async fn storm(servers: &[&Server], n: usize, spread: Duration) -> (Vec<u16>, Du
     (statuses, started.elapsed())
 }
 
-fn count(statuses: &[u16], status: u16) -> usize {
+pub(crate) fn count(statuses: &[u16], status: u16) -> usize {
     statuses.iter().filter(|&&s| s == status).count()
 }
 
 /// Every slot free again: [`SLOTS`] requests at once, spread over `servers`, all admitted
 /// — tried for up to `within` (slots come back as the last answers are sent).
-async fn all_free(servers: &[&Server], within: Duration) -> Option<Duration> {
+pub(crate) async fn all_free(servers: &[SocketAddr], within: Duration) -> Option<Duration> {
     let started = Instant::now();
     while started.elapsed() < within {
         let (statuses, _) = at_once(servers, SLOTS).await;
@@ -192,7 +197,7 @@ fn a_thousand_requests_at_once_never_run_more_than_the_slots() {
         ),
     ];
     for (setup, tracker, servers) in &setups {
-        let servers: Vec<&Server> = servers.iter().collect();
+        let servers: Vec<SocketAddr> = servers.iter().map(|s| s.addr).collect();
         let (statuses, took) = rt.block_on(storm(&servers, 1_000, Duration::from_millis(300)));
         let (admitted, refused) = (count(&statuses, 200), count(&statuses, 429));
         println!(
@@ -230,7 +235,7 @@ fn redis_slowed_or_killed_while_slots_are_taken_and_renewed_leaks_none() {
         over_redis(&rt, &proxy.url(), Duration::from_millis(600)),
         &tracker,
     );
-    let servers = [&server];
+    let servers = [server.addr];
     assert!(rt
         .block_on(all_free(&servers, Duration::from_secs(5)))
         .is_some());
@@ -278,7 +283,7 @@ fn redis_slowed_or_killed_while_slots_are_taken_and_renewed_leaks_none() {
     // Redis back, but empty: the eight still running take their slots again at their next
     // renewal (every 200 ms here). Three renewals later, others find no slot free.
     std::thread::sleep(Duration::from_millis(600));
-    let (during, _) = rt.block_on(at_once(&[&closed], 20));
+    let (during, _) = rt.block_on(at_once(&[closed.addr], 20));
     let held: Vec<u16> = long.into_iter().map(|t| rt.block_on(t).unwrap()).collect();
     println!(
         "Redis killed while {SLOTS} slots were held, back empty: they ended {held:?}; of 20 \
@@ -302,7 +307,7 @@ fn redis_slowed_or_killed_while_slots_are_taken_and_renewed_leaks_none() {
 /// `SO_LINGER` 0) once the head has come — in the middle of the answer, as actix sends the
 /// body — or, one in two, before any of it came, while the handler runs. Their slots must
 /// all come back: two at once are admitted afterwards.
-async fn resets(addr: std::net::SocketAddr, n: usize) -> (usize, usize) {
+pub(crate) async fn resets(addr: SocketAddr, n: usize) -> (usize, usize) {
     let mut mid_answer = 0;
     let mut before = 0;
     for i in 0..n {
@@ -328,6 +333,32 @@ async fn resets(addr: std::net::SocketAddr, n: usize) -> (usize, usize) {
     (mid_answer, before)
 }
 
+/// Both of [`big`]'s slots free again: two at once admitted, tried for up to 5 s.
+pub(crate) async fn both_big_free(addr: SocketAddr) -> Option<Duration> {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(5) {
+        let pair: Vec<_> = (0..2)
+            .map(|_| {
+                tokio::spawn(async move {
+                    let request = b"GET /big HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+                    exchange(addr, request, Duration::from_secs(10))
+                        .await
+                        .map_or(0, |r| r.status)
+                })
+            })
+            .collect();
+        let mut statuses = Vec::new();
+        for task in pair {
+            statuses.push(task.await.unwrap());
+        }
+        if statuses == [200, 200] {
+            return Some(started.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    None
+}
+
 /// Two hundred clients resetting their connections in the middle of answers (and before
 /// them) on a route of two slots: afterwards both slots are free, in memory and on Redis.
 /// (Each slot a reset kept would close the route to everyone.)
@@ -348,32 +379,7 @@ fn clients_that_reset_mid_answer_give_their_slots_back() {
     ];
     for (setup, server) in &setups {
         let (mid_answer, before) = rt.block_on(resets(server.addr, 200));
-        let free = rt.block_on(async {
-            let started = Instant::now();
-            while started.elapsed() < Duration::from_secs(5) {
-                let pair: Vec<_> = (0..2)
-                    .map(|_| {
-                        let addr = server.addr;
-                        tokio::spawn(async move {
-                            let request =
-                                b"GET /big HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
-                            exchange(addr, request, Duration::from_secs(10))
-                                .await
-                                .map_or(0, |r| r.status)
-                        })
-                    })
-                    .collect();
-                let mut statuses = Vec::new();
-                for task in pair {
-                    statuses.push(task.await.unwrap());
-                }
-                if statuses == [200, 200] {
-                    return Some(started.elapsed());
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            None
-        });
+        let free = rt.block_on(both_big_free(server.addr));
         println!(
             "{setup}: {mid_answer} resets in the middle of an answer and {before} before it; \
              both slots free again after {free:?}"

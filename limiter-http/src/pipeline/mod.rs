@@ -22,6 +22,7 @@ mod inline;
 mod plan;
 mod respond;
 mod settle;
+mod slots;
 
 use limiter_core::Limit;
 
@@ -33,6 +34,7 @@ pub use inline::{take_inline_checks, InlineChecks};
 pub use plan::{enforces_in, is_exempt};
 pub use respond::{failure, failure_response, key_failure, problem_response, rejection, Respond};
 pub use settle::{answered, answered_by_cors, gives_back_preflight, Asked, Owned, Refund, Settle};
+pub use slots::{take_slots, Slots};
 
 /// What deciding a request came to, when it may go on.
 pub struct Decided<F: Front> {

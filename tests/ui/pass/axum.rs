@@ -5,7 +5,7 @@ use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::Router;
-use limiter_axum::rate_limit;
+use limiter_axum::{concurrency_limit, rate_limit};
 
 const PER_MINUTE: u32 = 60;
 const BATCH: u32 = 10;
@@ -109,6 +109,17 @@ async fn monthly() -> &'static str {
     "ok"
 }
 
+#[concurrency_limit(2, key = "ip")]
+#[rate_limit(10, per = "1m")]
+async fn upload(body: axum::body::Bytes) -> String {
+    format!("{} bytes", body.len())
+}
+
+#[concurrency_limit(1, key = "header:x-api-key", scope = "axum_exports")]
+async fn export() -> &'static str {
+    "ok"
+}
+
 pub(crate) fn main() {
     let _: Router = Router::new()
         .route("/", get(defaults))
@@ -123,5 +134,7 @@ pub(crate) fn main() {
         .route("/b", get(blocked))
         .route("/d", get(delayed))
         .route("/m", get(monthly))
+        .route("/up", post(upload))
+        .route("/x", get(export))
         .with_state("axum");
 }
