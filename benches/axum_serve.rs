@@ -22,9 +22,10 @@ use tower_governor::GovernorLayer;
 type PerPeer = GovernorConfig<PeerIpKeyExtractor, NoOpMiddleware>;
 
 /// The variants this module serves, in the order the bench runs them.
-pub const VARIANTS: [&str; 9] = [
+pub const VARIANTS: [&str; 10] = [
     "axum_bare",
     "axum_limiter",
+    "axum_limiter_configured",
     "axum_layer",
     "tower_governor",
     "tower_governor_headers",
@@ -75,20 +76,30 @@ pub fn serve(variant: &str, listener: TcpListener) -> std::io::Result<()> {
 
 fn router(variant: &str) -> Router {
     match variant {
-        "axum_limiter" => with_limiter(Router::new().route("/", get(limited_hello)), false),
-        "axum_rejecting" => with_limiter(Router::new().route("/", get(rejecting_hello)), false),
+        // No setup: the attribute alone, on the process's limiter (what a handler with no
+        // `Extension(limiter)` above it counts with, an in-memory store).
+        "axum_limiter" => Router::new().route("/", get(limited_hello)),
+        // The same limiter built and handed over as `Extension(limiter)`, as a service
+        // that configures it does: axum clones it into every request's extensions.
+        "axum_limiter_configured" => {
+            with_limiter(Router::new().route("/", get(limited_hello)))
+        }
+        "axum_rejecting" => with_limiter(Router::new().route("/", get(rejecting_hello))),
         "axum_layer" => {
+            // No setup either: the layer on the process's limiter.
             let policy = Policy::new(65535, Duration::from_millis(100)).expect("a policy");
-            with_limiter(
-                Router::new()
-                    .route("/", get(hello))
-                    .layer(RateLimitLayer::new(policy)),
-                false,
-            )
+            Router::new()
+                .route("/", get(hello))
+                .layer(RateLimitLayer::new(policy))
         }
         // A new client per request, named by the trusted proxy (loopback) in
         // X-Forwarded-For.
-        "axum_many" => with_limiter(Router::new().route("/", get(limited_hello)), true),
+        // Its limiter trusts the proxy, and is installed as the process's (no layer).
+        "axum_many" => {
+            let limiter = Limiter::builder().trusted_proxies(["127.0.0.1"]).build();
+            limiter_axum::install(limiter).expect("the first limiter of this process");
+            Router::new().route("/", get(limited_hello))
+        }
         "tower_governor" => governed(per_peer(1, u32::MAX)),
         // With its own header fields on every response (`use_headers`: `x-ratelimit-limit`
         // and `x-ratelimit-remaining`), as limiter sends its RateLimit fields.
@@ -122,13 +133,9 @@ fn router(variant: &str) -> Router {
     }
 }
 
-fn with_limiter(router: Router, proxied: bool) -> Router {
-    let limiter = if proxied {
-        Limiter::builder().trusted_proxies(["127.0.0.1"]).build()
-    } else {
-        Limiter::builder().build()
-    };
-    router.layer(Extension(limiter))
+/// `router` under a limiter of its own, handed over as `Extension(limiter)`.
+fn with_limiter(router: Router) -> Router {
+    router.layer(Extension(Limiter::builder().build()))
 }
 
 /// tower_governor's layer keyed by the peer's address, as its README sets it up.

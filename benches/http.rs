@@ -724,6 +724,11 @@ fn main() {
         "tower_governor",
     );
     added(
+        "axum, CPU added per request, limiter attribute handed over as Extension(limiter) / tower_governor",
+        "axum_limiter_configured",
+        "tower_governor",
+    );
+    added(
         "axum, CPU added per request, limiter attribute / tower_governor with its header fields",
         "axum_limiter",
         "tower_governor_headers",

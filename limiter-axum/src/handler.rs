@@ -28,8 +28,9 @@ pub trait Limits: 'static {
 pub struct Decide<M> {
     limiter: Limiter,
     decided: Decided<Axum>,
-    /// The slots of its `#[concurrency_limit]`s, held until its response is sent.
-    slots: Slots,
+    /// The slots of its `#[concurrency_limit]`s, held until its response is sent. Boxed:
+    /// every request moves this extractor, few hold slots.
+    slots: Option<Box<Slots>>,
     handler: PhantomData<fn() -> M>,
 }
 
@@ -42,8 +43,10 @@ impl<M: Limits, S: Send + Sync> FromRequestParts<S> for Decide<M> {
         // Slots first: a request over its concurrency limit takes nothing from its rates.
         // A refusal after them drops them, before its answer leaves.
         let slots = match limits.in_flight.is_empty() {
-            true => Slots::none(),
-            false => Box::pin(pipeline::take_slots(&limiter, parts, limits)).await?,
+            true => None,
+            false => Some(Box::new(
+                Box::pin(pipeline::take_slots(&limiter, parts, limits)).await?,
+            )),
         };
         // What the common request never awaits is boxed where it is awaited, so that this
         // future stays small.
@@ -85,11 +88,11 @@ impl<M: Limits> Decide<M> {
         if !settle.is_empty() {
             Box::pin(settle.take_back(&self.limiter)).await;
         }
-        match self.slots.is_empty() {
-            true => response,
-            false => {
+        match self.slots {
+            None => response,
+            Some(slots) => {
                 let headers = self.limiter.http().headers.ietf;
-                crate::in_flight::hold_until_sent(self.slots, response, headers)
+                crate::in_flight::hold_until_sent(*slots, response, headers)
             }
         }
     }

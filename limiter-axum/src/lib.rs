@@ -34,8 +34,9 @@
 //! What differs on axum:
 //! - the request a key or policy function reads is the head, `&http::request::Parts`
 //!   (what every extractor but the body's reads), and it is a plain function;
-//! - the limiter is handed over as an `Extension` (else [`Limiter::global`]), and the
-//!   peer's address comes from axum's `ConnectInfo<SocketAddr>`;
+//! - the limiter is handed over as an `Extension`, or [`install`]ed as the process's own
+//!   (no layer, no cost per request); else it is [`Limiter::global`]. The peer's address
+//!   comes from axum's `ConnectInfo<SocketAddr>`;
 //! - a guarded handler is a free function (not a method).
 #![deny(missing_docs)]
 
@@ -48,7 +49,7 @@ mod layer;
 mod problem;
 
 pub use fields::Headers;
-pub use front::Axum;
+pub use front::{install, Axum};
 pub use layer::{RateLimitLayer, RateLimitService};
 pub use problem::{Failure, Rejection};
 

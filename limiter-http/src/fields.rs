@@ -307,7 +307,7 @@ impl RateLimitFields {
         declared: Declared<'_, M::Value>,
         write: Write,
     ) {
-        let mut value = Vec::with_capacity(64);
+        let mut value = Vec::new();
         let member = |value: &mut Vec<u8>, prefix: &[u8], decision: &Decision| {
             if !value.is_empty() {
                 value.extend_from_slice(b", ");
@@ -320,9 +320,20 @@ impl RateLimitFields {
         match &self.members {
             None => {
                 write.field(headers, Field::RateLimitPolicy, declared.policy.clone());
+                // Made to its length: a buffer as long as its bytes becomes a header
+                // value without a second allocation (`Bytes::from`).
+                let members = self.decisions().zip(declared.prefixes);
+                let length: usize = members
+                    .map(|(d, prefix)| {
+                        let r = decimal_len(u64::from(d.remaining()));
+                        2 + prefix.len() + r + 3 + decimal_len(d.reset_after_secs())
+                    })
+                    .sum();
+                value = Vec::with_capacity(length.saturating_sub(2));
                 for (decision, prefix) in self.decisions().zip(declared.prefixes) {
                     member(&mut value, prefix.as_bytes(), decision);
                 }
+                debug_assert_eq!(value.len(), length.saturating_sub(2), "the length made");
             }
             Some(members) => {
                 let mut policies = String::new();
@@ -424,6 +435,12 @@ const PAIRS: &str = "00010203040506070809101112131415161718192021222324\
                      50515253545556575859606162636465666768697071727374\
                      75767778798081828384858687888990919293949596979899";
 
+/// How many digits `n` has in decimal.
+#[inline]
+fn decimal_len(n: u64) -> usize {
+    n.checked_ilog10().map_or(1, |log| log as usize + 1)
+}
+
 /// Appends `n` in decimal, without the formatting machinery (this runs on every response),
 /// two digits a division.
 ///
@@ -493,6 +510,13 @@ fn recent_number_value<M: FieldMap>(n: u64) -> M::Value {
 #[cfg(test)]
 mod tests {
     use super::push_decimal;
+
+    #[test]
+    fn decimal_lengths() {
+        for n in [0, 1, 9, 10, 99, 100, 65_535, u64::MAX] {
+            assert_eq!(super::decimal_len(n), n.to_string().len(), "{n}");
+        }
+    }
 
     #[test]
     fn decimals() {

@@ -30,6 +30,12 @@ pub(crate) fn counted_by_the_global_limiter<F: Front>() {
     }
 }
 
+/// The process-global limiter is one the service built and installed
+/// ([`Limiter::install_in`]): a request counted by it is counted as the service meant.
+pub(crate) fn global_installed() {
+    NOT_IN_APP_DATA.first();
+}
+
 static PER_WORKER: Once = Once::new();
 /// The in-memory stores of limiters built on the framework's worker threads, by identity.
 static WORKER_STORES: Mutex<Vec<usize>> = Mutex::new(Vec::new());

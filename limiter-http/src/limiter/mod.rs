@@ -4,7 +4,7 @@
 //! builder is in `builder.rs`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use settings::HttpSettings;
 
@@ -99,6 +99,21 @@ impl<F: Front> Limiter<F> {
                 built_on: None,
             }),
         }
+    }
+
+    /// Makes `limiter` the process-global one a front end keeps in `global` (what
+    /// [`global`](Self::global) returns, and what every request the service hands no
+    /// limiter is counted by), unless that one is made already — a request was counted by
+    /// it, or one was installed: then `limiter` comes back. Not a public API: a front end's
+    /// `install` calls it with its static.
+    #[doc(hidden)]
+    pub fn install_in(
+        global: &'static OnceLock<Limiter<F>>,
+        limiter: Limiter<F>,
+    ) -> Result<(), Limiter<F>> {
+        global.set(limiter)?;
+        mistakes::global_installed();
+        Ok(())
     }
 
     /// The limiter a request is counted by: the one the service handed to its framework
