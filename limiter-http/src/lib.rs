@@ -17,6 +17,7 @@
 //! knows nothing of any framework or of HTTP types: the front ends map its [`Header`]s and
 //! [`Field`]s to their own.
 
+mod answers_macro;
 mod client;
 mod client_key;
 /// The key logic's cases, for a front end to run against its request type.

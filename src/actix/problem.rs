@@ -1,118 +1,46 @@
 //! The responses of a request the limiter refused or could not decide, in actix's types:
 //! [`Rejection`] and [`Failure`] are `limiter_http`'s (what every front end answers with,
 //! word for word and byte for byte), with their default response as an [`HttpResponse`].
+//! Both are written by `limiter_http::front_answers!`, as on every front end.
 
 use actix_web::http::StatusCode;
 use actix_web::HttpResponse;
 
 use super::front::Actix;
-use limiter_http::pipeline;
 
-/// A request turned away: what the rejection response is made from. Its limit, decision
-/// and message are those of [`limiter_http::Rejection`], which it dereferences to.
-///
-/// The default response is a 429 with an RFC 9457 problem body; replace it with
-/// [`LimiterBuilder::rejection_response`](crate::LimiterBuilder::rejection_response).
-///
-/// ```
-/// use actix_web::HttpResponse;
-/// use limiter::Limiter;
-///
-/// let limiter = Limiter::builder()
-///     .rejection_response(|rejection| {
-///         HttpResponse::TooManyRequests()
-///             .body(format!("{} again in {}s", rejection.limit_name(), rejection.retry_after_secs()))
-///     })
-///     .build();
-/// # drop(limiter);
-/// ```
-#[derive(Debug, Clone)]
-pub struct Rejection<'a>(limiter_http::Rejection<'a>);
-
-impl<'a> From<limiter_http::Rejection<'a>> for Rejection<'a> {
-    fn from(rejection: limiter_http::Rejection<'a>) -> Rejection<'a> {
-        Rejection(rejection)
-    }
-}
-
-impl<'a> std::ops::Deref for Rejection<'a> {
-    type Target = limiter_http::Rejection<'a>;
-
-    fn deref(&self) -> &limiter_http::Rejection<'a> {
-        &self.0
-    }
-}
-
-impl Rejection<'_> {
-    /// The default response: `429 Too Many Requests`, `Retry-After`, `Cache-Control:
-    /// no-store` and an `application/problem+json` body with `type`, `title`, `status`,
-    /// `detail` and `retry_after`.
+limiter_http::front_answers! {
+    front: Actix,
+    response: HttpResponse,
+    status: StatusCode,
+    /// A request turned away: what the rejection response is made from. Its limit, decision
+    /// and message are those of [`limiter_http::Rejection`], which it dereferences to.
     ///
-    /// A request that can never be admitted ([`never_admitted`](limiter_http::Rejection::never_admitted))
-    /// gets no `Retry-After`, `"retry_after": null`, and a detail that says why. With
-    /// [`quota_exceeded_problems`](crate::LimiterBuilder::quota_exceeded_problems), the
-    /// type is the IETF draft's `…#quota-exceeded`, with `violated-policies` naming the
-    /// limit.
-    pub fn problem_response(&self) -> HttpResponse {
-        pipeline::problem_response::<Actix>(&self.0, self.0.problem_body())
-    }
-}
-
-/// A request a limited handler could not decide: one of [`limiter_http::Failure`]'s, which
-/// it dereferences to (its `title`, `detail` and `retry_after_secs`). Each has a fixed,
-/// documented response that never shows clients internal details (the cause goes to
-/// `tracing`); replace it with
-/// [`LimiterBuilder::failure_response`](crate::LimiterBuilder::failure_response).
-///
-/// | failure | status | when |
-/// | --- | --- | --- |
-/// | [`StoreUnavailable`](Failure::StoreUnavailable) | 503, `Retry-After: 1` | the store failed or timed out and the limiter fails closed |
-/// | [`NoClientAddress`](Failure::NoClientAddress) | 500 | a route keyed by address, and the request has no peer address (a Unix socket, a test request without one) |
-/// | [`ContradictoryForwarding`](Failure::ContradictoryForwarding) | 400 | a trusted proxy's `Forwarded` and `X-Forwarded-For` name different clients |
-///
-/// Every one carries `Cache-Control: no-store` and the handler's `RateLimit-Policy`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Failure {
-    /// The store failed or exceeded its timeout, under [`OnStoreError::FailClosed`](crate::OnStoreError).
-    StoreUnavailable,
-    /// The route counts by address and the request has none.
-    NoClientAddress,
-    /// The trusted proxy's forwarding headers name different clients: one was written by
-    /// the client. See [`Contradiction`](crate::Contradiction).
-    ContradictoryForwarding,
-}
-
-impl From<limiter_http::Failure> for Failure {
-    fn from(failure: limiter_http::Failure) -> Failure {
-        match failure {
-            limiter_http::Failure::NoClientAddress => Failure::NoClientAddress,
-            limiter_http::Failure::ContradictoryForwarding => Failure::ContradictoryForwarding,
-            _ => Failure::StoreUnavailable,
-        }
-    }
-}
-
-impl std::ops::Deref for Failure {
-    type Target = limiter_http::Failure;
-
-    fn deref(&self) -> &limiter_http::Failure {
-        match self {
-            Failure::StoreUnavailable => &limiter_http::Failure::StoreUnavailable,
-            Failure::NoClientAddress => &limiter_http::Failure::NoClientAddress,
-            Failure::ContradictoryForwarding => &limiter_http::Failure::ContradictoryForwarding,
-        }
-    }
-}
-
-impl Failure {
-    /// The response status.
-    pub fn status(&self) -> StatusCode {
-        StatusCode::from_u16(self.status_code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
-    }
-
-    /// The default response: an RFC 9457 problem with the status, title and detail above.
-    pub fn problem_response(&self) -> HttpResponse {
-        pipeline::failure_response::<Actix>(**self)
-    }
+    /// The default response is a 429 with an RFC 9457 problem body; replace it with
+    /// [`LimiterBuilder::rejection_response`](crate::LimiterBuilder::rejection_response).
+    ///
+    /// ```
+    /// use actix_web::HttpResponse;
+    /// use limiter::Limiter;
+    ///
+    /// let limiter = Limiter::builder()
+    ///     .rejection_response(|rejection| {
+    ///         HttpResponse::TooManyRequests()
+    ///             .body(format!("{} again in {}s", rejection.limit_name(), rejection.retry_after_secs()))
+    ///     })
+    ///     .build();
+    /// # drop(limiter);
+    /// ```
+    rejection;
+    /// A request a limited handler could not decide: one of [`limiter_http::Failure`]'s, which
+    /// it dereferences to (its `title`, `detail` and `retry_after_secs`). Each has a fixed,
+    /// documented response that never shows clients internal details (the cause goes to
+    /// `tracing`); replace it with
+    /// [`LimiterBuilder::failure_response`](crate::LimiterBuilder::failure_response).
+    ///
+    /// | failure | status | when |
+    /// | --- | --- | --- |
+    /// | [`StoreUnavailable`](Failure::StoreUnavailable) | 503, `Retry-After: 1` | the store failed or timed out and the limiter fails closed |
+    /// | [`NoClientAddress`](Failure::NoClientAddress) | 500 | a route keyed by address, and the request has no peer address (a Unix socket, a test request without one) |
+    /// | [`ContradictoryForwarding`](Failure::ContradictoryForwarding) | 400 | a trusted proxy's `Forwarded` and `X-Forwarded-For` name different clients |
+    failure;
 }
