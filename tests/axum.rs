@@ -120,6 +120,7 @@ both!(
 /// A `held` one's response is kept, its body unread, until the case ends: it holds its
 /// concurrency slots meanwhile.
 struct Ask {
+    uri: &'static str,
     headers: Vec<(&'static str, &'static str)>,
     peer: Option<&'static str>,
     held: bool,
@@ -127,6 +128,7 @@ struct Ask {
 
 fn from(peer: &'static str) -> Ask {
     Ask {
+        uri: "/",
         headers: Vec::new(),
         peer: Some(peer),
         held: false,
@@ -136,6 +138,11 @@ fn from(peer: &'static str) -> Ask {
 impl Ask {
     fn header(mut self, name: &'static str, value: &'static str) -> Ask {
         self.headers.push((name, value));
+        self
+    }
+
+    fn to(mut self, uri: &'static str) -> Ask {
+        self.uri = uri;
         self
     }
 
@@ -249,7 +256,7 @@ async fn answers(
     let mut both = Vec::new();
     let (mut held_on_actix, mut held_on_axum) = (Vec::new(), Vec::new());
     for ask in asks {
-        let mut req = test::TestRequest::get().uri("/");
+        let mut req = test::TestRequest::get().uri(ask.uri);
         if let Some(peer) = ask.peer {
             req = req.peer_addr(peer.parse().unwrap());
         }
@@ -272,7 +279,7 @@ async fn answers(
             false => Answer::new(status, fields, Some(&test::read_body(res).await)),
         };
 
-        let mut req = axum::http::Request::get("/");
+        let mut req = axum::http::Request::get(ask.uri);
         for (name, value) in &ask.headers {
             req = req.header(*name, *value);
         }
@@ -339,9 +346,13 @@ macro_rules! routes {
     ($name:ident) => {
         (
             |config: &mut web::ServiceConfig| {
-                config.route("/", web::to($name::on_actix::handler));
+                config
+                    .route("/", web::to($name::on_actix::handler))
+                    .service(limiter::routes_service("/limits"));
             },
-            axum::Router::new().route("/", axum::routing::any($name::on_axum::handler)),
+            axum::Router::new()
+                .route("/", axum::routing::any($name::on_axum::handler))
+                .route("/limits", axum::routing::get(limiter_axum::routes_page)),
         )
     };
 }
@@ -540,6 +551,7 @@ async fn the_failures_503_and_500() {
     assert!(!got[0].body.contains("internal detail"));
     let (actix, axum) = routes!(login);
     let nobody = Ask {
+        uri: "/",
         headers: Vec::new(),
         peer: None,
         held: false,
@@ -613,4 +625,45 @@ async fn a_concurrency_limit_held_then_full() {
         got[1].field("ratelimit-policy"),
         Some("\"parity_uploads\";q=1;qu=\"concurrent-requests\"")
     );
+}
+
+#[actix_web::test]
+async fn the_routes_page_as_html_and_as_json() {
+    let (actix, axum) = routes!(by_header);
+    // A client over its limit first, so that the page names who is limited right now.
+    let keyed = || from(ANN).header("x-api-key", "k-7");
+    let asks = vec![
+        keyed(),
+        keyed(),
+        keyed(),
+        from(ANN).to("/limits"),
+        from(ANN).to("/limits?format=json"),
+        from(ANN).to("/limits").header("accept", "application/json"),
+    ];
+    let got = same(
+        "routes page",
+        actix,
+        axum,
+        Setup::default(),
+        asks,
+        Duration::from_secs(1),
+    )
+    .await;
+    let statuses: Vec<u16> = got.iter().map(|a| a.status).collect();
+    assert_eq!(statuses, [200, 200, 429, 200, 200, 200]);
+    assert_eq!(
+        got[3].field("content-type"),
+        Some("text/html; charset=utf-8")
+    );
+    assert!(
+        got[3].body.contains("<code>parity_keyed</code>"),
+        "{}",
+        got[3].body
+    );
+    assert_eq!(got[4].field("content-type"), Some("application/json"));
+    assert_eq!(got[4].body, got[5].body);
+    let json: serde_json::Value = serde_json::from_str(&got[4].body).unwrap();
+    let rejected = &json["rejected"];
+    assert_eq!(rejected[0]["scope"], "parity_keyed", "{json}");
+    assert_eq!(rejected[0]["clients"][0]["rejections"], 1, "{json}");
 }

@@ -47,11 +47,13 @@ mod in_flight;
 mod keys;
 mod layer;
 mod problem;
+mod routes_page;
 
 pub use fields::Headers;
 pub use front::{install, Axum};
 pub use layer::{RateLimitLayer, RateLimitService};
 pub use problem::{Failure, Rejection};
+pub use routes_page::routes_page;
 
 // The engine's names a service uses, documented where they are defined.
 #[cfg(feature = "redis")]

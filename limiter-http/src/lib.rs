@@ -46,6 +46,7 @@ mod refusal;
 mod rejected;
 mod reset;
 mod resolve;
+pub mod routes_page;
 mod waiting;
 
 pub use client::{client, ip_key, ClientSettings, Header, KeyError, RequestHead};
