@@ -10,6 +10,8 @@ mod common;
 mod attribute;
 #[path = "axum.rs"]
 mod axum_parity;
+#[path = "axum_resolvers.rs"]
+mod axum_resolvers;
 #[path = "boundary.rs"]
 mod boundary;
 #[path = "composition.rs"]

@@ -4,15 +4,16 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use axum::body::Body;
 use axum::http::header::{HeaderMap, HeaderName};
 use axum::http::request::Parts;
-use axum::http::{Method, StatusCode};
+use axum::http::{Extensions, Method, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
 use limiter_http::pipeline::InlineChecks;
+use parking_lot::Mutex;
 
 use crate::fields::Headers;
 use crate::keys::Head;
@@ -100,18 +101,47 @@ impl limiter_http::Front for Axum {
         status.as_u16()
     }
 
-    // A request's head is read-only to the shared code here: nothing on this front end
-    // leaves values in it (its resolvers are plain functions, answered at once).
-    fn local<T: Clone + Send + Sync + 'static>(_: &Parts) -> Option<T> {
-        None
+    fn local<T: Clone + Send + Sync + 'static>(req: &Parts) -> Option<T> {
+        req.extensions.get::<Locals>()?.0.lock().get::<T>().cloned()
     }
 
-    fn set_local<T: Clone + Send + Sync + 'static>(_: &Parts, _: T) {}
+    // Where the request has no room (its limits await nothing), nothing is kept: each
+    // resolver is then asked for itself.
+    fn set_local<T: Clone + Send + Sync + 'static>(req: &Parts, value: T) {
+        if let Some(locals) = req.extensions.get::<Locals>() {
+            locals.0.lock().insert(value);
+        }
+    }
 
     fn is_worker_thread(_: &str) -> bool {
         // One runtime serves every connection: a tokio worker building a limiter is one
         // limiter, not one per worker.
         false
+    }
+}
+
+impl limiter_http::SendFront for Axum {
+    #[inline]
+    fn pending_send<'a, T: 'a>(
+        future: Pin<Box<dyn Future<Output = Option<T>> + Send + 'a>>,
+    ) -> Pin<Box<dyn Future<Output = Option<T>> + Send + 'a>> {
+        future
+    }
+}
+
+/// What deciding a request leaves in it for later (its `async` resolvers' answers, and
+/// when they must have answered): the shared code reads a request's head by reference, so
+/// the room is made — when its limits await something — before the decision.
+#[derive(Clone, Default)]
+pub(crate) struct Locals(Arc<Mutex<Extensions>>);
+
+impl Locals {
+    /// Makes room in `parts` for what deciding it against `limits` leaves there.
+    #[inline]
+    pub(crate) fn make_room(parts: &mut Parts, limits: &crate::HandlerLimits) {
+        if limits.awaits() {
+            parts.extensions.insert(Locals::default());
+        }
     }
 }
 

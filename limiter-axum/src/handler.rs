@@ -13,7 +13,7 @@ use limiter_http::pipeline::{self, Asked, Decided, Slots};
 use limiter_http::Write;
 
 use crate::fields::Headers;
-use crate::front::Axum;
+use crate::front::{Axum, Locals};
 use crate::{HandlerLimits, Limiter};
 
 /// The limits of one guarded handler: what its attribute declared, made once.
@@ -40,6 +40,7 @@ impl<M: Limits, S: Send + Sync> FromRequestParts<S> for Decide<M> {
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Decide<M>, Response> {
         let limits = M::limits();
         let limiter = Limiter::of(parts).clone();
+        Locals::make_room(parts, limits);
         // Slots first: a request over its concurrency limit takes nothing from its rates.
         // A refusal after them drops them, before its answer leaves.
         let slots = match limits.in_flight.is_empty() {

@@ -201,8 +201,9 @@ where
     }
 
     fn call(&mut self, req: Request) -> Self::Future {
-        let (parts, body) = req.into_parts();
+        let (mut parts, body) = req.into_parts();
         let limiter = Limiter::of(&parts).clone();
+        crate::front::Locals::make_room(&mut parts, &self.limits);
         let limits = Arc::clone(&self.limits);
         // Most requests are decided at once: then the service made ready answers, called
         // now, and only settling waits for its response.

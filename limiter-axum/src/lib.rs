@@ -33,7 +33,7 @@
 //!
 //! What differs on axum:
 //! - the request a key or policy function reads is the head, `&http::request::Parts`
-//!   (what every extractor but the body's reads), and it is a plain function;
+//!   (what every extractor but the body's reads); an `async` one's future must be `Send`;
 //! - the limiter is handed over as an `Extension`, or [`install`]ed as the process's own
 //!   (no layer, no cost per request); else it is [`Limiter::global`]. The peer's address
 //!   comes from axum's `ConnectInfo<SocketAddr>`;

@@ -60,7 +60,7 @@ pub use handler_path::handler_path;
 pub use headers::{Field, FieldMap};
 pub use in_flight_spec::InFlightSpec;
 pub use key_spec::KeySpec;
-pub use limiter::{Front, Limiter, LimiterBuilder, LocalFront};
+pub use limiter::{Front, Limiter, LimiterBuilder, LocalFront, SendFront};
 pub use limits::{jitter_ms, HandlerLimits, LimitSpec};
 #[doc(hidden)]
 pub use mistakes::Once;
@@ -76,7 +76,7 @@ pub use proxy::{
 pub use refusal::{Failure, Rejection};
 pub use rejected::RejectedClient;
 pub use reset::Subject;
-pub use resolve::{Awaited, IntoResolver, Now, Resolver};
+pub use resolve::{Awaited, AwaitedSend, IntoResolver, Now, Resolver, SendAsyncFn};
 
 /// What the front ends run beside the decision, shared so that they run the same: the
 /// shares' configuration, the rejected clients' summary, the decisions' metrics, jitter.

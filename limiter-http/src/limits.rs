@@ -313,6 +313,18 @@ impl<F: Front> HandlerLimits<F> {
         }
     }
 
+    /// Whether deciding a request awaits an `async` key or policy function (of a rate or a
+    /// concurrency limit): its answers are then kept in the request, where a front end
+    /// must make room for them.
+    #[doc(hidden)]
+    pub fn awaits(&self) -> bool {
+        let rates = self
+            .limits
+            .iter()
+            .any(|s| s.key.is_async() || s.options.policy.as_ref().is_some_and(Resolver::is_async));
+        rates || self.in_flight.iter().any(|s| s.key.is_async())
+    }
+
     /// The limits of a middleware, checked around the service it wraps.
     #[doc(hidden)]
     pub fn around_service(mut self) -> HandlerLimits<F> {

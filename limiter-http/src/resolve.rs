@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::{Front, LocalFront};
+use crate::{Front, LocalFront, SendFront};
 
 /// What a resolver gives for a request: its answer now, or a future of it (boxed: one
 /// allocation per request it serves).
@@ -49,6 +49,35 @@ impl<F: LocalFront, T, Fun: AsyncFn(&F::Request) -> Option<T> + Send + Sync> Res
     fn resolve<'a>(&'a self, req: &'a F::Request) -> Resolution<'a, F, T> {
         let pending: Pin<Box<dyn Future<Output = Option<T>> + 'a>> = Box::pin((self.0)(req));
         Resolution::Later(F::pending(pending))
+    }
+}
+
+/// An `async fn(&Request) -> Option<T>` whose future is `Send` (what a front end of `Send`
+/// handlers awaits): the future's type named for each borrow of the request, so that it
+/// can be required `Send` on stable Rust. Every such function is one; nothing to
+/// implement.
+pub trait SendAsyncFn<'a, Request: 'a, T>: Fn(&'a Request) -> Self::Future {
+    /// The function's future for a request borrowed for `'a`.
+    type Future: Future<Output = Option<T>> + Send + 'a;
+}
+
+impl<'a, Request: 'a, T, Fun, Fut> SendAsyncFn<'a, Request, T> for Fun
+where
+    Fun: Fn(&'a Request) -> Fut,
+    Fut: Future<Output = Option<T>> + Send + 'a,
+{
+    type Future = Fut;
+}
+
+struct DeferredSend<Fun>(Fun);
+
+impl<F: SendFront, T, Fun> Resolve<F, T> for DeferredSend<Fun>
+where
+    Fun: for<'a> SendAsyncFn<'a, F::Request, T> + Send + Sync,
+{
+    fn resolve<'a>(&'a self, req: &'a F::Request) -> Resolution<'a, F, T> {
+        let pending: Pin<Box<dyn Future<Output = Option<T>> + Send + 'a>> = Box::pin((self.0)(req));
+        Resolution::Later(F::pending_send(pending))
     }
 }
 
@@ -124,10 +153,10 @@ impl<F: Front, T: 'static> std::fmt::Debug for Resolver<F, T> {
 /// two apart ([`Now`] or [`Awaited`]); the compiler infers it.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a resolver of `Option<{T}>`",
-    label = "expected a function of the request (on the `{F}` front end): `fn(&HttpRequest) -> Option<{T}>` or an `async fn` on actix, `fn(&http::request::Parts) -> Option<{T}>` on axum",
+    label = "expected a function of the request (on the `{F}` front end): `fn(&HttpRequest) -> Option<{T}>` or an `async fn` on actix, `fn(&http::request::Parts) -> Option<{T}>` or an `async fn` on axum",
     note = "a key function returns `Option<String>` (`None`: the client's address); a policy \
-            function `Option<Policy>` (`None`: the declared policy); on actix, either may be \
-            `async`"
+            function `Option<Policy>` (`None`: the declared policy); either may be `async` (on \
+            axum, its future must be `Send`: hold no `Rc` or `RefCell` borrow across an `.await`)"
 )]
 pub trait IntoResolver<F: Front, T: 'static, Kind> {
     /// The resolver.
@@ -139,6 +168,10 @@ pub enum Now {}
 
 /// The [`IntoResolver`] kind of an `async` function, awaited.
 pub enum Awaited {}
+
+/// The [`IntoResolver`] kind of an `async` function whose future is `Send`, awaited on a
+/// front end of `Send` handlers.
+pub enum AwaitedSend {}
 
 impl<F: Front, T: 'static, Fun> IntoResolver<F, T, Now> for Fun
 where
@@ -160,6 +193,19 @@ where
     fn into_resolver(self) -> Resolver<F, T> {
         Resolver {
             resolve: Arc::new(Deferred(self)),
+            awaited: true,
+            answers_by: (std::mem::size_of::<Fun>() == 0).then(TypeId::of::<Fun>),
+        }
+    }
+}
+
+impl<F: SendFront, T: 'static, Fun> IntoResolver<F, T, AwaitedSend> for Fun
+where
+    Fun: for<'a> SendAsyncFn<'a, F::Request, T> + Send + Sync + 'static,
+{
+    fn into_resolver(self) -> Resolver<F, T> {
+        Resolver {
+            resolve: Arc::new(DeferredSend(self)),
             awaited: true,
             answers_by: (std::mem::size_of::<Fun>() == 0).then(TypeId::of::<Fun>),
         }

@@ -79,3 +79,13 @@ pub trait LocalFront: Front {
         future: std::pin::Pin<Box<dyn Future<Output = Option<T>> + 'a>>,
     ) -> Self::Pending<'a, T>;
 }
+
+/// A front end whose handlers hold only `Send` futures (tower's, axum's: a handler may move
+/// between threads): an `async fn(&Request)` resolves keys and policies when its future is
+/// `Send`.
+pub trait SendFront: Front {
+    /// `future` as the front end's [`Pending`](Front::Pending).
+    fn pending_send<'a, T: 'a>(
+        future: std::pin::Pin<Box<dyn Future<Output = Option<T>> + Send + 'a>>,
+    ) -> Self::Pending<'a, T>;
+}

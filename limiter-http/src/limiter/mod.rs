@@ -15,7 +15,7 @@ mod mistakes;
 pub(crate) mod settings;
 use crate::{Client, RejectedClient, Share, Subject, TrustedProxies};
 pub use builder::LimiterBuilder;
-pub use front::{Front, LocalFront};
+pub use front::{Front, LocalFront, SendFront};
 use limiter_core::Check;
 
 /// Decides requests: reads its clock, asks its store, applies its policy when the store

@@ -120,6 +120,29 @@ async fn export() -> &'static str {
     "ok"
 }
 
+/// An API key's tenant, as a database would say (here: at once).
+async fn tenant_of_key(req: &Parts) -> Option<String> {
+    let key = req.headers.get("x-api-key")?.to_str().ok()?.to_string();
+    tokio::task::yield_now().await;
+    Some(format!("tenant-of-{key}"))
+}
+
+/// The plan of the tenant, looked up.
+async fn plan_of_tenant(req: &Parts) -> Option<limiter_axum::Policy> {
+    let _ = req.headers.get("x-api-key")?;
+    "100 per 1m".parse().ok()
+}
+
+#[rate_limit(5, per = "1m", key = tenant_of_key, policy = plan_of_tenant)]
+async fn by_tenant() -> &'static str {
+    "ok"
+}
+
+#[concurrency_limit(2, key = tenant_of_key)]
+async fn tenant_export() -> &'static str {
+    "ok"
+}
+
 pub(crate) fn main() {
     let _: Router = Router::new()
         .route("/", get(defaults))
@@ -136,5 +159,7 @@ pub(crate) fn main() {
         .route("/m", get(monthly))
         .route("/up", post(upload))
         .route("/x", get(export))
+        .route("/t", get(by_tenant))
+        .route("/te", get(tenant_export))
         .with_state("axum");
 }
