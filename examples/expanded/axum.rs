@@ -73,11 +73,17 @@ mod login {
 /// body is never parsed.
 async fn login(
     __limiter_decide: ::limiter_axum::__private::Decide<login::__LimiterHandler>,
-    __limiter_arg0: Form<Login>,
+    __limiter_arg0: ::limiter_axum::__private::Extracted<Form<Login>>,
 ) -> ::limiter_axum::__private::Response {
     async fn login(Form(form): Form<Login>) -> String {
         format!("Checked the password of {}.\n", form.user)
     }
+    let __limiter_arg0 = match __limiter_arg0.0 {
+        ::core::result::Result::Ok(extracted) => extracted,
+        ::core::result::Result::Err(rejected) => {
+            return __limiter_decide.answer(rejected).await;
+        }
+    };
     __limiter_decide.answer(login(__limiter_arg0).await).await
 }
 async fn index(State(port): State<u16>) -> Html<String> {

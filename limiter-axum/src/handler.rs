@@ -6,7 +6,7 @@
 
 use std::marker::PhantomData;
 
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use limiter_http::pipeline::{self, Asked, Decided, Slots};
@@ -96,5 +96,31 @@ impl<M: Limits> Decide<M> {
                 crate::in_flight::hold_until_sent(*slots, response, headers)
             }
         }
+    }
+}
+
+/// One of a guarded handler's own extractors, which runs after [`Decide`]: what it
+/// extracted, or the response of its rejection — answered through
+/// [`Decide::answer`] like the handler's own response, so that a rejected body (a bad
+/// form, a JSON error) carries the RateLimit fields and gives back what its status does
+/// not count, as on actix. Never rejects itself.
+pub struct Extracted<T>(pub Result<T, Response>);
+
+impl<S: Send + Sync, T: FromRequestParts<S>> FromRequestParts<S> for Extracted<T> {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let extracted = T::from_request_parts(parts, state).await;
+        Ok(Extracted(extracted.map_err(IntoResponse::into_response)))
+    }
+}
+
+// The body's extractor (axum's default `M`): the last argument's, when it reads the body.
+impl<S: Send + Sync, T: FromRequest<S>> FromRequest<S> for Extracted<T> {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let extracted = T::from_request(req, state).await;
+        Ok(Extracted(extracted.map_err(IntoResponse::into_response)))
     }
 }

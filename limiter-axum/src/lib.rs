@@ -148,7 +148,7 @@ pub use limiter_macros::axum_concurrency_limit as concurrency_limit;
 /// paths. Not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::handler::{Decide, Limits};
+    pub use crate::handler::{Decide, Extracted, Limits};
     pub use crate::{HandlerLimits, InFlightSpec, KeySpec, LimitSpec, Resolver};
     pub use axum::http::HeaderName;
     pub use axum::response::Response;

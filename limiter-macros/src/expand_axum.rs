@@ -8,7 +8,9 @@
 //! handler's name (modules and functions are apart in Rust's namespaces), which holds them:
 //! the extractor has no value to be handed them by. The user's function stays as written,
 //! nested inside the guarded one, so that its `?`, `return` and errors keep their types and
-//! spans; the guarded one answers with its response and the fields.
+//! spans; the guarded one answers with its response and the fields. Each of the user's
+//! extractors comes wrapped (`Extracted`), so that its rejection is answered the same way:
+//! with the fields, and what its status does not count given back.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -95,11 +97,20 @@ pub(crate) fn handler(
         #(#attrs)*
         #vis async fn #ident(
             __limiter_decide: #private::Decide<#ident::__LimiterHandler>,
-            #(#arg_names: #arg_types),*
+            #(#arg_names: #private::Extracted<#arg_types>),*
         ) -> #private::Response {
             #(#lint_attrs)*
             #sig #block
 
+            // An extractor's rejection is answered as the handler's response would be.
+            #(
+                let #arg_names = match #arg_names.0 {
+                    ::core::result::Result::Ok(extracted) => extracted,
+                    ::core::result::Result::Err(rejected) => {
+                        return __limiter_decide.answer(rejected).await;
+                    }
+                };
+            )*
             __limiter_decide.answer(#ident(#(#arg_names),*).await).await
         }
     }
