@@ -128,32 +128,38 @@
 //! The same hello world on axum (`benches/axum_serve.rs`, in the http bench: one
 //! current-thread runtime on CPU 0, the peer's address from `ConnectInfo` for every
 //! variant), beside tower_governor 0.8's `GovernorLayer` keyed by the peer (GCRA, no header
-//! fields unless `use_headers`). Instructions per request over bare axum (14,913), callgrind
-//! as above (`IN_HANDLER=0 benches/callgrind.sh axum_bare axum_limiter ...`; `MANY=1` for
-//! the new clients, bare 14,916):
+//! fields unless `use_headers`). Instructions per request over bare axum (14,994), callgrind
+//! as above (`IN_HANDLER=0 benches/callgrind.sh axum_bare axum_limiter ...`, N1=2000,
+//! N2=12000; `MANY=1` for the new clients, bare 14,973). tower_governor's allowed figure
+//! moved from +1,179 to +1,466 over three runs; the ratios below take both ends:
 //!
 //! | load | limiter-axum | tower_governor | ratio |
 //! | --- | --- | --- | --- |
-//! | allowed, `#[rate_limit]` (sliding log, two RateLimit fields) | +4,362 | +1,331 (no fields) | 3.28 |
-//! | allowed, beside tower_governor sending its two `x-ratelimit-*` fields | +4,362 | +4,665 | 0.94 |
-//! | allowed, `RateLimitLayer` on the route | +5,818 | +1,331 | 4.37 |
-//! | rejected flood (429) | +6,506 | +3,737 | 1.74 |
-//! | a new client per request (ours behind a trusted proxy; its `SmartIpKeyExtractor` believes any peer) | +6,663 | +3,068 | 2.17 |
+//! | allowed, `#[rate_limit]` with no setup (sliding log, two RateLimit fields) | +3,123 | +1,179 to +1,466 (no fields) | 2.1–2.6 |
+//! | allowed, the same, its limiter handed over as `Extension(limiter)` | +4,376 | +1,179 to +1,466 | 3.0–3.7 |
+//! | allowed, beside tower_governor sending its two `x-ratelimit-*` fields | +3,123 | +4,658 | 0.67 |
+//! | allowed, `RateLimitLayer` on the route | +4,457 | +1,179 to +1,466 | 3.0–3.8 |
+//! | rejected flood (429; `Extension(limiter)`) | +6,444 | +3,887 | 1.66 |
+//! | a new client per request (ours behind a trusted proxy, its limiter `install`ed; its `SmartIpKeyExtractor` believes any peer) | +5,342 | +3,151 | 1.70 |
 //!
-//! CPU time added per request over bare axum (µs, three runs of five alternating rounds;
+//! CPU time added per request over bare axum (µs, three runs of five alternating rounds,
+//! measured before this round of changes, with the limiter handed over as an `Extension`;
 //! this machine's steal makes each figure move by a factor of two from run to run): the
 //! attribute +0.88, +1.41, +1.81 against tower_governor's +0.57, +0.55, +0.91 (1.5–2.6×); a
 //! rejected flood +1.33, +1.94, +2.16 against +20.6, +19.5, +19.7 (0.06–0.11×: tower_governor's
-//! 429s cost it 3.7k instructions but 20 µs of CPU each, not looked into).
+//! 429s cost it 3.9k instructions but 20 µs of CPU each, not looked into).
 //!
 //! So: on a rejected flood limiter-axum adds under half of tower_governor's CPU; on the
-//! allowed path it adds about what tower_governor adds when both send header fields, and
-//! three times what tower_governor adds sending none. Where the attribute's instructions go:
-//! the two fields about 1,900 (their names hashed into http 1's map, the `RateLimit`
-//! value made and checked, hyper writing them), the store's check about 470, the key and
-//! the decision about 300, the `Extension` that carries the `Limiter` about 300; the
-//! layer adds its boxed future and a lookup per field (it writes before any field the
-//! service set). The rejected path has no copy of the last 429 (actix's does).
+//! allowed path it adds two thirds of what tower_governor adds when both send header
+//! fields, and two to two and a half times what tower_governor adds sending none. Of
+//! tower_governor's own figure, about 1,250 is axum's: a `Router::layer` boxes a clone of
+//! each route's service per request. That is also what `Extension(limiter)` costs (a layer
+//! too), and what [`limiter_axum::install`](https://docs.rs/limiter-axum) saves: a
+//! configured limiter installed as the process's own needs no layer. Where the attribute's
+//! instructions go: the two fields about 1,500 (their names hashed into http 1's map, the
+//! `RateLimit` value made and checked, hyper writing them), the store's check about 470,
+//! the key about 200, the decision and the extractor's future about 900. The rejected path
+//! has no copy of the last 429 (actix's does).
 //!
 //! ## On Redis
 //!
