@@ -81,9 +81,7 @@ fn router(variant: &str) -> Router {
         "axum_limiter" => Router::new().route("/", get(limited_hello)),
         // The same limiter built and handed over as `Extension(limiter)`, as a service
         // that configures it does: axum clones it into every request's extensions.
-        "axum_limiter_configured" => {
-            with_limiter(Router::new().route("/", get(limited_hello)))
-        }
+        "axum_limiter_configured" => with_limiter(Router::new().route("/", get(limited_hello))),
         "axum_rejecting" => with_limiter(Router::new().route("/", get(rejecting_hello))),
         "axum_layer" => {
             // No setup either: the layer on the process's limiter.
