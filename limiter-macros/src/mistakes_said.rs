@@ -17,7 +17,7 @@ use crate::stack;
 /// The mistakes only rustc reports (a type, a const's evaluation, a signature the attribute
 /// leaves to the compiler): the attribute accepts them and writes no error of its own.
 const RUSTC_ONLY: [&str; 11] = [
-    "axum_async_key",
+    "axum_async_key_not_send",
     "axum_count_function_signature",
     "axum_key_function_signature",
     "burst_const_refill",
