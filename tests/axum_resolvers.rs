@@ -20,19 +20,11 @@ use limiter_axum::{
 };
 use tower::ServiceExt;
 
+// The "database" the actix suite asks: the same tenants and plans.
+use crate::resolvers::lookup;
+
 const MINUTE: Duration = Duration::from_secs(60);
 const CLIENT: &str = "203.0.113.7:4000";
-
-/// The "database": which tenant an API key belongs to, and the tenant's plan. Each lookup
-/// awaits the runtime's timer, as a query would.
-async fn lookup(api_key: &str) -> Option<(&'static str, Option<u32>)> {
-    tokio::time::sleep(Duration::from_millis(2)).await;
-    match api_key {
-        "acme-1" | "acme-2" => Some(("acme", Some(4))),
-        "globex-1" => Some(("globex", None)),
-        _ => None,
-    }
-}
 
 fn api_key(req: &Parts) -> Option<&str> {
     req.headers.get("x-api-key")?.to_str().ok()

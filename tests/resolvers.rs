@@ -19,8 +19,8 @@ use limiter::{
 const MINUTE: Duration = Duration::from_secs(60);
 
 /// The "database": which tenant an API key belongs to, and the tenant's plan. Each lookup
-/// awaits the runtime's timer, as a query would.
-async fn lookup(api_key: &str) -> Option<(&'static str, Option<u32>)> {
+/// awaits the runtime's timer, as a query would. (The axum suite asks it too.)
+pub(crate) async fn lookup(api_key: &str) -> Option<(&'static str, Option<u32>)> {
     tokio::time::sleep(Duration::from_millis(2)).await;
     match api_key {
         "acme-1" | "acme-2" => Some(("acme", Some(4))),
