@@ -1,5 +1,7 @@
-//! The public surface of the three crates (the facade, the engine, the key logic), pinned: every documented item, and each one's inherent
-//! methods, variants, fields and associated constants, as rustdoc documents them — the
+//! The public surface of the four crates (the facade and its actix front end, the engine, the
+//! key logic and answers every front end shares, the axum front end), pinned: every
+//! documented item, and each one's inherent methods, variants, fields and associated
+//! constants, as rustdoc documents them — the
 //! project's own names only (not what a type has from `std` through `Deref`). The facade
 //! lists the engine's items as re-exports, so each name is pinned once, at the path where it
 //! is documented. A change to the surface fails here until `tests/public_api.txt` is
@@ -100,7 +102,7 @@ const FEATURES: [(&str, bool); 3] = [
     ("metrics", cfg!(feature = "metrics")),
 ];
 
-/// The names of the three crates documented with `features`.
+/// The names of the four crates documented with `features`.
 fn documented(features: &[&str]) -> BTreeSet<String> {
     let target = target_dir();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -114,6 +116,8 @@ fn documented(features: &[&str]) -> BTreeSet<String> {
             "limiter-core",
             "-p",
             "limiter-http",
+            "-p",
+            "limiter-axum",
         ])
         .args(["--features", &features.join(",")])
         .arg("--target-dir")
@@ -126,6 +130,7 @@ fn documented(features: &[&str]) -> BTreeSet<String> {
     let mut names = surface(&docs, "limiter");
     names.extend(surface(&docs, "limiter_core"));
     names.extend(surface(&docs, "limiter_http"));
+    names.extend(surface(&docs, "limiter_axum"));
     names
 }
 
