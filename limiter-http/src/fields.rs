@@ -320,20 +320,36 @@ impl RateLimitFields {
         match &self.members {
             None => {
                 write.field(headers, Field::RateLimitPolicy, declared.policy.clone());
-                // Made to its length: a buffer as long as its bytes becomes a header
-                // value without a second allocation (`Bytes::from`).
-                let members = self.decisions().zip(declared.prefixes);
-                let length: usize = members
-                    .map(|(d, prefix)| {
-                        let r = decimal_len(u64::from(d.remaining()));
-                        2 + prefix.len() + r + 3 + decimal_len(d.reset_after_secs())
-                    })
-                    .sum();
-                value = Vec::with_capacity(length.saturating_sub(2));
-                for (decision, prefix) in self.decisions().zip(declared.prefixes) {
-                    member(&mut value, prefix.as_bytes(), decision);
-                }
-                debug_assert_eq!(value.len(), length.saturating_sub(2), "the length made");
+                value = match (&self.first, &self.rare, declared.prefixes) {
+                    // Most responses: one limit. Its digits made on the stack, the value
+                    // in one buffer of its length, which becomes a header value without a
+                    // second allocation (`Bytes::from`).
+                    (Some(decision), None, [prefix]) => {
+                        let (mut r, mut t) = ([0; 20], [0; 20]);
+                        let r = decimal(u64::from(decision.remaining()), &mut r);
+                        let t = decimal(decision.reset_after_secs(), &mut t);
+                        let mut value = Vec::with_capacity(prefix.len() + r.len() + 3 + t.len());
+                        value.extend_from_slice(prefix.as_bytes());
+                        value.extend_from_slice(r);
+                        value.extend_from_slice(b";t=");
+                        value.extend_from_slice(t);
+                        value
+                    }
+                    _ => {
+                        let members = self.decisions().zip(declared.prefixes);
+                        let length: usize = members
+                            .map(|(d, prefix)| {
+                                let r = decimal_len(u64::from(d.remaining()));
+                                2 + prefix.len() + r + 3 + decimal_len(d.reset_after_secs())
+                            })
+                            .sum();
+                        value.reserve_exact(length.saturating_sub(2));
+                        for (decision, prefix) in self.decisions().zip(declared.prefixes) {
+                            member(&mut value, prefix.as_bytes(), decision);
+                        }
+                        value
+                    }
+                };
             }
             Some(members) => {
                 let mut policies = String::new();
@@ -441,18 +457,11 @@ fn decimal_len(n: u64) -> usize {
     n.checked_ilog10().map_or(1, |log| log as usize + 1)
 }
 
-/// Appends `n` in decimal, without the formatting machinery (this runs on every response),
-/// two digits a division.
-///
-/// ```
-/// let mut out = b"r=".to_vec();
-/// limiter_http::push_decimal(&mut out, 3_600);
-/// assert_eq!(out, b"r=3600");
-/// ```
+/// `n`'s decimal digits, written at the end of `digits`, two by two (without the
+/// formatting machinery: this runs on every response).
 #[inline]
-pub fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
     let pairs = PAIRS.as_bytes();
-    let mut digits = [0u8; 20];
     let mut at = digits.len();
     while n >= 100 {
         let pair = (n % 100) as usize * 2;
@@ -469,7 +478,19 @@ pub fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
         at -= 1;
         digits[at] = b'0' + n as u8;
     }
-    out.extend_from_slice(&digits[at..]);
+    &digits[at..]
+}
+
+/// Appends `n` in decimal.
+///
+/// ```
+/// let mut out = b"r=".to_vec();
+/// limiter_http::push_decimal(&mut out, 3_600);
+/// assert_eq!(out, b"r=3600");
+/// ```
+#[inline]
+pub fn push_decimal(out: &mut Vec<u8>, n: u64) {
+    out.extend_from_slice(decimal(n, &mut [0; 20]));
 }
 
 /// `n` as a header field value, with no allocation below 100 — most `Retry-After`s, and
