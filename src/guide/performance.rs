@@ -98,7 +98,7 @@
 //! | --- | --- | --- |
 //! | bare actix | 18,844 | 779 |
 //! | bare actix sending the same two header fields | 22,028 | 3,528 |
-//! | `#[rate_limit]`, limit never reached | 22,374 | 4,206 |
+//! | `#[rate_limit]`, limit never reached | 22,374 | 4,020 |
 //! | `#[rate_limit]`, header fields off | 20,654 | 2,478 |
 //! | actix-governor middleware (no fields) | 20,068 | 779 |
 //! | `#[rate_limit]`, every request rejected (429) | 23,764 | 4,867 |
@@ -128,19 +128,19 @@
 //! The same hello world on axum (`benches/axum_serve.rs`, in the http bench: one
 //! current-thread runtime on CPU 0, the peer's address from `ConnectInfo` for every
 //! variant), beside tower_governor 0.8's `GovernorLayer` keyed by the peer (GCRA, no header
-//! fields unless `use_headers`). Instructions per request over bare axum (14,994), callgrind
+//! fields unless `use_headers`). Instructions per request over bare axum (15,004), callgrind
 //! as above (`IN_HANDLER=0 benches/callgrind.sh axum_bare axum_limiter ...`, N1=2000,
-//! N2=12000; `MANY=1` for the new clients, bare 14,973). tower_governor's allowed figure
+//! N2=12000; `MANY=1` for the new clients, bare 14,996). tower_governor's allowed figure
 //! moved from +1,179 to +1,466 over three runs; the ratios below take both ends:
 //!
 //! | load | limiter-axum | tower_governor | ratio |
 //! | --- | --- | --- | --- |
-//! | allowed, `#[rate_limit]` with no setup (sliding log, two RateLimit fields) | +3,123 | +1,179 to +1,466 (no fields) | 2.1–2.6 |
-//! | allowed, the same, its limiter handed over as `Extension(limiter)` | +4,376 | +1,179 to +1,466 | 3.0–3.7 |
-//! | allowed, beside tower_governor sending its two `x-ratelimit-*` fields | +3,123 | +4,658 | 0.67 |
-//! | allowed, `RateLimitLayer` on the route | +4,457 | +1,179 to +1,466 | 3.0–3.8 |
-//! | rejected flood (429; `Extension(limiter)`) | +6,444 | +3,887 | 1.66 |
-//! | a new client per request (ours behind a trusted proxy, its limiter `install`ed; its `SmartIpKeyExtractor` believes any peer) | +5,342 | +3,151 | 1.70 |
+//! | allowed, `#[rate_limit]` with no setup (sliding log, two RateLimit fields) | +2,935 | +1,179 to +1,466 (no fields) | 2.0–2.5 |
+//! | allowed, the same, its limiter handed over as `Extension(limiter)` | +4,438 | +1,179 to +1,466 | 3.0–3.8 |
+//! | allowed, beside tower_governor sending its two `x-ratelimit-*` fields | +2,935 | +4,658 | 0.63 |
+//! | allowed, `RateLimitLayer` on the route | +4,282 | +1,179 to +1,466 | 2.9–3.6 |
+//! | rejected flood (429; `Extension(limiter)`) | +6,279 | +3,887 | 1.62 |
+//! | a new client per request (ours behind a trusted proxy, its limiter `install`ed; its `SmartIpKeyExtractor` believes any peer) | +5,184 | +3,151 | 1.65 |
 //!
 //! CPU time added per request over bare axum (µs, three runs of five alternating rounds,
 //! measured before this round of changes, with the limiter handed over as an `Extension`;
@@ -150,15 +150,16 @@
 //! 429s cost it 3.9k instructions but 20 µs of CPU each, not looked into).
 //!
 //! So: on a rejected flood limiter-axum adds under half of tower_governor's CPU; on the
-//! allowed path it adds two thirds of what tower_governor adds when both send header
+//! allowed path it adds under two thirds of what tower_governor adds when both send header
 //! fields, and two to two and a half times what tower_governor adds sending none. Of
 //! tower_governor's own figure, about 1,250 is axum's: a `Router::layer` boxes a clone of
 //! each route's service per request. That is also what `Extension(limiter)` costs (a layer
 //! too), and what [`limiter_axum::install`](https://docs.rs/limiter-axum) saves: a
 //! configured limiter installed as the process's own needs no layer. Where the attribute's
-//! instructions go: the two fields about 1,500 (their names hashed into http 1's map, the
-//! `RateLimit` value made and checked, hyper writing them), the store's check about 470,
-//! the key about 200, the decision and the extractor's future about 900. The rejected path
+//! instructions go: the two fields about 1,300 (their names hashed into http 1's map, 400;
+//! the `RateLimit` value made, 200, and checked, 124; hyper writing them, 216), the store's check about 470,
+//! the key about 200, the decision and the extractor's future about 900 (of which 256 are
+//! copies of the futures, the request's parts among them). The rejected path
 //! has no copy of the last 429 (actix's does).
 //!
 //! ## On Redis
