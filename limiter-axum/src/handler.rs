@@ -4,6 +4,7 @@
 //! [`answer`](Decide::answer) puts the RateLimit fields on the handler's response and
 //! takes back what the response does not count, before it leaves.
 
+use std::borrow::Cow;
 use std::marker::PhantomData;
 
 use axum::extract::{FromRequest, FromRequestParts, Request};
@@ -26,7 +27,11 @@ pub trait Limits: 'static {
 /// answered from here (axum's rejection of an extractor), with the 429 or the failure the
 /// actix front end sends for the same decision.
 pub struct Decide<M> {
-    limiter: Limiter,
+    /// The process's own limiter by reference (what a service with no setup, or one that
+    /// `install`ed its limiter, counts by): cloning it would cost every request two
+    /// reference counts up and down. A limiter handed over in the request's extensions is
+    /// cloned: the request's parts go on to the other extractors.
+    limiter: Cow<'static, Limiter>,
     decided: Decided<Axum>,
     /// The slots of its `#[concurrency_limit]`s, held until its response is sent. Boxed:
     /// every request moves this extractor, few hold slots.
@@ -39,7 +44,10 @@ impl<M: Limits, S: Send + Sync> FromRequestParts<S> for Decide<M> {
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Decide<M>, Response> {
         let limits = M::limits();
-        let limiter = Limiter::of(parts).clone();
+        let limiter = match Limiter::of(parts) {
+            global if std::ptr::eq(global, Limiter::global()) => Cow::Borrowed(Limiter::global()),
+            handed_over => Cow::Owned(handed_over.clone()),
+        };
         Locals::make_room(parts, limits);
         // Slots first: a request over its concurrency limit takes nothing from its rates.
         // A refusal after them drops them, before its answer leaves.
