@@ -88,8 +88,11 @@
 //! Instructions per request, counted by callgrind (user space only): each server answers
 //! 1,000 then 6,000 keep-alive GETs on one connection, the difference over 5,000 is one
 //! request; the median of three runs (`benches/callgrind_gate.sh`, whose pins these are).
-//! A server's total moves by up to 3% from run to run with how its reads and wakeups fall;
-//! the instructions of the handler's future (actix's, which runs the attribute's decision,
+//! A server's total moved by up to 3% from run to run until the bench stopped making
+//! actix-governor's configuration for every variant (governor's clock calibrates itself
+//! for a time, and callgrind counted that loop); now two runs agree within 0.03%, but for
+//! a flood's 429s, which are built anew each time their `Retry-After` changes, a second at
+//! a time (±0.5%). The instructions of the handler's future (actix's, which runs the attribute's decision,
 //! the handler and its response; `benches/callgrind.sh` prints them) do not, and show what a
 //! change to the decision costs to the instruction. Actix-governor decides in a middleware,
 //! outside the handler's future:
