@@ -24,6 +24,7 @@ mod client_key;
 #[doc(hidden)]
 pub mod conformance;
 mod counts;
+mod dotted_quad;
 mod enforcement;
 mod fields;
 mod fnv;

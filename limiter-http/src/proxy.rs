@@ -356,6 +356,9 @@ where
 /// port. `None` for an entry that is not one.
 fn xff_nodes(value: &[u8]) -> impl Iterator<Item = Option<Node<'_>>> {
     value.rsplit(|&b| b == b',').map(|entry| {
+        if let Some(ip) = crate::dotted_quad::plain_ipv4(entry) {
+            return Some(Node::Ip(IpAddr::V4(ip)));
+        }
         let entry = std::str::from_utf8(entry).ok()?.trim();
         if entry.eq_ignore_ascii_case("unknown") {
             Some(Node::Unknown)

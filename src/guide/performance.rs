@@ -109,10 +109,12 @@
 //! | `#[rate_limit]` behind a trusted proxy, a new client per request (`MANY=1`; bare 18,488) | 24,398 | 5,864 |
 //! | actix-governor keyed by the address actix reads from `X-Forwarded-For` (the extractor its documentation asks for; believes any peer, sends no fields), a new client per request (`MANY=1`) | 23,992 | 779 |
 //!
-//! The last two side by side (one run, medians of three, `MANY=1`, the `governor_xff`
-//! variant): bare 18,773, actix-governor with that extractor 23,992 (+5,219), the attribute
-//! behind a trusted proxy 24,215 (+5,442: 1.04× as many added instructions, with the
-//! rightmost-untrusted walk and the two RateLimit fields, which cost about 350 of them).
+//! The last two side by side (one run, `MANY=1`, the `governor_xff` variant, totals that
+//! agree within 0.03% from run to run): bare 18,830, actix-governor with that extractor
+//! 24,124 (+5,294), the attribute behind a trusted proxy 24,044 (+5,214: 0.98× as many added
+//! instructions, with the rightmost-untrusted walk and the two RateLimit fields, which cost
+//! about 350 of them; 1.04× before forwarded dotted quads were read without the general
+//! parser).
 //!
 //! Where a limited request's instructions go (callgrind_annotate on a build with line
 //! tables): the store's check about 500 (the key's SipHash about 300 of it, the shard's
@@ -123,7 +125,8 @@
 //! events 450); a flood's 429s alike (the same `Retry-After` and fields) are copies of the
 //! last one the worker built, its header map copied rather than five fields made and
 //! hashed into it (about 1,200 fewer). A new client behind a trusted proxy adds the walk of
-//! `X-Forwarded-For` (about 680: UTF-8 check, address parse, two header lookups) and the
+//! `X-Forwarded-For` (about 480: two header lookups, the trusted proxies' check, the
+//! address read as a plain dotted quad where it is one, else the general way) and the
 //! key's first place in the store (about 650).
 //!
 //! ### On axum, beside tower_governor
