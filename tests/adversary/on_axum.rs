@@ -222,13 +222,20 @@ fn axum_spoofed_forwarding_headers_do_not_move_the_key() {
 }
 
 /// A flood of 20,000 distinct clients (each named by the trusted proxy) after one client
-/// spent its 5: every new client is admitted, the spent one is still refused, and the
-/// process's memory grows by less than 16 MiB.
+/// spent its 5: every new client is admitted, the spent one is still refused, and the store
+/// holds them in under 64 bytes each (28 today). (The process's resident memory is printed, not
+/// held to a bound: the binary's other tests run beside this one, and their allocations
+/// moved it from 0 to 31 MiB.)
 #[test]
 fn axum_a_flood_of_distinct_clients_lifts_no_one_and_stays_bounded() {
     let _alone = crate::harness::alone();
     let rt = client();
-    let server = AxumServer::start(Limiter::builder().trusted_proxies(["127.0.0.1"]).build(), 2);
+    let store = limiter::MemoryStore::new();
+    let limiter = Limiter::builder()
+        .store(store.clone())
+        .trusted_proxies(["127.0.0.1"])
+        .build();
+    let server = AxumServer::start(limiter, 2);
     let victim = || request("/spoof", &["X-Forwarded-For: 203.0.113.200".to_string()]);
     rt.block_on(async {
         for _ in 0..5 {
@@ -269,16 +276,21 @@ fn axum_a_flood_of_distinct_clients_lifts_no_one_and_stays_bounded() {
         let spent = exchange(server.addr, &victim(), Duration::from_secs(5))
             .await
             .unwrap();
+        let per_key = store.bytes() / store.len().max(1);
         println!(
             "axum: 20,000 distinct clients in {:?}: {admitted} admitted; the spent client then \
-             got {}; RSS grew {} KiB (the test's client included)",
+             got {}; the store holds {} keys in {} bytes ({per_key} a key); RSS grew {} KiB \
+             (the test's client and the tests beside it included)",
             started.elapsed(),
             spent.status,
+            store.len(),
+            store.bytes(),
             grown / 1024
         );
         assert_eq!(admitted, 20_000);
         assert_eq!(spent.status, 429);
-        assert!(grown < 16 << 20, "{grown} bytes");
+        assert!(store.len() > 20_000, "{} keys", store.len());
+        assert!(per_key < 64, "{per_key} bytes a key");
     });
 }
 
