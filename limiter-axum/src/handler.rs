@@ -44,8 +44,9 @@ impl<M: Limits, S: Send + Sync> FromRequestParts<S> for Decide<M> {
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Decide<M>, Response> {
         let limits = M::limits();
+        let global = Limiter::global();
         let limiter = match Limiter::of(parts) {
-            global if std::ptr::eq(global, Limiter::global()) => Cow::Borrowed(Limiter::global()),
+            of if std::ptr::eq(of, global) => Cow::Borrowed(global),
             handed_over => Cow::Owned(handed_over.clone()),
         };
         Locals::make_room(parts, limits);

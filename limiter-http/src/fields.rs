@@ -312,10 +312,14 @@ impl RateLimitFields {
             if !value.is_empty() {
                 value.extend_from_slice(b", ");
             }
-            value.extend_from_slice(prefix);
-            push_decimal(value, u64::from(decision.remaining()));
-            value.extend_from_slice(b";t=");
-            push_decimal(value, decision.reset_after_secs());
+            let (mut r, mut t) = ([0; 20], [0; 20]);
+            let r = decimal(u64::from(decision.remaining()), &mut r);
+            push_member(
+                value,
+                prefix,
+                r,
+                decimal(decision.reset_after_secs(), &mut t),
+            );
         };
         match &self.members {
             None => {
@@ -329,10 +333,7 @@ impl RateLimitFields {
                         let r = decimal(u64::from(decision.remaining()), &mut r);
                         let t = decimal(decision.reset_after_secs(), &mut t);
                         let mut value = Vec::with_capacity(prefix.len() + r.len() + 3 + t.len());
-                        value.extend_from_slice(prefix.as_bytes());
-                        value.extend_from_slice(r);
-                        value.extend_from_slice(b";t=");
-                        value.extend_from_slice(t);
+                        push_member(&mut value, prefix.as_bytes(), r, t);
                         value
                     }
                     _ => {
@@ -389,6 +390,16 @@ impl RateLimitFields {
             );
         }
     }
+}
+
+/// One `RateLimit` list member after its opening `prefix` ([`member_prefix`]): `R;t=T`,
+/// from the digits of what is left and of when it is whole again.
+#[inline]
+fn push_member(value: &mut Vec<u8>, prefix: &[u8], r: &[u8], t: &[u8]) {
+    value.extend_from_slice(prefix);
+    value.extend_from_slice(r);
+    value.extend_from_slice(b";t=");
+    value.extend_from_slice(t);
 }
 
 /// [`Field::DryRun`]: the limits on trial that would have refused the request.
