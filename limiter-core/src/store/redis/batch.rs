@@ -345,7 +345,15 @@ impl RedisStore {
             // Under the lock: a check queued after this sees one driver fewer.
             queue.drivers -= 1;
             if queue.drivers == 0 {
-                queues.remove(&queue_id);
+                match self.lasts(queue_id) {
+                    // Kept with its room for the checks to come: made anew, a queue and its
+                    // list grew again, allocation by allocation, each time it emptied.
+                    true => {
+                        queue.wanted = 0;
+                        queue.waiting.shrink_to(MOST);
+                    }
+                    false => drop(queues.remove(&queue_id)),
+                }
             }
             driver.running = false;
             return None;

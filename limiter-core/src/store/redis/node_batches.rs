@@ -135,6 +135,12 @@ fn parse_slots(reply: &Value, known: &mut Vec<Vec<u8>>) -> Option<Vec<u16>> {
 }
 
 impl RedisStore {
+    /// Whether queue `queue_id` stays once it empties: one server's and each node's, as few
+    /// as the nodes; not a slot's (the queue of a slot whose node is not known yet).
+    pub(super) fn lasts(&self, queue_id: u32) -> bool {
+        !self.inner.connection.is_cluster() || queue_id >= SLOTS as u32
+    }
+
     /// The queue a check of `slot` waits in: on one server, the only one; on a cluster, its
     /// node's (its slot's until the store knows the nodes, which it then learns).
     pub(super) fn queue_of(&self, slot: u16) -> u32 {
