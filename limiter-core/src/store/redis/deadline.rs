@@ -122,7 +122,9 @@ async fn within_counting<T, P: Future<Output = bool>>(
         if Instant::now() >= until {
             return Err(elapsed(alive));
         }
-        let mut probe = pin!(probe());
+        // Boxed: few calls are late, and inline the probe (its connection made, its
+        // login, its command) would enlarge every call's future, which every batch moves.
+        let mut probe = Box::pin(probe());
         let raced = std::future::poll_fn(|cx| {
             if let Poll::Ready(output) = call.as_mut().poll(cx) {
                 return Poll::Ready(Raced::Answered(output));
