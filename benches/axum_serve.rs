@@ -22,9 +22,10 @@ use tower_governor::GovernorLayer;
 type PerPeer = GovernorConfig<PeerIpKeyExtractor, NoOpMiddleware>;
 
 /// The variants this module serves, in the order the bench runs them.
-pub const VARIANTS: [&str; 10] = [
+pub const VARIANTS: [&str; 11] = [
     "axum_bare",
     "axum_limiter",
+    "axum_quiet",
     "axum_limiter_configured",
     "axum_layer",
     "tower_governor",
@@ -93,6 +94,13 @@ fn router(variant: &str) -> Router {
         // A new client per request, named by the trusted proxy (loopback) in
         // X-Forwarded-For.
         // Its limiter trusts the proxy, and is installed as the process's (no layer).
+        // The attribute with its RateLimit fields off, its limiter installed: beside
+        // tower_governor, which sends none either.
+        "axum_quiet" => {
+            let limiter = Limiter::builder().ietf_headers(false).build();
+            limiter_axum::install(limiter).expect("the first limiter of this process");
+            Router::new().route("/", get(limited_hello))
+        }
         "axum_many" => {
             let limiter = Limiter::builder().trusted_proxies(["127.0.0.1"]).build();
             limiter_axum::install(limiter).expect("the first limiter of this process");

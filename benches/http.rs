@@ -727,6 +727,11 @@ fn main() {
         "tower_governor",
     );
     added(
+        "axum, CPU added per request, limiter attribute with its fields off / tower_governor",
+        "axum_quiet",
+        "tower_governor",
+    );
+    added(
         "axum, CPU added per request, limiter attribute handed over as Extension(limiter) / tower_governor",
         "axum_limiter_configured",
         "tower_governor",
