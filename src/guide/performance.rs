@@ -141,23 +141,34 @@
 //!
 //! | load | limiter-axum | tower_governor | ratio |
 //! | --- | --- | --- | --- |
-//! | allowed, `#[rate_limit]` with no setup (sliding log, two RateLimit fields) | +2,935 | +1,179 to +1,466 (no fields) | 2.0–2.5 |
+//! | allowed, `#[rate_limit]` with no setup (sliding log, two RateLimit fields) | +2,935 to +2,959 | +1,179 to +1,491 (no fields) | 2.0–2.5 |
+//! | allowed, its fields off (`ietf_headers(false)`, the limiter `install`ed: `axum_quiet`), one run, bare 14,875 | +1,491 | +1,491 (no fields) | 1.00 |
 //! | allowed, the same, its limiter handed over as `Extension(limiter)` | +4,438 | +1,179 to +1,466 | 3.0–3.8 |
 //! | allowed, beside tower_governor sending its two `x-ratelimit-*` fields | +2,935 | +4,658 | 0.63 |
 //! | allowed, `RateLimitLayer` on the route | +4,282 | +1,179 to +1,466 | 2.9–3.6 |
 //! | rejected flood (429; `Extension(limiter)`) | +6,279 | +3,887 | 1.62 |
-//! | a new client per request (ours behind a trusted proxy, its limiter `install`ed; its `SmartIpKeyExtractor` believes any peer) | +5,184 | +3,151 | 1.65 |
+//! | a new client per request (ours behind a trusted proxy, its limiter `install`ed; its `SmartIpKeyExtractor` believes any peer; bare 14,879) | +5,094 | +3,177 | 1.60 |
 //!
-//! CPU time added per request over bare axum (µs, three runs of five alternating rounds,
-//! measured before this round of changes, with the limiter handed over as an `Extension`;
-//! this machine's steal makes each figure move by a factor of two from run to run): the
-//! attribute +0.88, +1.41, +1.81 against tower_governor's +0.57, +0.55, +0.91 (1.5–2.6×); a
-//! rejected flood +1.33, +1.94, +2.16 against +20.6, +19.5, +19.7 (0.06–0.11×: tower_governor's
-//! 429s cost it 3.9k instructions but 20 µs of CPU each, not looked into).
+//! CPU time added per request over bare axum (µs, five alternating rounds a run; this
+//! machine's steal makes each figure move by a factor of two from run to run), two runs
+//! with the limiter `install`ed or set up by no one:
 //!
-//! So: on a rejected flood limiter-axum adds under half of tower_governor's CPU; on the
-//! allowed path it adds under two thirds of what tower_governor adds when both send header
-//! fields, and two to two and a half times what tower_governor adds sending none. Of
+//! | load | limiter-axum | tower_governor | ratio |
+//! | --- | --- | --- | --- |
+//! | allowed, the attribute (two RateLimit fields) | +0.58, +0.59 | +0.22, +0.42 (no fields) | 2.6, 1.4 |
+//! | allowed, its fields off | +0.49 (second run) | +0.42 | 1.15 |
+//! | allowed, beside tower_governor's own two fields | +0.58, +0.59 | +0.63, +0.59 | 0.91, 1.01 |
+//! | rejected flood | +1.06, +1.60 | +21.8, +23.1 | 0.05, 0.07 |
+//! | a new client per request | +0.98, +1.19 | +0.55, +0.77 | 1.8, 1.5 |
+//!
+//! (tower_governor's 429s cost it 3.9k instructions but over 20 µs of CPU each: not looked
+//! into.)
+//!
+//! So: on a rejected flood limiter-axum adds a twentieth of tower_governor's CPU; on the
+//! allowed path, like for like, as much as tower_governor: as many instructions with the
+//! fields off on both, two thirds of them (and about as much CPU) with both sending
+//! fields. With its fields on against tower_governor's none, it adds 1.4–2.6 times as
+//! much: the two fields alone (below) cost more than all tower_governor adds. Of
 //! tower_governor's own figure, about 1,250 is axum's: a `Router::layer` boxes a clone of
 //! each route's service per request. That is also what `Extension(limiter)` costs (a layer
 //! too), and what [`limiter_axum::install`](https://docs.rs/limiter-axum) saves: a
@@ -185,19 +196,35 @@
 //! floor.rs`: `INCR` + `PEXPIRE` for a busy client, `SET NX PX` for new clients) in
 //! pipelines as long as the limiter's round trips, over as many keys, sent while the same
 //! HTTP load runs against bare actix — Redis shares its CPU with the load generator in the
-//! limiter's rounds, and its commands take half the time on an idle one. One run of
-//! `benches/side_by_side.sh`:
+//! limiter's rounds, and its commands take half the time on an idle one. The http bench's
+//! Redis variants (`ONLY=bare,redis,redis_fixed,aerl_redis,redis_many,aerl_many`, three
+//! rounds), run on the commit before a check's future shrank from 3,176 bytes to 680 and on
+//! the one after, alternating, two runs of each (`redis_many_log` one run of each): each
+//! cell is before → after, the two runs side by side. Only the ratios within a run mean
+//! anything here (the machine's steal moved bare actix from 6.2 to 6.9 µs a request):
 //!
-//! | load | throughput × the peer | Redis CPU / request (× the peer) | × Redis's floor | checks a round trip | instance CPU over bare (the peer) |
+//! | load | throughput × the peer | Redis CPU / request × the peer's | × Redis's floor | checks a round trip | instance CPU over bare × the peer's |
 //! | --- | --- | --- | --- | --- | --- |
-//! | one busy client, sliding log (the default) | 1.26 | 2.05 µs (0.44) | 1.89 | 30 | +5.73 µs (+8.34) |
-//! | one busy client, fixed window | 1.29 | 1.57 µs (0.33) | 1.46 | 30 | +5.76 µs |
-//! | a new client per request, fixed window | 1.16 | 4.32 µs (0.62) | 1.64 | 29 | +7.19 µs (+10.11) |
-//! | a new client per request, sliding log | 1.18 | 4.13 µs (0.59) | 1.61 | 29 | +6.97 µs |
+//! | one busy client, sliding log (the default) | 1.24, 1.27 → 1.31, 1.29 | 0.35, 0.33 → 0.33, 0.34 | 1.66, 1.51 → 1.48, 1.60 | 30 | 0.65, 0.63 → 0.58, 0.60 (+4.30 µs against +7.44) |
+//! | one busy client, fixed window | 1.30, 1.27 → 1.33, 1.36 | 0.24, 0.24 → 0.25, 0.24 | 1.13, 1.11 → 1.14, 1.14 | 30 | 0.63, 0.68 → 0.61, 0.56 |
+//! | a new client per request, fixed window | 1.17, 1.20 → 1.20, 1.20 | 0.46, 0.47 → 0.44, 0.49 | 1.39, 1.54 → 1.42, 1.48 | 29 | 0.69, 0.68 → 0.67, 0.65 |
+//! | a new client per request, sliding log | 1.29 → 1.22 | 0.51 → 0.47 | 1.31 → 1.23 | 29 | 0.57 → 0.61 |
 //!
-//! Bytes a key for a new client: 123, the floor's plain key with an expiry 128 over as many
-//! keys (82,000), the peer's 149. A busy client's checks side by side in one call are one
-//! entry of it: its key named once, its units counted at once, one answer for them all.
+//! Where a busy client's instance CPU went (perf on the worker and the store's thread, then
+//! valgrind's DHAT on the allocations): most of the worker's time is the kernel's, sending
+//! the responses, as for bare actix; the store's own thread takes about 1.3 µs a request
+//! (its socket, the wakes of the callers' workers: about one eventfd write for four checks);
+//! the rest is the worker's part of a remote check: 37 allocations a request (DHAT, 32
+//! connections, under valgrind's slower pace), against 11 with the in-memory store — the
+//! check's futures, its key's name, its arguments, its answer. Each
+//! check's future was 3,176 bytes, taken from the allocator's slow path
+//! (`malloc_consolidate`) and copied, because it held the path of a check across cluster
+//! nodes inline; it is 680 now.
+//!
+//! Bytes a key for a new client: 119–120, the floor's plain key with an expiry 118 over as
+//! many keys (94,000–97,000), the peer's 138. A busy client's checks side by side in one
+//! call are one entry of it: its key named once, its units counted at once, one answer for
+//! them all.
 //! Checks answered on the store's own thread come back to their callers on theirs: after a
 //! call of several checks the next call waits, at most as long as that call took, for as
 //! many to gather. A returning client among new ones, whose `SET NX` finds its key, goes
