@@ -280,9 +280,13 @@ impl RedisStore {
             .iter()
             .map(|c| self.key_name(c.limit, c.key))
             .collect();
-        let nodes = self.by_node(&names);
-        let answers = if let [_] = nodes.as_slice() {
-            self.check_on_one_node(&unique, &names, now, Peek::No)
+        // On one server, one node: no grouping to make (two allocations a check).
+        let nodes = match self.inner.connection.is_cluster() {
+            true => self.by_node(&names),
+            false => Vec::new(),
+        };
+        let answers = if nodes.len() <= 1 {
+            self.check_on_one_node(&unique, names, now, Peek::No)
                 .await?
         } else {
             // Boxed where it is awaited: it awaits refunds as well as checks, and inline it
@@ -319,23 +323,33 @@ impl RedisStore {
     async fn check_on_one_node(
         &self,
         charges: &[Charge<'_>],
-        names: &[String],
+        names: Vec<String>,
         now: Duration,
         peek: Peek,
     ) -> Result<Vec<Answer>, StoreError> {
-        let mut with_blocks = Vec::with_capacity(names.len());
-        for (charge, name) in charges.iter().zip(names) {
-            with_blocks.push(name.clone());
-            if charge.limit.policy().penalty().is_some() {
-                with_blocks.push(block_key_name(name));
-            }
-        }
         // A cluster node takes a call's keys only from one slot's: these names share one
         // (see `by_node`).
         let slot = if self.inner.connection.is_cluster() {
             names.first().map_or(0, |name| hash_slot(name))
         } else {
             0
+        };
+        let penalties = charges.iter().any(|c| c.limit.policy().penalty().is_some());
+        let with_blocks = match penalties {
+            false => names,
+            true => {
+                let mut with_blocks = Vec::with_capacity(2 * names.len());
+                for (charge, name) in charges.iter().zip(names) {
+                    let block = charge
+                        .limit
+                        .policy()
+                        .penalty()
+                        .map(|_| block_key_name(&name));
+                    with_blocks.push(name);
+                    with_blocks.extend(block);
+                }
+                with_blocks
+            }
         };
         let check = CheckArgs {
             slot,

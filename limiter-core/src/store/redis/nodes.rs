@@ -38,7 +38,10 @@ impl RedisStore {
             let charges: Vec<Charge<'_>> = members.iter().map(|&m| unique[m]).collect();
             let part: Vec<String> = members.iter().map(|&m| names[m].clone()).collect();
             let peek = if rejected { Peek::Read } else { Peek::No };
-            let replies = match self.check_on_one_node(&charges, &part, now, peek).await {
+            let replies = match self
+                .check_on_one_node(&charges, part.clone(), now, peek)
+                .await
+            {
                 Ok(replies) => replies,
                 // Once a node rejected the request, the others are only read: one that
                 // cannot say where it stands changes nothing, the request is rejected.
@@ -78,7 +81,7 @@ impl RedisStore {
                 // Where the part stands with nothing counted; if its node cannot say now,
                 // its allowed answer stands, counted nothing.
                 let statuses = self
-                    .check_on_one_node(&part.charges, &part.names, now, Peek::Status)
+                    .check_on_one_node(&part.charges, part.names.clone(), now, Peek::Status)
                     .await;
                 for (i, &m) in part.members.iter().enumerate() {
                     answers[m] = match &statuses {
