@@ -91,9 +91,6 @@ fn router(variant: &str) -> Router {
                 .route("/", get(hello))
                 .layer(RateLimitLayer::new(policy))
         }
-        // A new client per request, named by the trusted proxy (loopback) in
-        // X-Forwarded-For.
-        // Its limiter trusts the proxy, and is installed as the process's (no layer).
         // The attribute with its RateLimit fields off, its limiter installed: beside
         // tower_governor, which sends none either.
         "axum_quiet" => {
@@ -101,6 +98,9 @@ fn router(variant: &str) -> Router {
             limiter_axum::install(limiter).expect("the first limiter of this process");
             Router::new().route("/", get(limited_hello))
         }
+        // A new client per request, named by the trusted proxy (loopback) in
+        // X-Forwarded-For.
+        // Its limiter trusts the proxy, and is installed as the process's (no layer).
         "axum_many" => {
             let limiter = Limiter::builder().trusted_proxies(["127.0.0.1"]).build();
             limiter_axum::install(limiter).expect("the first limiter of this process");
